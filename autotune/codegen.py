@@ -1,0 +1,49 @@
+"""Code generation: a validated config in, readable CUDA source out (Jinja2 templates)."""
+from __future__ import annotations
+
+import hashlib
+from functools import lru_cache
+from importlib import resources
+
+import jinja2
+
+from .errors import SpaceError
+from .space import Config, Limits, violations
+
+
+@lru_cache(maxsize=1)
+def _env() -> jinja2.Environment:
+    folder = resources.files("autotune.templates")
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(folder)),
+        undefined=jinja2.StrictUndefined,  # a missing parameter is an error, not an empty string
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+
+
+def template_text(name: str) -> str:
+    return resources.files("autotune.templates").joinpath(name).read_text()
+
+
+def template_hash(config: Config) -> str:
+    return sha256(template_text(config.family.template))
+
+
+def sha256(text: str | bytes) -> str:
+    data = text.encode() if isinstance(text, str) else text
+    return hashlib.sha256(data).hexdigest()
+
+
+def render(config: Config, limits: Limits = Limits()) -> str:
+    """The kernel's CUDA source. Refuses a config outside the space before rendering."""
+    bad = violations(config, limits)
+    if bad:
+        raise SpaceError(f"{config} is outside the space: {bad[0]}")
+    try:
+        template = _env().get_template(config.family.template)
+        return template.render(name=config.name, **config.values)
+    except jinja2.TemplateError as exc:
+        raise SpaceError(f"template {config.family.template} failed to render {config}: {exc}") from exc

@@ -1,0 +1,171 @@
+"""The search space: parameters, allowed values and constraints, declared once.
+
+A family (naive, tiled, ...) lists its parameters and constraints; every constraint
+carries the reason shown to the user and stored in the database when a config is
+refused. Only configs built here (validated ints and enum strings) reach a template.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Union
+
+from .errors import SpaceError
+
+Value = Union[int, str]
+Params = dict[str, Value]
+
+# int indexing in the kernels: every matrix must hold fewer than 2**31 elements.
+MAX_ELEMENTS = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the device allows; the defaults are an sm_90 part (H100/H200)."""
+
+    max_threads_per_block: int = 1024
+    max_static_shared: int = 48 * 1024  # statically declared __shared__ arrays
+    max_shared_optin: int = 227 * 1024  # dynamic shared memory after opting in
+    max_grid_y: int = 65535
+    max_grid_z: int = 65535
+
+
+@dataclass(frozen=True)
+class Launch:
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_bytes: int = 0  # dynamic shared memory
+
+    @property
+    def threads(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    values: tuple[Value, ...]
+    default: Value | Callable[[Params], Value]
+    doc: str
+
+    def parse(self, text: Value) -> Value:
+        """Turn a command-line string into an allowed value, or say what is allowed."""
+        allowed = ", ".join(str(v) for v in self.values)
+        if isinstance(self.values[0], int):
+            try:
+                value: Value = int(text)
+            except (TypeError, ValueError):
+                raise SpaceError(f"{self.name}={text!r} is not an integer; allowed: {allowed}") from None
+        else:
+            value = str(text)
+        if value not in self.values:
+            raise SpaceError(f"{self.name}={text} is outside the space; allowed: {allowed}")
+        return value
+
+
+@dataclass(frozen=True)
+class Constraint:
+    reason: str
+    ok: Callable[[Params, Limits], bool]
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    doc: str
+    params: tuple[Param, ...]
+    constraints: tuple[Constraint, ...]
+    template: str
+    geometry: Callable[[Params, int, int], Launch]
+    tags: dict[str, str] = field(default_factory=dict)  # short name-part for a param
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        known = ", ".join(p.name for p in self.params)
+        raise SpaceError(f"family {self.name} has no parameter {name!r}; its parameters: {known}")
+
+
+@dataclass(frozen=True)
+class Config:
+    family: Family
+    params: tuple[tuple[str, Value], ...]  # in the family's declaration order
+
+    @property
+    def values(self) -> Params:
+        return dict(self.params)
+
+    @property
+    def name(self) -> str:
+        """The kernel's identity: derived from the family and its parameters."""
+        parts = [f"{self.family.tags.get(k, k)}{v}" for k, v in self.params]
+        return "sgemm_" + self.family.name + "_" + "_".join(parts)
+
+    def geometry(self, M: int, N: int) -> Launch:
+        return self.family.geometry(self.values, M, N)
+
+    def __str__(self) -> str:
+        return f"{self.family.name} " + " ".join(f"{k}={v}" for k, v in self.params)
+
+
+def make_config(family: Family, given: dict[str, Value]) -> Config:
+    """Build a config from (possibly string) values; left-out parameters take defaults."""
+    for name in given:
+        family.param(name)  # unknown names fail here with the list of known ones
+    values: Params = {}
+    for p in family.params:
+        if p.name in given:
+            values[p.name] = p.parse(given[p.name])
+    for p in family.params:
+        if p.name not in values:
+            values[p.name] = p.default(values) if callable(p.default) else p.default
+    return Config(family, tuple((p.name, values[p.name]) for p in family.params))
+
+
+def violations(config: Config, limits: Limits = Limits()) -> list[str]:
+    """The reasons this config is refused (empty if it is valid), shape aside."""
+    v = config.values
+    return [c.reason for c in config.family.constraints if not c.ok(v, limits)]
+
+
+def shape_violations(config: Config, M: int, N: int, limits: Limits = Limits()) -> list[str]:
+    """Reasons tied to the problem shape: grid dimensions the hardware cannot launch."""
+    launch = config.geometry(M, N)
+    out = []
+    if launch.grid[1] > limits.max_grid_y:
+        out.append(f"grid.y = {launch.grid[1]} exceeds the device limit {limits.max_grid_y}")
+    if launch.grid[2] > limits.max_grid_z:
+        out.append(f"grid.z = {launch.grid[2]} exceeds the device limit {limits.max_grid_z}")
+    return out
+
+
+def check_shape(M: int, N: int, K: int) -> None:
+    """Refuse shapes the kernels cannot handle, with a one-line reason."""
+    for label, value in (("M", M), ("N", N), ("K", K)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise SpaceError(f"{label}={value!r} must be a whole number of rows/columns")
+        if value < 1:
+            raise SpaceError(f"{label}={value} must be at least 1")
+    for label, elements in (("A (M*K)", M * K), ("B (K*N)", K * N), ("C (M*N)", M * N)):
+        if elements > MAX_ELEMENTS:
+            raise SpaceError(
+                f"{label} has {elements} elements; kernels index with int, so each matrix "
+                f"must hold fewer than 2**31: use a smaller shape"
+            )
+
+
+def enumerate_space(family: Family, limits: Limits = Limits()) -> Iterator[tuple[Config, list[str]]]:
+    """Every combination of the family's values, with its violations (empty = valid)."""
+    names = [p.name for p in family.params]
+    for combo in itertools.product(*(p.values for p in family.params)):
+        config = Config(family, tuple(zip(names, combo)))
+        yield config, violations(config, limits)
+
+
+def valid_configs(family: Family, limits: Limits = Limits()) -> list[Config]:
+    return [c for c, bad in enumerate_space(family, limits) if not bad]
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
