@@ -1,0 +1,1 @@
+"""CPU emulator for generated kernels (see issue 3)."""
