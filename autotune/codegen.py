@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 
 import jinja2
 
@@ -12,10 +13,18 @@ from .space import Config, Limits, violations
 
 
 @lru_cache(maxsize=1)
+def templates_dir() -> Path:
+    """Installed: the autotune.templates package; in a bare checkout: the top-level templates/."""
+    try:
+        return Path(str(resources.files("autotune.templates")))
+    except ModuleNotFoundError:
+        return Path(__file__).resolve().parent.parent / "templates"
+
+
+@lru_cache(maxsize=1)
 def _env() -> jinja2.Environment:
-    folder = resources.files("autotune.templates")
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(folder)),
+        loader=jinja2.FileSystemLoader(str(templates_dir())),
         undefined=jinja2.StrictUndefined,  # a missing parameter is an error, not an empty string
         keep_trailing_newline=True,
         trim_blocks=True,
@@ -25,7 +34,7 @@ def _env() -> jinja2.Environment:
 
 
 def template_text(name: str) -> str:
-    return resources.files("autotune.templates").joinpath(name).read_text()
+    return (templates_dir() / name).read_text()
 
 
 def template_hash(config: Config) -> str:

@@ -1,0 +1,174 @@
+"""The command line: each command parses its options, calls one library function and
+prints. Domain errors become one line on stderr and exit status 2."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from functools import wraps
+
+import click
+
+from . import __version__, store
+from .errors import AutotuneError
+from .families import FAMILIES
+from .space import Config, Limits, check_shape, make_config
+
+DB_HELP = "SQLite results database (default: $AUTOTUNE_DB or db/autotune.sqlite)"
+
+
+def default_db() -> str:
+    return os.environ.get("AUTOTUNE_DB", str(store.DEFAULT_DB))
+
+
+def friendly(fn):
+    """Turn domain errors into one line and exit status 2, never a traceback."""
+    @wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except AutotuneError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+    return wrapper
+
+
+def shape_options(fn):
+    fn = click.option("--K", "K", type=int, help="inner dimension (default: M)")(fn)
+    fn = click.option("--N", "N", type=int, help="columns of C (default: M)")(fn)
+    return click.option("--M", "M", type=int, required=True, help="rows of C")(fn)
+
+
+def config_options(fn):
+    fn = click.option("--id", "result_id", type=int, help="a result id from the database")(fn)
+    fn = click.option("-p", "--param", "params", multiple=True, metavar="NAME=VALUE",
+                      help="a parameter of the family; repeat it (left-out ones take defaults)")(fn)
+    return click.option("--family", type=click.Choice(sorted(FAMILIES)), help="kernel family")(fn)
+
+
+def resolve_shape(M: int, N: int | None, K: int | None) -> tuple[int, int, int]:
+    shape = (M, M if N is None else N, M if K is None else K)
+    check_shape(*shape)
+    return shape
+
+
+def parse_params(params: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for item in params:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise AutotuneError(f"-p {item!r} is not NAME=VALUE (for example -p T=32)")
+        out[name.strip()] = value.strip()
+    return out
+
+
+def resolve_config(db_path: str, family: str | None, params: tuple[str, ...], result_id: int | None) -> Config | None:
+    if result_id is not None and (family or params):
+        raise AutotuneError("give either --id or --family/-p, not both")
+    if result_id is not None:
+        row = store.result_by_id(store.open_db(db_path), result_id)
+        fam = FAMILIES[row["family"]]
+        return make_config(fam, {p.name: row[p.name] for p in fam.params})
+    if params and not family:
+        raise AutotuneError("-p needs --family (for example --family tiled -p T=32)")
+    return make_config(FAMILIES[family], parse_params(params)) if family else None
+
+
+def parse_families(text: str) -> list:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in FAMILIES]
+    if unknown or not names:
+        raise AutotuneError(f"unknown family {','.join(unknown) or text!r}; choose from {', '.join(FAMILIES)}")
+    return [FAMILIES[n] for n in names]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="autotune")
+def cli() -> None:
+    """Code-generating autotuner for FP32 SGEMM (C = A*B, row-major) on NVIDIA GPUs."""
+
+
+@cli.command()
+@shape_options
+@click.option("--family", "family_text", default=",".join(FAMILIES), show_default=True,
+              help="families to search, comma-separated")
+@click.option("--sampler", type=click.Choice(["tpe", "random", "grid"]), default="tpe", show_default=True)
+@click.option("--trials", type=click.IntRange(min=1), default=60, show_default=True,
+              help="new configs to measure (configs already in the database are reused, not counted)")
+@click.option("--timeout", type=click.FloatRange(min=0), help="stop after this many seconds")
+@click.option("--seed", type=int, default=0, show_default=True, help="sampler seed and input seed")
+@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index")
+@click.option("--db", "db_path", default=default_db, help=DB_HELP)
+@friendly
+def search(M, N, K, family_text, sampler, trials, timeout, seed, device, db_path) -> None:
+    """Generate, compile, verify, time and record SGEMM variants; Optuna picks which."""
+    from .runs import search_command
+
+    search_command(resolve_shape(M, N, K), parse_families(family_text), sampler, trials, timeout, seed,
+                   device, db_path)
+
+
+@cli.command()
+@shape_options
+@click.option("--family", type=click.Choice(sorted(FAMILIES)), help="best of one family only")
+@click.option("--gpu", help="GPU name or UUID (default: any GPU in the database)")
+@click.option("--json", "as_json", is_flag=True, help="print the whole row as JSON")
+@click.option("--db", "db_path", default=default_db, help=DB_HELP)
+@friendly
+def best(M, N, K, family, gpu, as_json, db_path) -> None:
+    """The best verified config for a shape: its time, TFLOP/s and % of cuBLAS."""
+    from .runs import format_row
+
+    shape = resolve_shape(M, N, K)
+    row = store.best(store.open_db(db_path), shape, gpu=gpu, family=family)
+    if row is None:
+        raise AutotuneError(f"no verified result for {'x'.join(map(str, shape))} in {db_path}; "
+                            f"run `autotune search --M {shape[0]} --N {shape[1]} --K {shape[2]}` first")
+    click.echo(json.dumps(row, indent=2) if as_json else format_row(row))
+
+
+@cli.command()
+@shape_options
+@config_options
+@click.option("-o", "--output", default="best.cu", show_default=True, help="CUDA file; the manifest goes beside it")
+@click.option("--db", "db_path", default=default_db, help=DB_HELP)
+@friendly
+def export(M, N, K, family, params, result_id, output, db_path) -> None:
+    """Write a kernel (default: the best for the shape) as CUDA source plus a JSON manifest."""
+    from .runs import export_command
+
+    shape = resolve_shape(M, N, K)
+    cu, js = export_command(db_path, shape, resolve_config(db_path, family, params, result_id), output)
+    click.echo(f"wrote {cu} and {js}")
+
+
+@cli.command()
+@config_options
+@click.option("--db", "db_path", default=default_db, help=DB_HELP)
+@friendly
+def render(family, params, result_id, db_path) -> None:
+    """Print the CUDA source of one config (no GPU needed)."""
+    from .codegen import render as render_source
+
+    config = resolve_config(db_path, family, params, result_id)
+    if config is None:
+        raise AutotuneError("name a config: --family tiled -p T=32 ..., or --id N")
+    click.echo(render_source(config), nl=False)
+
+
+@cli.command()
+@click.option("--family", type=click.Choice(sorted(FAMILIES)), help="one family only")
+def space(family) -> None:
+    """The search space: parameters, values, defaults, constraints and how many configs are valid."""
+    from .runs import describe_space
+
+    for name in [family] if family else FAMILIES:
+        click.echo(describe_space(FAMILIES[name], Limits()))
+
+
+def main() -> None:
+    cli(prog_name="autotune")
+
+
+if __name__ == "__main__":
+    main()

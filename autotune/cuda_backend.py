@@ -1,0 +1,154 @@
+"""The GPU backend: compile, verify against cuBLAS, then time with CUDA events.
+
+One CudaBackend serves one shape on one device: inputs, the cuBLAS reference and the
+cuBLAS time are made once, then every config is checked and timed against them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import compile as nvrtc
+from .cublas import Cublas
+from .device import DeviceInfo, device_info, sm_clock_mhz
+from .outcome import COMPILE_ERROR, LAUNCH_ERROR, OK, WRONG, Outcome, Timing
+from .reference import TOLERANCE, random_inputs, relative_error
+from .space import Config
+
+CHECK_SHAPE = (131, 67, 93)  # an odd shape every variant must also get right (tails)
+NAN_BITS = 0x7FC00000  # a quiet NaN: outputs never written stay NaN and fail the check
+TIME_BUDGET_MS = 600.0  # stop repeating once this much kernel time was measured...
+MIN_REPS, MAX_REPS, WARMUP = 3, 20, 2  # ...but never fewer than MIN_REPS timed runs
+
+
+class DeviceFault(Exception):
+    """The CUDA context is poisoned (illegal address, ...): this process cannot go on."""
+
+
+def _ok(result: tuple) -> tuple:
+    from cuda.bindings import driver
+
+    err = result[0]
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"CUDA driver call failed: {err}")
+    return result[1:]
+
+
+class Problem:
+    """Device buffers and the cuBLAS reference for one shape."""
+
+    def __init__(self, dev, stream, blas: Cublas, M: int, N: int, K: int, seed: int):
+        from cuda.bindings import driver
+
+        self.M, self.N, self.K, self.stream = M, N, K, stream
+        A, B = random_inputs(M, N, K, seed)
+        self.a, self.b = self._upload(dev, A), self._upload(dev, B)
+        self.c = dev.allocate(M * N * 4, stream=stream)
+        blas.sgemm(int(self.a.handle), int(self.b.handle), int(self.c.handle), M, N, K)
+        self.ref = self.download()
+        _ok(driver.cuStreamSynchronize(stream.handle))
+
+    def _upload(self, dev, host: np.ndarray):
+        from cuda.bindings import driver
+
+        buf = dev.allocate(host.nbytes, stream=self.stream)
+        _ok(driver.cuMemcpyHtoDAsync(int(buf.handle), host.ctypes.data, host.nbytes, self.stream.handle))
+        self.stream.sync()
+        return buf
+
+    def poison(self) -> None:
+        from cuda.bindings import driver
+
+        _ok(driver.cuMemsetD32Async(int(self.c.handle), NAN_BITS, self.M * self.N, self.stream.handle))
+
+    def download(self) -> np.ndarray:
+        from cuda.bindings import driver
+
+        out = np.empty((self.M, self.N), dtype=np.float32)
+        self.stream.sync()
+        _ok(driver.cuMemcpyDtoHAsync(out.ctypes.data, int(self.c.handle), out.nbytes, self.stream.handle))
+        self.stream.sync()
+        return out
+
+
+def time_ms(run, stream, min_reps: int = MIN_REPS, max_reps: int = MAX_REPS) -> Timing:
+    """Median of repeated event-timed runs, after warm-up (module load, clocks ramping)."""
+    from cuda.core import EventOptions
+
+    opts = EventOptions(timing_enabled=True)
+    for _ in range(WARMUP):
+        run()
+    times: list[float] = []
+    while len(times) < max_reps and (len(times) < min_reps or sum(times) < TIME_BUDGET_MS):
+        start = stream.record(options=opts)
+        run()
+        end = stream.record(options=opts)
+        end.sync()
+        times.append(end - start)
+    return Timing.of(times)
+
+
+class CudaBackend:
+    name = "cuda"
+
+    def __init__(self, M: int, N: int, K: int, device: int = 0, seed: int = 0):
+        from cuda.core import Device
+
+        self.info: DeviceInfo = device_info(device)
+        self.dev = Device(device)
+        self.dev.set_current()
+        self.stream = self.dev.create_stream()
+        self.blas = Cublas(int(self.stream.handle))
+        self.shape = (M, N, K)
+        self.main = Problem(self.dev, self.stream, self.blas, M, N, K, seed)
+        self.check = Problem(self.dev, self.stream, self.blas, *CHECK_SHAPE, seed + 1)
+        p = self.main
+        self.baseline = time_ms(lambda: self.blas.sgemm(int(p.a.handle), int(p.b.handle), int(p.c.handle), M, N, K),
+                                self.stream, min_reps=20)
+        self.baseline_clock = sm_clock_mhz(self.info.uuid)
+
+    @property
+    def provenance(self) -> dict:
+        i = self.info
+        return {"gpu_name": i.name, "gpu_uuid": i.uuid, "arch": i.arch, "driver_version": i.driver_version,
+                "nvrtc_version": nvrtc.nvrtc_version(), "cublas_version": self.blas.version()}
+
+    def measure(self, config: Config, source: str) -> Outcome:
+        built = nvrtc.compile_source(source, config.name, self.info.arch)
+        if not built.ok:
+            return Outcome(COMPILE_ERROR, reason=built.log.strip().splitlines()[-1][:300] if built.log else "",
+                           extra={"compile_log": built.log})
+        try:
+            kernel = self._load(built.cubin, config.name)
+            extra = {"num_regs": kernel.attributes.num_regs, "static_shared": kernel.attributes.shared_size_bytes}
+            for problem in (self.check, self.main):
+                err = self._verify(kernel, config, problem)
+                if not err <= TOLERANCE:
+                    shape = "x".join(map(str, (problem.M, problem.N, problem.K)))
+                    return Outcome(WRONG, reason=f"relative error {err:.3g} > {TOLERANCE:g} at {shape}", err=err,
+                                   extra=extra)
+            timing = time_ms(lambda: self._launch(kernel, config, self.main), self.stream)
+        except Exception as exc:  # a fault poisons the context; report it, then stop the process
+            raise DeviceFault(f"{config.name}: {exc}") from exc
+        extra["sm_clock_mhz"] = sm_clock_mhz(self.info.uuid)
+        return Outcome(OK, err=err, timing=timing, extra=extra)
+
+    def _load(self, cubin: bytes, name: str):
+        from cuda.core import ObjectCode
+
+        return ObjectCode.from_cubin(cubin, name=name).get_kernel(name)
+
+    def _launch(self, kernel, config: Config, p: Problem) -> None:
+        from cuda.core import LaunchConfig, launch
+
+        geo = config.geometry(p.M, p.N)
+        cfg = LaunchConfig(grid=geo.grid, block=geo.block, shmem_size=geo.shared_bytes)
+        launch(self.stream, cfg, kernel, p.a, p.b, p.c, np.int32(p.M), np.int32(p.N), np.int32(p.K))
+
+    def _verify(self, kernel, config: Config, p: Problem) -> float:
+        p.poison()
+        self._launch(kernel, config, p)
+        return relative_error(p.download(), p.ref)
+
+
+def launch_error(config: Config, exc: Exception) -> Outcome:
+    return Outcome(LAUNCH_ERROR, reason=f"{type(exc).__name__}: {exc}"[:300])

@@ -1,0 +1,80 @@
+"""One config, one shape, one backend: refuse, reuse or measure it, and record the row.
+
+The order matters: constraints before rendering, the database before the GPU, the
+correctness check before the clock. Every path ends in exactly one results row.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import sqlite_utils
+
+from . import store
+from .codegen import render, sha256, template_hash
+from .outcome import INVALID, OK, Outcome, tflops
+from .space import Config, Limits, shape_violations, violations
+
+
+class Backend(Protocol):
+    name: str
+    shape: tuple[int, int, int]
+    baseline: object  # Timing of cuBLAS at this shape (None where there is none, e.g. sim)
+
+    @property
+    def provenance(self) -> dict: ...
+
+    def measure(self, config: Config, source: str) -> Outcome: ...
+
+
+@dataclass
+class Evaluated:
+    row: dict
+    cached: bool
+
+    @property
+    def tflops(self) -> float:
+        """What the search maximises: 0 for anything that is not a verified, timed kernel."""
+        return self.row["tflops"] if self.row["status"] == OK else 0.0
+
+
+def evaluate(db: sqlite_utils.Database, backend: Backend, config: Config, limits: Limits,
+             peak_tflops: float | None) -> Evaluated:
+    M, N, K = backend.shape
+    prov = backend.provenance
+    base = {"kernel": config.name, "family": config.family.name, "backend": backend.name,
+            "M": M, "N": N, "K": K, **config.values, **prov}
+    bad = violations(config, limits) + shape_violations(config, M, N, limits)
+    if bad:
+        return _record(db, backend, {**base, "source_hash": ""}, Outcome(INVALID, reason="; ".join(bad)), None)
+    source = render(config, limits)
+    source_hash = sha256(source)
+    earlier = store.find_result(db, backend.name, prov["gpu_uuid"], (M, N, K), config.name, source_hash)
+    if earlier:
+        return Evaluated(earlier, cached=True)
+    store.insert_source(db, source_hash, config.name, config.family.name, source)
+    base |= {"source_hash": source_hash, "template_hash": template_hash(config)}
+    return _record(db, backend, base, backend.measure(config, source), peak_tflops)
+
+
+def _record(db: sqlite_utils.Database, backend: Backend, base: dict, outcome: Outcome,
+            peak_tflops: float | None) -> Evaluated:
+    if outcome.status == INVALID:
+        earlier = store.find_result(db, backend.name, base["gpu_uuid"], backend.shape, base["kernel"], "")
+        if earlier:
+            return Evaluated(earlier, cached=True)
+    row = {**base, **outcome.row()}
+    if outcome.timing:
+        row |= _rates(backend, outcome.timing.median_ms, peak_tflops)
+    row["id"] = store.insert_result(db, row)
+    return Evaluated(row, cached=False)
+
+
+def _rates(backend: Backend, ms: float, peak_tflops: float | None) -> dict:
+    M, N, K = backend.shape
+    rate = tflops(M, N, K, ms)
+    cublas_ms = backend.baseline.median_ms if backend.baseline else None
+    return {"tflops": rate,
+            "cublas_ms": cublas_ms,
+            "pct_cublas": 100.0 * cublas_ms / ms if cublas_ms else None,
+            "pct_peak": 100.0 * rate / peak_tflops if peak_tflops else None}

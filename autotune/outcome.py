@@ -1,0 +1,51 @@
+"""What measuring one config on one backend produced: a row of the results table."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from statistics import median
+
+# Statuses. Only "ok" rows can ever be a best result.
+OK = "ok"
+INVALID = "invalid"  # refused by a constraint before rendering
+COMPILE_ERROR = "compile_error"
+WRONG = "wrong"  # ran, but the answer is off (or NaN: an output never written)
+LAUNCH_ERROR = "launch_error"  # the launch or the kernel failed (fault, bad config)
+STATUSES = (OK, INVALID, COMPILE_ERROR, WRONG, LAUNCH_ERROR)
+
+
+@dataclass(frozen=True)
+class Timing:
+    median_ms: float
+    min_ms: float
+    max_ms: float
+    reps: int
+
+    @staticmethod
+    def of(times_ms: list[float]) -> "Timing":
+        return Timing(median(times_ms), min(times_ms), max(times_ms), len(times_ms))
+
+
+@dataclass
+class Outcome:
+    status: str
+    reason: str = ""
+    err: float | None = None  # relative Frobenius error against the reference
+    timing: Timing | None = None
+    extra: dict = field(default_factory=dict)  # num_regs, static_shared, clock, ...
+
+    def row(self) -> dict:
+        t = asdict(self.timing) if self.timing else {}
+        return {
+            "status": self.status,
+            "reason": self.reason,
+            "err": self.err,
+            "time_ms": t.get("median_ms"),
+            "time_ms_min": t.get("min_ms"),
+            "time_ms_max": t.get("max_ms"),
+            "reps": t.get("reps"),
+            **self.extra,
+        }
+
+
+def tflops(M: int, N: int, K: int, ms: float) -> float:
+    return 2.0 * M * N * K / (ms * 1e-3) / 1e12

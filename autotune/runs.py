@@ -1,0 +1,127 @@
+"""What the commands do, kept out of the CLI so that it stays a thin layer of options."""
+from __future__ import annotations
+
+import sys
+
+from . import store
+from .codegen import render, sha256
+from .errors import AutotuneError
+from .export import manifest, write_export
+from .outcome import OK
+from .space import Config, Family, Limits, enumerate_space
+
+
+def format_row(row: dict) -> str:
+    shape = f"{row['M']}x{row['N']}x{row['K']}"
+    pct = f"{row['pct_cublas']:.1f}% of cuBLAS" if row.get("pct_cublas") else "no cuBLAS baseline"
+    peak = f", {row['pct_peak']:.1f}% of FP32 peak" if row.get("pct_peak") else ""
+    return (f"{row['kernel']}  (id {row['id']}, {row['gpu_name']}, {shape})\n"
+            f"  {row['time_ms']:.3f} ms median [{row['time_ms_min']:.3f} .. {row['time_ms_max']:.3f}], "
+            f"{row['tflops']:.2f} TFLOP/s, {pct}{peak}")
+
+
+def search_command(shape: tuple[int, int, int], families: list[Family], sampler: str, trials: int,
+                   timeout: float | None, seed: int, device: int, db_path: str) -> None:
+    from .cuda_backend import CudaBackend, DeviceFault
+    from .device import device_info
+    from .search import run_search
+
+    info = device_info(device)  # no GPU: a one-line error before anything is written
+    db = store.open_db(db_path)
+    print(f"autotune: {info.name} ({info.arch}, {info.sm_count} SMs), shape {'x'.join(map(str, shape))}, "
+          f"families {', '.join(f.name for f in families)}, sampler {sampler}", file=sys.stderr)
+    backend = CudaBackend(*shape, device=device, seed=seed)
+    _record_baseline(db, backend)
+    bar = _progress_bar(trials)
+    try:
+        result = run_search(db, backend, families, info.limits, sampler=sampler, trials=trials, timeout=timeout,
+                            seed=seed, peak_tflops=info.peak_tflops, progress=bar.update_with)
+    except DeviceFault as exc:
+        raise AutotuneError(f"a kernel faulted and the CUDA context is lost ({exc}); run the same command "
+                            f"again: measured configs are kept and reused") from None
+    finally:
+        bar.close()
+    print(summary(db, backend, result))
+
+
+def _record_baseline(db, backend) -> None:
+    t, prov, (M, N, K) = backend.baseline, backend.provenance, backend.shape
+    store.insert_baseline(db, {"backend": backend.name, "gpu_uuid": prov["gpu_uuid"], "gpu_name": prov["gpu_name"],
+                               "M": M, "N": N, "K": K, "time_ms": t.median_ms, "time_ms_min": t.min_ms,
+                               "time_ms_max": t.max_ms, "tflops": 2.0 * M * N * K / t.median_ms / 1e9,
+                               "sm_clock_mhz": backend.baseline_clock,
+                               "library": f"cuBLAS {prov['cublas_version']} (pedantic FP32, no TF32)"})
+
+
+class _Bar:
+    """A tqdm bar over trials with the best so far; plain lines when tqdm is absent."""
+
+    def __init__(self, total: int):
+        from tqdm import tqdm
+
+        self._bar = tqdm(total=total, unit="new", desc="search", file=sys.stderr, dynamic_ncols=True)
+
+    def update_with(self, result, done) -> None:
+        if not done.cached:
+            self._bar.update(1)
+        b = result.best
+        best = f"{b['tflops']:.2f} TFLOP/s ({b['pct_cublas']:.1f}% cuBLAS)" if b else "none yet"
+        self._bar.set_postfix_str(f"trial {result.trials}, best {best}, last {done.row['status']}")
+
+    def close(self) -> None:
+        self._bar.close()
+
+
+def _progress_bar(total: int) -> _Bar:
+    return _Bar(total)
+
+
+def summary(db, backend, result) -> str:
+    M, N, K = backend.shape
+    lines = [f"study {result.study}: {result.trials} trials, {result.new} new measurements in "
+             f"{result.seconds:.1f} s" + (" (interrupted)" if result.interrupted else ""),
+             "statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(result.statuses.items())),
+             f"cuBLAS (no TF32): {backend.baseline.median_ms:.3f} ms = "
+             f"{2.0 * M * N * K / backend.baseline.median_ms / 1e9:.2f} TFLOP/s",
+             "top configs for this GPU and shape (all searches so far):",
+             f"  {'id':>5}  {'ms':>8}  {'TFLOP/s':>8}  {'%cuBLAS':>7}  kernel"]
+    rows = sorted(store.results(db, backend.shape, backend.name, backend.provenance["gpu_uuid"], OK),
+                  key=lambda r: r["time_ms"])
+    for r in rows[:10]:
+        lines.append(f"  {r['id']:>5}  {r['time_ms']:>8.3f}  {r['tflops']:>8.2f}  {r['pct_cublas']:>7.1f}  "
+                     f"{r['kernel']}")
+    return "\n".join(lines)
+
+
+def export_command(db_path: str, shape: tuple[int, int, int], config: Config | None, output: str):
+    from .families import FAMILIES
+    from .space import make_config
+
+    db = store.open_db(db_path)
+    row = None
+    if config is None:
+        row = store.best(db, shape)
+        if row is None:
+            raise AutotuneError(f"no verified result for {'x'.join(map(str, shape))} to export; run "
+                                f"`autotune search` first or name a config with --family/-p")
+        family = FAMILIES[row["family"]]
+        config = make_config(family, {p.name: row[p.name] for p in family.params})
+    source = render(config)
+    source_hash = sha256(source)
+    if row is None:  # a named config: attach its measurement at this shape if there is one
+        row = next((r for r in store.results(db, shape, status=OK) if r["source_hash"] == source_hash), None)
+    info = manifest(config, config.geometry(shape[0], shape[1]), shape, source_hash, row)
+    return write_export(output, source, info)
+
+
+def describe_space(family: Family, limits: Limits) -> str:
+    configs = list(enumerate_space(family, limits))
+    valid = sum(1 for _, bad in configs if not bad)
+    lines = [f"{family.name}: {family.doc}", f"  {valid} valid of {len(configs)} combinations"]
+    for p in family.params:
+        default = "(see doc)" if callable(p.default) else p.default
+        lines.append(f"  {p.name:<7} {', '.join(map(str, p.values))}  default {default}: {p.doc}")
+    for c in family.constraints:
+        refused = sum(1 for _, bad in configs if c.reason in bad)
+        lines.append(f"  constraint: {c.reason} (refuses {refused})")
+    return "\n".join(lines)

@@ -1,0 +1,40 @@
+"""A backend that needs no GPU: deterministic times derived from the config, a few
+configs deliberately wrong. It lets the search, store and CLI be tested in CI."""
+from __future__ import annotations
+
+import zlib
+
+from autotune.outcome import OK, WRONG, Outcome, Timing
+from autotune.space import Config
+
+
+def fake_ms(config: Config) -> float:
+    v = config.values
+    if config.family.name == "naive":
+        return 20.0 if v["x_over"] == "cols" else 200.0
+    # bigger tiles faster, padding slower, a small deterministic jitter per config
+    jitter = (zlib.crc32(config.name.encode()) % 100) / 1000.0
+    return 40.0 / v["T"] + 0.5 * v["pad"] + jitter
+
+
+class FakeBackend:
+    name = "fake"
+
+    def __init__(self, M: int = 256, N: int = 256, K: int = 256):
+        self.shape = (M, N, K)
+        self.baseline = Timing(0.5, 0.49, 0.52, 20)
+        self.measured: list[str] = []
+
+    @property
+    def provenance(self) -> dict:
+        return {"gpu_name": "Fake GPU", "gpu_uuid": "fake-uuid", "arch": "sm_90", "driver_version": "0.0",
+                "nvrtc_version": "0.0", "cublas_version": 0}
+
+    def measure(self, config: Config, source: str) -> Outcome:
+        assert config.name in source  # the backend receives the rendered kernel
+        self.measured.append(config.name)
+        if config.family.name == "tiled" and config.values["pad"] == 2 and config.values["T"] == 64:
+            # deliberately fast but wrong: must never become the best
+            return Outcome(WRONG, reason="relative error 0.5 > 1e-4", err=0.5, timing=None)
+        ms = fake_ms(config)
+        return Outcome(OK, err=1e-7, timing=Timing(ms, ms * 0.99, ms * 1.02, 5))

@@ -1,0 +1,52 @@
+import re
+
+import pytest
+
+from autotune.codegen import render
+from autotune.errors import SpaceError
+from autotune.families import FAMILIES, NAIVE, TILED
+from autotune.space import make_config, valid_configs
+
+SIGNATURE = re.compile(r'extern "C" __global__ void __launch_bounds__\((\d+)\)\s*\n(\w+)\(const float\* __restrict__ A, '
+                       r'const float\* __restrict__ B, float\* __restrict__ C,\s*int M, int N, int K\)')
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_every_valid_config_renders_one_kernel_named_after_it(family):
+    for config in valid_configs(FAMILIES[family]):
+        source = render(config)
+        kernels = SIGNATURE.findall(source)
+        assert len(kernels) == 1, config.name
+        threads, name = kernels[0]
+        assert name == config.name
+        assert int(threads) == config.values["bx"] * config.values["by"]
+        assert f"// autotune kernel {config.name}" in source
+        assert "// launch: block (" in source
+        assert "{{" not in source and "{%" not in source
+
+
+def test_header_comment_carries_config_and_geometry():
+    source = render(make_config(TILED, {"T": 16, "bx": 16, "by": 4}))
+    assert "// config: T=16 bx=16 by=4 x_over=cols pad=0" in source
+    assert "grid (ceil(N/16), ceil(M/16), 1)" in source
+    assert "each thread 4x1 outputs" in source
+
+
+def test_chapter_kernel_shape():
+    source = render(make_config(TILED, {}))
+    assert "__shared__ float As[T][T + 0];" in source
+    assert source.count("__syncthreads();") == 2
+    assert "float acc[1][1]" in source
+
+
+def test_padding_and_x_over_change_the_source():
+    a = render(make_config(TILED, {"pad": 0}))
+    b = render(make_config(TILED, {"pad": 1}))
+    assert "As[T][T + 1]" in b and a != b
+    rows = render(make_config(NAIVE, {"x_over": "rows"}))
+    assert "const int row = blockIdx.x * 32 + threadIdx.x;" in rows
+
+
+def test_config_outside_the_space_is_refused_before_rendering():
+    with pytest.raises(SpaceError, match="outside the space: threads per block"):
+        render(make_config(TILED, {"T": 64, "bx": 64, "by": 64}))

@@ -1,0 +1,77 @@
+import pytest
+
+from autotune.errors import SpaceError
+from autotune.families import FAMILIES, NAIVE, TILED
+from autotune.space import (Limits, check_shape, enumerate_space, make_config, shape_violations, valid_configs,
+                            violations)
+
+
+def test_defaults_are_documented_values():
+    assert make_config(NAIVE, {}).values == {"x_over": "cols", "bx": 32, "by": 8}
+    assert make_config(TILED, {}).values == {"T": 32, "bx": 32, "by": 32, "x_over": "cols", "pad": 0}
+    # bx and by default to T
+    assert make_config(TILED, {"T": "16"}).values["bx"] == 16
+
+
+def test_values_are_parsed_to_ints_and_enums():
+    c = make_config(TILED, {"T": "16", "pad": "1", "x_over": "rows"})
+    assert c.values["T"] == 16 and isinstance(c.values["T"], int)
+    assert c.values["x_over"] == "rows"
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"T": "abc"}, "not an integer"),
+    ({"T": "12"}, "outside the space"),
+    ({"x_over": "diagonal"}, "outside the space"),
+    ({"TT": "32"}, "has no parameter 'TT'"),
+    ({"T": "32; system(\"rm\")"}, "not an integer"),
+])
+def test_bad_values_are_refused_with_what_is_allowed(given, message):
+    with pytest.raises(SpaceError, match=message):
+        make_config(TILED, given)
+
+
+def test_name_is_derived_from_parameters_and_unique():
+    assert make_config(TILED, {}).name == "sgemm_tiled_T32_bx32_by32_xcols_pad0"
+    assert make_config(NAIVE, {"x_over": "rows"}).name == "sgemm_naive_xrows_bx32_by8"
+    for family in FAMILIES.values():
+        names = [c.name for c, _ in enumerate_space(family)]
+        assert len(names) == len(set(names))
+
+
+def test_every_constraint_has_a_reason_and_refuses_something():
+    c = make_config(TILED, {"T": 64, "bx": 64, "by": 64})
+    assert any("1024" in r for r in violations(c))
+    c = make_config(TILED, {"T": 16, "bx": 32, "by": 16})
+    assert any("bx must divide T" in r for r in violations(c))
+    c = make_config(TILED, {"T": 64, "bx": 2, "by": 16})
+    assert any("outputs per thread" in r for r in violations(c))
+    small = Limits(max_static_shared=16 * 1024)
+    assert any("48 KiB" in r for r in violations(make_config(TILED, {"T": 64, "bx": 64, "by": 16}), small))
+
+
+def test_valid_space_sizes_are_stable():
+    assert len(valid_configs(NAIVE)) == 132
+    assert len(valid_configs(TILED)) == 784
+    assert all(not violations(c) for c in valid_configs(TILED))
+
+
+def test_the_chapter_kernel_is_in_the_space():
+    assert not violations(make_config(TILED, {"T": 32, "bx": 32, "by": 32}))
+
+
+@pytest.mark.parametrize("shape", [(0, 1, 1), (1, -4, 1), (1, 1, 0)])
+def test_bad_shapes(shape):
+    with pytest.raises(SpaceError, match="at least 1"):
+        check_shape(*shape)
+
+
+def test_shapes_too_large_for_int_indexing():
+    with pytest.raises(SpaceError, match="2\\*\\*31"):
+        check_shape(65536, 65536, 1)
+    check_shape(1, 1, 1)
+
+
+def test_grid_limits_depend_on_shape():
+    c = make_config(NAIVE, {"x_over": "cols", "bx": 1024, "by": 1})
+    assert shape_violations(c, 70000, 16) and not shape_violations(c, 4096, 4096)
