@@ -62,7 +62,7 @@ class _Bar:
         self._bar = tqdm(total=total, unit="new", desc="search", file=sys.stderr, dynamic_ncols=True)
 
     def update_with(self, result, done) -> None:
-        if not done.cached:
+        if not done.cached and done.row["status"] != "invalid":
             self._bar.update(1)
         b = result.best
         best = f"{b['tflops']:.2f} TFLOP/s ({b['pct_cublas']:.1f}% cuBLAS)" if b else "none yet"

@@ -3,7 +3,8 @@
 Each trial first picks a family, then that family's parameters (named "family.param" in
 Optuna so that two families may share a parameter name with different values). Results
 already in the database for this GPU and shape are fed to the study before it starts, so
-a new search begins where the last one stopped. `--trials` counts new measurements.
+a new search begins where the last one stopped. `--trials` counts new measurements:
+configs refused by a constraint or answered from the database are recorded but not counted.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import sqlite_utils
 
 from . import store
 from .evaluate import Backend, Evaluated, evaluate
-from .outcome import OK
+from .outcome import INVALID, OK
 from .space import Config, Family, Limits, Value, valid_configs
 
 SAMPLERS = ("tpe", "random", "grid")
@@ -119,8 +120,8 @@ def run_search(db: sqlite_utils.Database, backend: Backend, families: list[Famil
 
 def _account(result: SearchResult, done: Evaluated) -> None:
     result.trials += 1
-    result.new += 0 if done.cached else 1
     status = done.row["status"]
+    result.new += 0 if done.cached or status == INVALID else 1  # refused configs cost no GPU time
     result.statuses[status] = result.statuses.get(status, 0) + 1
     if status == OK and (result.best is None or done.row["time_ms"] < result.best["time_ms"]):
         result.best = done.row

@@ -1,0 +1,81 @@
+"""The search loop on a fake backend: every trial is a row, failures are data, nothing is
+measured twice, a wrong kernel is never best."""
+import pytest
+
+from autotune import store
+from autotune.families import FAMILIES, NAIVE, TILED
+from autotune.search import run_search
+from autotune.space import Limits, valid_configs
+from tests.fakes import FakeBackend
+
+
+def search(db, backend, **kw):
+    kw.setdefault("trials", 25)
+    return run_search(db, backend, kw.pop("families", [NAIVE, TILED]), Limits(), seed=kw.pop("seed", 1), **kw)
+
+
+@pytest.mark.parametrize("sampler", ["tpe", "random", "grid"])
+def test_every_trial_is_a_row_and_new_measurements_are_counted(db, sampler):
+    backend = FakeBackend()
+    result = search(db, backend, sampler=sampler, trials=12)
+    assert result.new == 12
+    trials = list(db.query("select * from trials"))
+    assert len(trials) == result.trials
+    assert all(t["result_id"] for t in trials)
+    assert db["results"].count_where("status != 'invalid'") == 12
+    # GPU-side measurements are exactly the new non-invalid rows, never repeated
+    assert len(backend.measured) == len(set(backend.measured))
+
+
+def test_invalid_configs_become_rows_with_their_reason(db):
+    search(db, FakeBackend(), sampler="random", trials=40)
+    invalid = list(db.query("select * from results where status = 'invalid'"))
+    assert invalid, "random sampling of this space must hit refused configs"
+    assert all(r["reason"] and r["source_hash"] == "" for r in invalid)
+
+
+def test_wrong_kernel_is_recorded_and_never_best(db):
+    backend = FakeBackend()
+    wrong = [c for c in valid_configs(TILED) if c.values["T"] == 64 and c.values["pad"] == 2]
+    run_search(db, backend, [TILED], Limits(), sampler="grid", trials=len(valid_configs(TILED)))
+    rows = {r["kernel"]: r for r in db.query("select * from results")}
+    assert all(rows[c.name]["status"] == "wrong" for c in wrong)
+    best = store.best(db, backend.shape, backend="fake")
+    assert best["status"] == "ok" and best["kernel"] not in {c.name for c in wrong}
+    fastest_ok = min(r["time_ms"] for r in rows.values() if r["status"] == "ok")
+    assert best["time_ms"] == fastest_ok
+
+
+def test_grid_covers_the_valid_space_once(db):
+    backend = FakeBackend()
+    result = run_search(db, backend, [NAIVE], Limits(), sampler="grid", trials=1000)
+    assert result.new == len(valid_configs(NAIVE))
+    assert sorted(backend.measured) == sorted(c.name for c in valid_configs(NAIVE))
+
+
+def test_a_second_search_reuses_the_database(db):
+    first = FakeBackend()
+    run_search(db, first, [NAIVE], Limits(), sampler="grid", trials=1000)
+    second = FakeBackend()
+    result = run_search(db, second, [NAIVE], Limits(), sampler="random", trials=5)
+    assert second.measured == []  # everything was answered from the database
+    assert result.new == 0 and result.trials > 0
+    rows = db.query("select t.cached, r.status from trials t join results r on r.id = t.result_id "
+                    "where t.study = ?", [result.study])
+    assert all(r["cached"] or r["status"] == "invalid" for r in rows)
+
+
+def test_rows_carry_rates_and_provenance(db):
+    search(db, FakeBackend(), sampler="tpe", trials=8)
+    row = next(db.query("select * from results where status = 'ok' limit 1"))
+    assert row["tflops"] > 0 and row["pct_cublas"] > 0 and row["cublas_ms"] == 0.5
+    for key in ("gpu_name", "gpu_uuid", "nvrtc_version", "driver_version", "tool_version", "created_at",
+                "source_hash", "template_hash"):
+        assert row[key] not in (None, ""), key
+    assert store.source(db, row["source_hash"]).startswith("// autotune kernel " + row["kernel"])
+
+
+def test_tpe_finds_the_fast_region(db):
+    backend = FakeBackend()
+    result = search(db, backend, sampler="tpe", trials=60, families=[TILED])
+    assert result.best["T"] >= 32  # the fake makes big tiles fast

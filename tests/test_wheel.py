@@ -1,0 +1,35 @@
+"""The built wheel works on its own: templates inside the package, the console script
+declared, and nothing collision-prone (cli.py, templates/) at the top of site-packages."""
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_wheel_installs_and_runs(tmp_path):
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                    "-w", str(tmp_path), str(ROOT)], check=True)
+    wheel = next(tmp_path.glob("autotune-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {n.split("/")[0] for n in names}
+    assert tops == {"autotune", wheel.name.split("-py")[0].replace("-", "-") + ".dist-info"} or \
+        all(t == "autotune" or t.endswith(".dist-info") for t in tops), tops
+    assert "autotune/templates/tiled.cu.j2" in names and "autotune/templates/naive.cu.j2" in names
+    entry = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
+    assert "autotune = autotune.cli:main" in entry
+
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],
+                   check=True)
+    code = ("import autotune, autotune.codegen as g; print(autotune.__file__); "
+            "from autotune.families import TILED; from autotune.space import make_config; "
+            "print(len(g.render(make_config(TILED, {}))))")
+    env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[0].startswith(str(site)) and int(out.stdout.splitlines()[1]) > 500
+    help_out = subprocess.run([sys.executable, "-m", "autotune.cli", "--help"], capture_output=True, text=True,
+                              cwd=tmp_path, env=env)
+    assert help_out.returncode == 0 and "search" in help_out.stdout
