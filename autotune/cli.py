@@ -130,6 +130,23 @@ def best(M, N, K, family, gpu, as_json, db_path) -> None:
 @cli.command()
 @shape_options
 @config_options
+@click.option("--seed", type=int, default=0, show_default=True, help="input seed")
+@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index")
+@click.option("--db", "db_path", default=default_db, help=DB_HELP)
+@friendly
+def measure(M, N, K, family, params, result_id, seed, device, db_path) -> None:
+    """Verify and time one named config (recorded like a search trial)."""
+    from .runs import measure_command
+
+    config = resolve_config(db_path, family, params, result_id)
+    if config is None:
+        raise AutotuneError("name a config: --family tiled -p T=32 ..., or --id N")
+    click.echo(measure_command(resolve_shape(M, N, K), [config], seed, device, db_path))
+
+
+@cli.command()
+@shape_options
+@config_options
 @click.option("-o", "--output", default="best.cu", show_default=True, help="CUDA file; the manifest goes beside it")
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
 @friendly

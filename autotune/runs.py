@@ -20,18 +20,43 @@ def format_row(row: dict) -> str:
             f"{row['tflops']:.2f} TFLOP/s, {pct}{peak}")
 
 
-def search_command(shape: tuple[int, int, int], families: list[Family], sampler: str, trials: int,
-                   timeout: float | None, seed: int, device: int, db_path: str) -> None:
-    from .cuda_backend import CudaBackend, DeviceFault
+def _open_gpu(shape: tuple[int, int, int], seed: int, device: int, db_path: str):
+    """Probe the GPU (a one-line error before anything is written), then set up the shape."""
+    from .cuda_backend import CudaBackend
     from .device import device_info
-    from .search import run_search
 
-    info = device_info(device)  # no GPU: a one-line error before anything is written
+    info = device_info(device)
     db = store.open_db(db_path)
-    print(f"autotune: {info.name} ({info.arch}, {info.sm_count} SMs), shape {'x'.join(map(str, shape))}, "
-          f"families {', '.join(f.name for f in families)}, sampler {sampler}", file=sys.stderr)
     backend = CudaBackend(*shape, device=device, seed=seed)
     _record_baseline(db, backend)
+    return info, db, backend
+
+
+def measure_command(shape: tuple[int, int, int], configs: list[Config], seed: int, device: int,
+                    db_path: str) -> str:
+    from .cuda_backend import DeviceFault
+    from .evaluate import evaluate
+
+    info, db, backend = _open_gpu(shape, seed, device, db_path)
+    lines = []
+    for config in configs:
+        try:
+            row = evaluate(db, backend, config, info.limits, info.peak_tflops).row
+        except DeviceFault as exc:
+            raise AutotuneError(f"the kernel faulted and the CUDA context is lost: {exc}") from None
+        lines.append(format_row(row) if row["status"] == OK else f"{config.name}: {row['status']}: {row['reason']}")
+    return "\n".join(lines)
+
+
+def search_command(shape: tuple[int, int, int], families: list[Family], sampler: str, trials: int,
+                   timeout: float | None, seed: int, device: int, db_path: str) -> None:
+    from .cuda_backend import DeviceFault
+    from .search import run_search
+
+    info, db, backend = _open_gpu(shape, seed, device, db_path)
+    print(f"autotune: {info.name} ({info.arch}, {info.sm_count} SMs), shape {'x'.join(map(str, shape))}, "
+          f"families {', '.join(f.name for f in families)}, sampler {sampler}, "
+          f"cuBLAS {backend.baseline.median_ms:.3f} ms", file=sys.stderr)
     bar = _progress_bar(trials)
     try:
         result = run_search(db, backend, families, info.limits, sampler=sampler, trials=trials, timeout=timeout,

@@ -1,0 +1,95 @@
+"""On a GPU: every family verifies against cuBLAS, a broken kernel is caught, the search
+records rows, and an exported kernel loads back from its files alone."""
+import json
+
+import numpy as np
+import pytest
+
+from autotune import store
+from autotune.codegen import render
+from autotune.families import FAMILIES, NAIVE, TILED
+from autotune.reference import relative_error
+from autotune.space import make_config
+
+pytestmark = pytest.mark.gpu
+SHAPE = (257, 129, 67)  # no tile size divides any of these
+
+
+@pytest.fixture(scope="module")
+def backend():
+    from autotune.cuda_backend import CudaBackend
+
+    return CudaBackend(*SHAPE, seed=7)
+
+
+def test_cublas_reference_matches_float64(backend):
+    from autotune.reference import random_inputs
+
+    A, B = random_inputs(*SHAPE, 7)
+    assert relative_error(backend.main.ref, A.astype(np.float64) @ B) < 1e-6
+    assert backend.baseline.median_ms > 0
+
+
+@pytest.mark.parametrize("family, params", [
+    ("naive", {"x_over": "cols"}), ("naive", {"x_over": "rows", "bx": 16, "by": 16}),
+    ("tiled", {}), ("tiled", {"T": 16, "pad": 1}), ("tiled", {"T": 64, "bx": 32, "by": 8, "x_over": "rows"}),
+    ("tiled", {"T": 4, "bx": 2, "by": 4}),
+])
+def test_families_verify_and_time(backend, family, params):
+    config = make_config(FAMILIES[family], params)
+    outcome = backend.measure(config, render(config))
+    assert outcome.status == "ok", outcome.reason
+    assert outcome.err < 1e-5 and outcome.timing.reps >= 3
+    assert outcome.timing.min_ms <= outcome.timing.median_ms <= outcome.timing.max_ms
+
+
+def test_a_wrong_kernel_is_reported_wrong(backend):
+    config = make_config(TILED, {"T": 16})
+    broken = render(config).replace("k0 += T", "k0 += T + 1")  # skips a column of K every phase
+    outcome = backend.measure(config, broken)
+    assert outcome.status == "wrong" and "relative error" in outcome.reason
+
+
+def test_unwritten_outputs_are_caught(backend):
+    config = make_config(NAIVE, {})
+    broken = render(config).replace("if (row >= M || col >= N) return;", "if (row >= M || col >= N - 1) return;")
+    assert backend.measure(config, broken).status == "wrong"
+
+
+def test_search_and_export_round_trip(backend, tmp_path):
+    from cuda.core import Device, LaunchConfig, ObjectCode, Program, ProgramOptions, launch
+
+    from autotune.runs import export_command
+    from autotune.search import run_search
+
+    path = tmp_path / "gpu.sqlite"
+    db = store.open_db(path)
+    result = run_search(db, backend, [NAIVE, TILED], backend.info.limits, sampler="random", trials=6, seed=2,
+                        peak_tflops=backend.info.peak_tflops)
+    assert result.new == 6 and result.best is not None
+    cu, js = export_command(str(path), SHAPE, None, str(tmp_path / "best.cu"))
+    info = json.loads(js.read_text())
+    # load the exported kernel from its files alone, as another program would
+    dev = Device(0)
+    dev.set_current()
+    stream = dev.create_stream()
+    cubin = Program(cu.read_text(), "c++", ProgramOptions(arch=f"sm_{dev.arch}")).compile("cubin")
+    kernel = ObjectCode.from_cubin(cubin.code).get_kernel(info["kernel"])
+    M, N, K = info["shape"]["M"], info["shape"]["N"], info["shape"]["K"]
+    rng = np.random.default_rng(0)
+    A = rng.uniform(-1, 1, (M, K)).astype(np.float32)
+    B = rng.uniform(-1, 1, (K, N)).astype(np.float32)
+    from cuda.bindings import driver
+    bufs = []
+    for host in (A, B, np.full((M, N), np.nan, np.float32)):
+        buf = dev.allocate(host.nbytes, stream=stream)
+        driver.cuMemcpyHtoDAsync(int(buf.handle), host.ctypes.data, host.nbytes, stream.handle)
+        bufs.append(buf)
+    cfg = LaunchConfig(grid=tuple(info["grid"]), block=tuple(info["block"]), shmem_size=info["dynamic_shared_bytes"])
+    launch(stream, cfg, kernel, *bufs, np.int32(M), np.int32(N), np.int32(K))
+    C = np.empty((M, N), np.float32)
+    stream.sync()
+    driver.cuMemcpyDtoHAsync(C.ctypes.data, int(bufs[2].handle), C.nbytes, stream.handle)
+    stream.sync()
+    assert relative_error(C, A.astype(np.float64) @ B) < 1e-5
+    assert info["measured"]["id"] == store.best(db, SHAPE)["id"]
