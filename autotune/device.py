@@ -76,7 +76,7 @@ def device_info(index: int = 0) -> DeviceInfo:
         uuid=str(dev.uuid),
         arch=f"sm_{dev.arch}",
         sm_count=props.multiprocessor_count,
-        max_clock_mhz=props.clock_rate // 1000,  # reported in kHz
+        max_clock_mhz=props.clock_rate // 1000 or _smi_int("clocks.max.sm", str(dev.uuid)) or 0,  # kHz
         driver_version=f"{version // 1000}.{version % 1000 // 10}",
         limits=limits,
     )
@@ -84,9 +84,14 @@ def device_info(index: int = 0) -> DeviceInfo:
 
 def sm_clock_mhz(uuid: str) -> int | None:
     """The SM clock right now (read just after timing, while the GPU is still busy-hot)."""
+    return _smi_int("clocks.sm", uuid)
+
+
+def _smi_int(field: str, uuid: str) -> int | None:
+    """One integer field of nvidia-smi for the GPU with this UUID; None if unavailable."""
     if not shutil.which("nvidia-smi"):
         return None
-    query = ["nvidia-smi", "--query-gpu=uuid,clocks.sm", "--format=csv,noheader,nounits"]
+    query = ["nvidia-smi", f"--query-gpu=uuid,{field}", "--format=csv,noheader,nounits"]
     try:
         out = subprocess.run(query, capture_output=True, text=True, timeout=10).stdout
     except (OSError, subprocess.SubprocessError):
