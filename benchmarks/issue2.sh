@@ -7,7 +7,7 @@ source benchmarks/device_setup.sh || { echo "setup failed"; exit 1; }
 DB="$OUT/autotune.sqlite"
 nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
 python3 -m pytest -q -m gpu -x 2>&1 | tee "$OUT/pytest_gpu.log" || exit 1
-python3 -m pytest -q -m "not gpu" 2>&1 | tail -3 | tee "$OUT/pytest_cpu.log"
+python3 -m pytest -q -m "not gpu" 2>&1 | tail -30 | tee "$OUT/pytest_cpu.log"
 time autotune search --M 4096 --trials "${TRIALS:-60}" --timeout 300 --db "$DB" 2>&1 | tee "$OUT/search.log"
 for p in "naive -p x_over=cols" "naive -p x_over=rows" "tiled -p T=8" "tiled -p T=16" "tiled -p T=32" \
          "tiled -p T=32 -p pad=1" "tiled -p T=16 -p pad=1"; do
