@@ -1,5 +1,6 @@
 """The built wheel works on its own: templates inside the package, the console script
 declared, and nothing collision-prone (cli.py, templates/) at the top of site-packages."""
+import os
 import subprocess
 import sys
 import zipfile
@@ -14,8 +15,7 @@ def test_wheel_installs_and_runs(tmp_path):
     wheel = next(tmp_path.glob("autotune-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names}
-    assert tops == {"autotune", wheel.name.split("-py")[0].replace("-", "-") + ".dist-info"} or \
-        all(t == "autotune" or t.endswith(".dist-info") for t in tops), tops
+    assert all(t == "autotune" or t.endswith(".dist-info") for t in tops), tops
     assert "autotune/templates/tiled.cu.j2" in names and "autotune/templates/naive.cu.j2" in names
     entry = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
     assert "autotune = autotune.cli:main" in entry
@@ -26,7 +26,9 @@ def test_wheel_installs_and_runs(tmp_path):
     code = ("import autotune, autotune.codegen as g; print(autotune.__file__); "
             "from autotune.families import TILED; from autotune.space import make_config; "
             "print(len(g.render(make_config(TILED, {}))))")
-    env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}
+    # the wheel's folder first; the rest of PYTHONPATH stays (an air-gapped node keeps its deps there)
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])),
+           "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[0].startswith(str(site)) and int(out.stdout.splitlines()[1]) > 500
