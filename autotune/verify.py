@@ -117,11 +117,15 @@ def sample_configs(family: Family, limit: int, seed: int = 0) -> list[Config]:
 
 
 def _cover(pool: list[Config], limit: int) -> list[Config]:
-    """Greedy set cover of the (parameter, value) pairs: each pick covers the most new pairs."""
+    """Greedy cover of the (parameter, value) pairs. Each step serves the pair the fewest
+    configs can cover (bx=1024 allows only by=1), with the config covering most new pairs;
+    plain most-new-pairs greedy wastes picks and needs more than the minimum."""
     uncovered = {pair for c in pool for pair in c.params}
     chosen: list[Config] = []
     while uncovered and len(chosen) < limit:
-        best = max(pool, key=lambda c: len(uncovered.intersection(c.params)))
+        holders = {pair: [c for c in pool if pair in c.params] for pair in uncovered}
+        rarest = min(sorted(uncovered, key=str), key=lambda pair: len(holders[pair]))
+        best = max(holders[rarest], key=lambda c: len(uncovered.intersection(c.params)))
         chosen.append(best)
         uncovered -= set(best.params)
     return chosen

@@ -25,6 +25,10 @@ from .errors import SimError
 # -O2 compiles slower for no gain at these problem sizes). -g gives ASan line numbers.
 FLAGS = ("-std=c++17", "-O1", "-g", "-fsanitize=address", "-fno-omit-frame-pointer", "-w")
 COMPILE_TIMEOUT_S = 120.0
+# Part of the cache key: change it when the way objects are linked changes. (The harness
+# is linked first so that no harness global sits right after the kernel's __shared__
+# arrays, where ASan would name it instead of the array that was overrun.)
+BUILD_VERSION = "2"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -52,7 +56,7 @@ def sim_cache() -> Path:
 
 
 def _key(*parts: str) -> str:
-    return sha256("\0".join((*parts, " ".join(FLAGS), compiler_version(compiler()))))
+    return sha256("\0".join((*parts, BUILD_VERSION, " ".join(FLAGS), compiler_version(compiler()))))
 
 
 def build_kernel(source: str, name: str) -> Path:
@@ -72,7 +76,12 @@ def build_kernel(source: str, name: str) -> Path:
         obj = work / f"{name}.o"
         _gxx(["-include", str(work / "cuda_sim.h"), "-x", "c++", "-c", str(kernel_cu), "-o", str(obj)], work)
         out = work / "kernel.sim"
-        _gxx([str(obj), str(harness), f"-Wl,--defsym,sim_kernel={name}", "-o", str(out)], work)
+        try:
+            _gxx([str(harness), str(obj), f"-Wl,--defsym,sim_kernel={name}", "-o", str(out)], work)
+        except SimError as exc:
+            if "--defsym" in exc.message:
+                raise SimError("compile", f'the source defines no extern "C" kernel named {name}') from None
+            raise
         out.replace(exe)  # atomic: a concurrent run never sees half a file
     return exe
 
@@ -110,6 +119,6 @@ def first_error(log: str, cwd: Path) -> str:
     """The first error line of a g++ (or linker) log, without the temporary folder's path."""
     lines = [line.replace(f"{cwd}/", "") for line in log.splitlines()]
     for line in lines:
-        if " error: " in line or "undefined reference" in line:
+        if (" error: " in line and "ld returned" not in line) or "undefined reference" in line:
             return line.strip()
     return next((line.strip() for line in lines if line.strip()), "the host compiler failed with no message")

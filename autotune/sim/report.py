@@ -18,11 +18,15 @@ _SIM_ERROR = re.compile(r"^SIM-ERROR (\w+): (.*)$", re.M)
 _ASAN_KIND = re.compile(r"ERROR: AddressSanitizer: ([\w-]+)(?: on (?:unknown )?address (0x[0-9a-f]+))?")
 _ACCESS = re.compile(r"^(READ|WRITE) of size (\d+)", re.M)
 _FRAME = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ in (\S+) \S*?([\w.]+\.cu):(\d+)", re.M)
-_GLOBAL = re.compile(r"is located (\d+) bytes (to the right|to the left|before|after) of global variable '([^']+)'")
+_GLOBAL = re.compile(
+    r"is located (\d+) bytes (to the right|to the left|before|after) of global variable '([^']+)' defined in '([^':]+)"
+)
+_LOCAL = re.compile(r"'([^']+)'[^\n]*<== Memory access at offset \d+ (?:partially )?(overflows|underflows)")
 _REGION = re.compile(r"is located (\d+) bytes (to the right|to the left|before|after) of (\d+)-byte region \[(0x[0-9a-f]+),")
 _CONTEXT = re.compile(r"^SIM-CONTEXT (.*)$", re.M)
 _BUFFERS = re.compile(r"^SIM-BUFFERS A=(0x[0-9a-f]+) B=(0x[0-9a-f]+) C=(0x[0-9a-f]+)", re.M)
 _OOB_KINDS = ("buffer-overflow", "buffer-underflow", "SEGV", "use-after")
+_PLAIN = {"SEGV": "invalid memory access (SEGV)", "FPE": "arithmetic exception (SIGFPE)"}
 
 
 def failure(returncode: int, stderr: str, name: str) -> SimError:
@@ -44,11 +48,11 @@ def _asan(stderr: str, name: str) -> SimError:
     what = head.group(1) if head else "memory error"
     kind = "out_of_bounds" if any(k in what for k in _OOB_KINDS) else "crash"
     access = _ACCESS.search(stderr)
-    parts = [f"{what}" + (f": {access.group(1)} of {access.group(2)} bytes" if access else "")]
+    parts = [_PLAIN.get(what, what) + (f": {access.group(1)} of {access.group(2)} bytes" if access else "")]
     frame = _frame(stderr, name)
     if frame:
         parts.append(frame)
-    target = _target(stderr, head.group(2) if head and head.group(2) else None)
+    target = _target(stderr, name, head.group(2) if head and what == "SEGV" else None)
     if target:
         parts.append(target)
     context = _CONTEXT.search(stderr)
@@ -65,11 +69,15 @@ def _frame(stderr: str, name: str) -> str | None:
     return None
 
 
-def _target(stderr: str, address: str | None) -> str | None:
-    """Which memory was hit: a __shared__ array, or A, B or C by its start address."""
+def _target(stderr: str, name: str, address: str | None) -> str | None:
+    """Which memory was hit: a __shared__ or local array, or A, B or C by its start address."""
     found = _GLOBAL.search(stderr)
     if found:
-        return f"{found.group(1)} bytes {_side(found.group(2))} __shared__ array '{found.group(3)}'"
+        what = "__shared__ array" if found.group(4).endswith(f"{name}.cu") else "emulator variable"
+        return f"{found.group(1)} bytes {_side(found.group(2))} {what} '{found.group(3)}'"
+    found = _LOCAL.search(stderr)
+    if found:
+        return f"{found.group(2)} local array '{found.group(1)}'"
     found = _REGION.search(stderr)
     buffers = _BUFFERS.search(stderr)
     if found:
