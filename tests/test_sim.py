@@ -6,7 +6,7 @@ import pytest
 
 from autotune.codegen import render
 from autotune.families import FAMILIES
-from autotune.space import make_config, valid_configs
+from autotune.space import Launch, make_config, valid_configs
 from autotune.sim import SimError, run, run_kernel
 from autotune.verify import SHAPES, TOLERANCE, reference, relative_error, sample_configs, verify_configs
 
@@ -74,3 +74,38 @@ def test_sim_error_kinds() -> None:
     assert err.kind == "barrier" and str(err) == "barrier: two lines"
     with pytest.raises(ValueError):
         SimError("segfault", "not a kind")
+
+
+# A hand-written kernel (no family uses dynamic shared memory yet): each block stages one
+# row of A in extern __shared__ memory sized by the launch, then computes that row of C.
+DYNAMIC = """
+extern "C" __global__ void dyn(const float* A, const float* B, float* C, int M, int N, int K)
+{
+    extern __shared__ __align__(16) float arow[];
+    const int r = blockIdx.y, c = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int k = threadIdx.x; k < K; k += blockDim.x) arow[k] = A[r * K + k];
+    __syncthreads();
+    if (c >= N) return;
+    float acc = 0.0f;
+    for (int k = 0; k < K; ++k) acc += arow[k] * B[k * N + c];
+    C[r * N + c] = acc;
+}
+"""
+
+
+def _dynamic(source: str, shared_floats: int) -> np.ndarray:
+    M, N, K = 9, 40, 37
+    rng = np.random.default_rng(0)
+    A, B = rng.uniform(-1, 1, (M, K)), rng.uniform(-1, 1, (K, N))
+    launch = Launch(grid=((N + 31) // 32, M, 1), block=(32, 1, 1), shared_bytes=4 * shared_floats)
+    C = run_kernel(source, "dyn", launch, A, B, M, N, K)
+    return relative_error(C, reference(A, B))
+
+
+def test_dynamic_shared_memory() -> None:
+    assert _dynamic(DYNAMIC, 37) <= TOLERANCE
+    # each block starts with NaN there, so a word never written shows in C
+    assert _dynamic(DYNAMIC.replace("k < K; k += blockDim.x", "k < K - 1; k += blockDim.x"), 37) == float("inf")
+    with pytest.raises(SimError) as caught:
+        _dynamic(DYNAMIC, 36)  # one float short of what the kernel uses
+    assert caught.value.kind == "out_of_bounds" and "dynamic __shared__ memory" in str(caught.value)

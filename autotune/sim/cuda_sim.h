@@ -56,6 +56,11 @@ constexpr int warpSize = 32;
 #define __constant__ static const
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
+// Dynamic shared memory: no macro can make both `__shared__ float a[N];` and
+// `extern __shared__ float s[];` valid, so build.py rewrites each one-line
+// `extern __shared__ T name[];` into `T* const name = (T*)__sim_dynamic_shared;` (same
+// line, so line numbers hold). The buffer holds launch.shared_bytes bytes, 16-aligned.
+extern float* __sim_dynamic_shared;
 // __restrict__ is a g++ keyword already; `#pragma unroll` is ignored by g++ (no -Wall).
 
 // __LINE__ names the barrier, so that threads waiting at different __syncthreads()

@@ -24,7 +24,8 @@ _GLOBAL = re.compile(
 _LOCAL = re.compile(r"'([^']+)'[^\n]*<== Memory access at offset \d+ (?:partially )?(overflows|underflows)")
 _REGION = re.compile(r"is located (\d+) bytes (to the right|to the left|before|after) of (\d+)-byte region \[(0x[0-9a-f]+),")
 _CONTEXT = re.compile(r"^SIM-CONTEXT (.*)$", re.M)
-_BUFFERS = re.compile(r"^SIM-BUFFERS A=(0x[0-9a-f]+) B=(0x[0-9a-f]+) C=(0x[0-9a-f]+)", re.M)
+_BUFFERS = re.compile(r"^SIM-BUFFERS A=(\S+) B=(\S+) C=(\S+) S=(\S+)", re.M)
+_BUFFER_NAMES = ("A", "B", "C", "dynamic __shared__ memory")
 _OOB_KINDS = ("buffer-overflow", "buffer-underflow", "SEGV", "use-after")
 _PLAIN = {"SEGV": "invalid memory access (SEGV)", "FPE": "arithmetic exception (SIGFPE)"}
 
@@ -83,8 +84,8 @@ def _target(stderr: str, name: str, address: str | None) -> str | None:
     if found:
         label = f"a {found.group(3)}-byte buffer"
         if buffers:
-            starts = {int(a, 16): n for a, n in zip(buffers.groups(), "ABC")}
-            label = starts.get(int(found.group(4), 16), label)
+            starts = {a: n for a, n in zip(buffers.groups(), _BUFFER_NAMES) if a.startswith("0x")}
+            label = starts.get(found.group(4), label)
         return f"{found.group(1)} bytes {_side(found.group(2))} {label}"
     if address:
         return f"address {address} is outside every buffer"

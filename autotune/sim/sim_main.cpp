@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <limits>
 #include <sys/mman.h>
 #include <vector>
@@ -31,6 +32,11 @@
 #endif
 
 extern "C" void sim_kernel(const float* A, const float* B, float* C, int M, int N, int K);
+
+// extern __shared__ arrays point here (see cuda_sim.h): launch.shared_bytes on the heap,
+// so ASan catches the first byte past the end.
+float* __sim_dynamic_shared = nullptr;
+size_t g_dynamic_bytes = 0;
 
 uint3 threadIdx;
 uint3 blockIdx;
@@ -170,6 +176,9 @@ void release_barrier(int n) {
 
 void run_block(uint3 block, dim3 dims) {
     blockIdx = block;
+    // Every block starts with NaN in its dynamic shared memory, as a GPU's is undefined:
+    // reading a word the block never wrote then shows in C.
+    std::fill_n(reinterpret_cast<unsigned char*>(__sim_dynamic_shared), g_dynamic_bytes, 0xFF);
     const int n = static_cast<int>(dims.x * dims.y * dims.z);
     int i = 0;
     for (unsigned z = 0; z < dims.z; ++z)
@@ -192,8 +201,9 @@ void on_asan_death() {
     std::fprintf(stderr, "SIM-CONTEXT block (%u,%u,%u) thread (%u,%u,%u)\n", blockIdx.x, blockIdx.y, blockIdx.z,
                  threadIdx.x, threadIdx.y, threadIdx.z);
     // So the report can say A, B or C rather than "a 4096-byte region".
-    std::fprintf(stderr, "SIM-BUFFERS A=%p B=%p C=%p\n", static_cast<const void*>(g_args.A),
-                 static_cast<const void*>(g_args.B), static_cast<const void*>(g_args.C));
+    std::fprintf(stderr, "SIM-BUFFERS A=%p B=%p C=%p S=%p\n", static_cast<const void*>(g_args.A),
+                 static_cast<const void*>(g_args.B), static_cast<const void*>(g_args.C),
+                 static_cast<const void*>(__sim_dynamic_shared));
 }
 #endif
 
@@ -238,6 +248,12 @@ int main(int argc, char** argv) {
     std::vector<float> C(size_t(M) * N, std::numeric_limits<float>::quiet_NaN());  // unwritten shows
     g_args = Args{A.data(), B.data(), C.data(), M, N, K};
     g_fibers.resize(threads);
+    if (h[9] < 0) fail(kUsageExit, "usage", "dynamic shared memory size must not be negative");
+    g_dynamic_bytes = size_t(h[9]);
+    void* dynamic = nullptr;  // exactly shared_bytes, 16-aligned for float4 accesses
+    if (g_dynamic_bytes && posix_memalign(&dynamic, 16, g_dynamic_bytes) != 0)
+        fail(kUsageExit, "usage", "cannot allocate dynamic shared memory");
+    __sim_dynamic_shared = static_cast<float*>(dynamic);
 
     for (unsigned z = 0; z < gridDim.z; ++z)
         for (unsigned y = 0; y < gridDim.y; ++y)
