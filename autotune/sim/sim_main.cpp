@@ -1,0 +1,266 @@
+// sim_main.cpp: runs one kernel over a grid on the CPU.
+//
+// Compiled once; linked with a kernel's object under -Wl,--defsym,sim_kernel=NAME, so the
+// harness object is shared by every kernel. Usage: sim <input> <output> <kernel name>. The input holds ten int32 (M N K gx gy gz bx by bz
+// shared_bytes), then A (M*K floats) and B (K*N floats), row-major; the output gets C.
+//
+// Blocks run one after another. The threads of a block are fibers (sim_context.h) run in
+// order, each as far as it can: a fiber switches out only at __syncthreads(). A barrier
+// releases when every thread of the block waits at the same __syncthreads(); anything
+// else (some threads exited, or wait at another call) is reported on stderr as
+// "SIM-ERROR barrier: ..." with exit status 3. Memory errors are AddressSanitizer's.
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <algorithm>
+#include <limits>
+#include <sys/mman.h>
+#include <vector>
+
+#include "cuda_sim.h"
+#include "sim_context.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#define SIM_ASAN 1
+#else
+#define SIM_ASAN 0
+#endif
+
+extern "C" void sim_kernel(const float* A, const float* B, float* C, int M, int N, int K);
+
+// extern __shared__ arrays point here (see cuda_sim.h): launch.shared_bytes on the heap,
+// so ASan catches the first byte past the end.
+float* __sim_dynamic_shared = nullptr;
+size_t g_dynamic_bytes = 0;
+
+uint3 threadIdx;
+uint3 blockIdx;
+dim3 blockDim;
+dim3 gridDim;
+
+namespace {
+
+constexpr int kMaxThreads = 1024;
+constexpr size_t kStackBytes = 256 * 1024;  // ASan frames are large; the tail is a guard page
+constexpr size_t kGuardBytes = 4096;
+constexpr int kBarrierExit = 3;
+constexpr int kUsageExit = 4;
+
+enum class State { Runnable, Waiting, Done };
+
+struct Fiber {
+    SimContext ctx;
+    char* stack = nullptr;  // lowest address; [stack, stack + kGuardBytes) is PROT_NONE
+    uint3 tid{};
+    State state = State::Runnable;
+    int line = 0;      // source line of the __syncthreads() it waits at
+    int barriers = 0;  // barriers passed so far in this block
+    void* fake_stack = nullptr;
+};
+
+struct Args {
+    const float* A;
+    const float* B;
+    float* C;
+    int M, N, K;
+};
+
+SimContext g_sched;
+std::vector<Fiber> g_fibers;
+Fiber* g_cur = nullptr;
+Args g_args;
+const char* g_name = "kernel";  // for messages
+const void* g_sched_bottom = nullptr;  // the scheduler's stack, for ASan's fiber API
+size_t g_sched_size = 0;
+
+// ASan must be told about every stack switch, or it reports false errors on the fibers.
+void start_switch(void** fake, const void* bottom, size_t size) {
+#if SIM_ASAN
+    __sanitizer_start_switch_fiber(fake, bottom, size);
+#endif
+}
+
+void finish_switch(void* fake, const void** bottom, size_t* size) {
+#if SIM_ASAN
+    __sanitizer_finish_switch_fiber(fake, bottom, size);
+#endif
+}
+
+[[noreturn]] void fail(int code, const char* kind, const char* what) {
+    std::fprintf(stderr, "SIM-ERROR %s: kernel %s: %s\n", kind, g_name, what);
+    std::fflush(stderr);
+    std::_Exit(code);
+}
+
+[[noreturn]] void block_fail(const char* what) {
+    char msg[400];
+    std::snprintf(msg, sizeof msg, "block (%u,%u,%u): %s", blockIdx.x, blockIdx.y, blockIdx.z, what);
+    fail(kBarrierExit, "barrier", msg);
+}
+
+void fiber_main() {
+    finish_switch(nullptr, &g_sched_bottom, &g_sched_size);
+    sim_kernel(g_args.A, g_args.B, g_args.C, g_args.M, g_args.N, g_args.K);
+    g_cur->state = State::Done;
+    start_switch(nullptr, g_sched_bottom, g_sched_size);  // nullptr: this fiber is finished
+    sim_swap(g_cur->ctx, g_sched);  // never comes back: the next block remakes the fiber
+}
+
+void resume(Fiber& f) {
+    g_cur = &f;
+    threadIdx = f.tid;
+    void* fake = nullptr;
+    start_switch(&fake, f.stack + kGuardBytes, kStackBytes - kGuardBytes);
+    sim_swap(g_sched, f.ctx);
+    finish_switch(fake, nullptr, nullptr);
+}
+
+char* map_stack() {
+    void* p = mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) fail(kUsageExit, "usage", "cannot map fiber stacks");
+    mprotect(p, kGuardBytes, PROT_NONE);  // a stack overflow faults instead of corrupting
+    return static_cast<char*>(p);
+}
+
+void start_fiber(Fiber& f, uint3 tid) {
+    if (!f.stack) f.stack = map_stack();
+    // The stack is reused without clearing ASan's shadow: the kernel's frames all return
+    // before a fiber finishes, and their epilogues unpoison their redzones.
+    f.tid = tid;
+    f.state = State::Runnable;
+    f.line = 0;
+    f.barriers = 0;
+    sim_make(f.ctx, f.stack + kGuardBytes, kStackBytes - kGuardBytes, fiber_main);
+}
+
+// Called when no fiber can run: either all wait at one barrier (release them) or the
+// block is stuck, which on a GPU is a hang or undefined behaviour.
+void release_barrier(int n) {
+    int waiting = 0, done = 0;
+    const Fiber* first = nullptr;
+    for (int i = 0; i < n; ++i) {
+        const Fiber& f = g_fibers[i];
+        if (f.state == State::Done) ++done;
+        if (f.state != State::Waiting) continue;
+        ++waiting;
+        if (!first) first = &f;
+        if (f.line != first->line) {
+            char msg[256];
+            std::snprintf(msg, sizeof msg,
+                          "threads wait at different __syncthreads(): thread (%u,%u,%u) at line %d, "
+                          "thread (%u,%u,%u) at line %d",
+                          first->tid.x, first->tid.y, first->tid.z, first->line, f.tid.x, f.tid.y, f.tid.z,
+                          f.line);
+            block_fail(msg);
+        }
+    }
+    if (done > 0) {
+        char msg[256];
+        std::snprintf(msg, sizeof msg,
+                      "%d of %d threads exited while %d wait at __syncthreads() line %d "
+                      "(barrier #%d of thread (%u,%u,%u))",
+                      done, n, waiting, first->line, first->barriers + 1, first->tid.x, first->tid.y,
+                      first->tid.z);
+        block_fail(msg);
+    }
+    for (int i = 0; i < n; ++i) {
+        g_fibers[i].state = State::Runnable;
+        ++g_fibers[i].barriers;
+    }
+}
+
+void run_block(uint3 block, dim3 dims) {
+    blockIdx = block;
+    // Every block starts with NaN in its dynamic shared memory, as a GPU's is undefined:
+    // reading a word the block never wrote then shows in C.
+    std::fill_n(reinterpret_cast<unsigned char*>(__sim_dynamic_shared), g_dynamic_bytes, 0xFF);
+    const int n = static_cast<int>(dims.x * dims.y * dims.z);
+    int i = 0;
+    for (unsigned z = 0; z < dims.z; ++z)
+        for (unsigned y = 0; y < dims.y; ++y)
+            for (unsigned x = 0; x < dims.x; ++x) start_fiber(g_fibers[i++], uint3{x, y, z});
+    for (;;) {
+        int done = 0;
+        for (int t = 0; t < n; ++t) {
+            if (g_fibers[t].state == State::Runnable) resume(g_fibers[t]);
+            done += g_fibers[t].state == State::Done;
+        }
+        if (done == n) return;
+        release_barrier(n);
+    }
+}
+
+#if SIM_ASAN
+// Runs when ASan is about to exit: say which block and thread made the access.
+void on_asan_death() {
+    std::fprintf(stderr, "SIM-CONTEXT block (%u,%u,%u) thread (%u,%u,%u)\n", blockIdx.x, blockIdx.y, blockIdx.z,
+                 threadIdx.x, threadIdx.y, threadIdx.z);
+    // So the report can say A, B or C rather than "a 4096-byte region".
+    std::fprintf(stderr, "SIM-BUFFERS A=%p B=%p C=%p S=%p\n", static_cast<const void*>(g_args.A),
+                 static_cast<const void*>(g_args.B), static_cast<const void*>(g_args.C),
+                 static_cast<const void*>(__sim_dynamic_shared));
+}
+#endif
+
+std::vector<float> read_floats(FILE* f, size_t count) {
+    std::vector<float> v(count);
+    if (std::fread(v.data(), sizeof(float), count, f) != count) fail(kUsageExit, "usage", "short input file");
+    return v;
+}
+
+}  // namespace
+
+extern "C" void __sim_syncthreads(int line) {
+    Fiber& f = *g_cur;
+    f.state = State::Waiting;
+    f.line = line;
+    start_switch(&f.fake_stack, g_sched_bottom, g_sched_size);
+    sim_swap(f.ctx, g_sched);
+    finish_switch(f.fake_stack, nullptr, nullptr);
+}
+
+int main(int argc, char** argv) {
+    if (argc != 4) fail(kUsageExit, "usage", "usage: sim <input> <output> <kernel name>");
+    g_name = argv[3];
+#if SIM_ASAN
+    __asan_set_death_callback(on_asan_death);
+#endif
+    FILE* in = std::fopen(argv[1], "rb");
+    if (!in) fail(kUsageExit, "usage", std::strerror(errno));
+    int32_t h[10];
+    if (std::fread(h, sizeof h, 1, in) != 1) fail(kUsageExit, "usage", "short input header");
+    const int M = h[0], N = h[1], K = h[2];
+    gridDim = dim3{uint32_t(h[3]), uint32_t(h[4]), uint32_t(h[5])};
+    blockDim = dim3{uint32_t(h[6]), uint32_t(h[7]), uint32_t(h[8])};
+    if (M < 1 || N < 1 || K < 1) fail(kUsageExit, "usage", "M, N and K must be at least 1");
+    const long threads = long(blockDim.x) * blockDim.y * blockDim.z;
+    if (threads < 1 || threads > kMaxThreads) fail(kUsageExit, "usage", "block must have 1..1024 threads");
+
+    // Exactly sized heap buffers: ASan puts a redzone right after each one.
+    std::vector<float> A = read_floats(in, size_t(M) * K);
+    std::vector<float> B = read_floats(in, size_t(K) * N);
+    std::fclose(in);
+    std::vector<float> C(size_t(M) * N, std::numeric_limits<float>::quiet_NaN());  // unwritten shows
+    g_args = Args{A.data(), B.data(), C.data(), M, N, K};
+    g_fibers.resize(threads);
+    if (h[9] < 0) fail(kUsageExit, "usage", "dynamic shared memory size must not be negative");
+    g_dynamic_bytes = size_t(h[9]);
+    void* dynamic = nullptr;  // exactly shared_bytes, 16-aligned for float4 accesses
+    if (g_dynamic_bytes && posix_memalign(&dynamic, 16, g_dynamic_bytes) != 0)
+        fail(kUsageExit, "usage", "cannot allocate dynamic shared memory");
+    __sim_dynamic_shared = static_cast<float*>(dynamic);
+
+    for (unsigned z = 0; z < gridDim.z; ++z)
+        for (unsigned y = 0; y < gridDim.y; ++y)
+            for (unsigned x = 0; x < gridDim.x; ++x) run_block(uint3{x, y, z}, blockDim);
+
+    FILE* out = std::fopen(argv[2], "wb");
+    if (!out || std::fwrite(C.data(), sizeof(float), C.size(), out) != C.size()) fail(kUsageExit, "usage", "cannot write output");
+    std::fclose(out);
+    return 0;
+}

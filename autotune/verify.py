@@ -1,0 +1,131 @@
+"""Correctness checks for generated kernels, whatever runs them (the CPU emulator or a GPU).
+
+A backend is any function run(config, source, launch, A, B, M, N, K) -> C. It may raise
+an exception that carries a `.kind` (like autotune.sim.SimError); that becomes the row's
+status. Nothing GPU-related is imported here.
+
+Tolerance. A float32 sum of K products rounds at every step, with unit roundoff
+u = 2**-24 ~ 6e-8. With inputs uniform in [-1, 1] the rounding errors have random signs
+and grow like a random walk, so the relative (Frobenius) error of an FP32 result against
+a float64 reference is about sqrt(K) * u: ~2e-6 at K = 1024, ~8e-6 at K = 16384. The
+worst case, K * u, stays under 1e-4 up to K ~ 1600. A real bug is far larger: leaving one
+of K terms out of every output costs ~1/sqrt(K) (3e-2 at K = 1024), a wrong tile ~1. So
+TOLERANCE = 1e-4 sits well above rounding and well below any systematic error. (A single
+wrong output among very many is diluted by the norm; the NaN poisoning of C catches the
+commonest such bug, an output never written.)
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .codegen import render
+from .space import Config, Family, Launch, valid_configs
+
+TOLERANCE = 1e-4
+
+# (M, N, K): the degenerate case, primes, and sizes that are not multiples of any tile
+# edge or block size, so that every tail guard runs; one power of two for the easy path.
+SHAPES: tuple[tuple[int, int, int], ...] = ((1, 1, 1), (17, 33, 9), (100, 37, 129), (64, 64, 64))
+
+Runner = Callable[[Config, str, Launch, np.ndarray, np.ndarray, int, int, int], np.ndarray]
+
+
+@dataclass(frozen=True)
+class VerifyRow:
+    config: str  # config.name
+    shape: tuple[int, int, int]
+    status: str  # "ok", "wrong", or the kind of the backend's error (e.g. "barrier")
+    error: float  # relative error against the reference; inf when none was computed
+    reason: str  # one line; empty when ok
+
+
+def reference(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """A @ B in float64: the exact-enough answer every kernel is compared against."""
+    return np.asarray(A, dtype=np.float64) @ np.asarray(B, dtype=np.float64)
+
+
+def relative_error(C: np.ndarray, ref: np.ndarray) -> float:
+    """||C - ref||_F / ||ref||_F; inf if C has the wrong shape or any NaN or inf."""
+    if C.shape != ref.shape or not np.all(np.isfinite(C)):
+        return float("inf")
+    diff = np.linalg.norm(np.asarray(C, dtype=np.float64) - ref)
+    scale = np.linalg.norm(ref)
+    return float(diff / scale) if scale > 0 else float(diff)  # all-zero reference: absolute
+
+
+def random_inputs(M: int, N: int, K: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """A (M x K) and B (K x N), float32 uniform in [-1, 1], the same for the same seed."""
+    rng = np.random.default_rng([seed, M, N, K])
+    A = rng.uniform(-1.0, 1.0, size=(M, K)).astype(np.float32)
+    B = rng.uniform(-1.0, 1.0, size=(K, N)).astype(np.float32)
+    return A, B
+
+
+def check(config: Config, source: str, shape: tuple[int, int, int], run: Runner, seed: int = 0) -> VerifyRow:
+    """Run one config on one shape and compare it with the float64 reference."""
+    M, N, K = shape
+    A, B = random_inputs(M, N, K, seed)
+    try:
+        C = run(config, source, config.geometry(M, N), A, B, M, N, K)
+    except Exception as exc:  # a backend error with a kind is a result; anything else is a bug
+        kind = getattr(exc, "kind", None)
+        if not isinstance(kind, str):
+            raise
+        return VerifyRow(config.name, shape, kind, float("inf"), getattr(exc, "message", str(exc)))
+    ref = reference(A, B)
+    err = relative_error(C, ref)
+    if err <= TOLERANCE:
+        return VerifyRow(config.name, shape, "ok", err, "")
+    return VerifyRow(config.name, shape, "wrong", err, describe_wrong(C, ref, err))
+
+
+def describe_wrong(C: np.ndarray, ref: np.ndarray, err: float) -> str:
+    """One line: how wrong, how many outputs are unwritten (NaN), and the worst place."""
+    if C.shape != ref.shape:
+        return f"output has shape {C.shape}, expected {ref.shape}"
+    nan = int(np.count_nonzero(~np.isfinite(C)))
+    bad = np.where(np.isfinite(C), np.abs(C - ref), np.inf)
+    i, j = np.unravel_index(int(np.argmax(bad)), bad.shape)
+    where = f"worst at C[{i}][{j}] = {C[i, j]!r} (expected {ref[i, j]:.6g})"
+    nans = f"{nan} of {C.size} outputs NaN or inf (never written?); " if nan else ""
+    return f"relative error {err:.3g} > {TOLERANCE:g}: {nans}{where}"
+
+
+def verify_configs(
+    configs: Sequence[Config], shapes: Sequence[tuple[int, int, int]], run: Runner, seed: int = 0
+) -> list[VerifyRow]:
+    """Every config on every shape: one row each, in order (config-major)."""
+    rows = []
+    for config in configs:
+        source = render(config)
+        rows.extend(check(config, source, tuple(shape), run, seed) for shape in shapes)
+    return rows
+
+
+def sample_configs(family: Family, limit: int, seed: int = 0) -> list[Config]:
+    """Up to `limit` valid configs of a family that, when limit allows, cover every value
+    of every parameter that some valid config takes; the rest are picked at random."""
+    pool = valid_configs(family)
+    random.Random(seed).shuffle(pool)
+    chosen = _cover(pool, limit)
+    rest = [c for c in pool if c not in chosen]
+    return chosen + rest[: max(0, limit - len(chosen))]
+
+
+def _cover(pool: list[Config], limit: int) -> list[Config]:
+    """Greedy cover of the (parameter, value) pairs. Each step serves the pair the fewest
+    configs can cover (bx=1024 allows only by=1), with the config covering most new pairs;
+    plain most-new-pairs greedy wastes picks and needs more than the minimum."""
+    uncovered = {pair for c in pool for pair in c.params}
+    chosen: list[Config] = []
+    while uncovered and len(chosen) < limit:
+        holders = {pair: [c for c in pool if pair in c.params] for pair in uncovered}
+        rarest = min(sorted(uncovered, key=str), key=lambda pair: len(holders[pair]))
+        best = max(holders[rarest], key=lambda c: len(uncovered.intersection(c.params)))
+        chosen.append(best)
+        uncovered -= set(best.params)
+    return chosen

@@ -1,0 +1,111 @@
+"""The emulator computes every family correctly, and verify's pieces do what they say."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from autotune.codegen import render
+from autotune.families import FAMILIES
+from autotune.space import Launch, make_config, valid_configs
+from autotune.sim import SimError, run, run_kernel
+from autotune.verify import SHAPES, TOLERANCE, reference, relative_error, sample_configs, verify_configs
+
+SAMPLE = 12  # per family: enough to cover every value of every parameter
+
+
+@pytest.fixture(autouse=True, scope="module")
+def private_cache(tmp_path_factory: pytest.TempPathFactory):
+    """A cold cache of our own, so the timing is CI's and the user's cache is untouched."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("AUTOTUNE_CACHE", str(tmp_path_factory.mktemp("cache")))
+    yield
+    mp.undo()
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_every_family_matches_reference(family: str) -> None:
+    configs = sample_configs(FAMILIES[family], SAMPLE, seed=0)
+    rows = verify_configs(configs, SHAPES, run)
+    bad = [r for r in rows if r.status != "ok"]
+    assert not bad, "\n".join(f"{r.config} {r.shape}: {r.status} {r.reason}" for r in bad)
+    assert len(rows) == len(configs) * len(SHAPES)
+    assert all(r.error <= TOLERANCE for r in rows)
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_sample_covers_every_value(family: str) -> None:
+    fam = FAMILIES[family]
+    sample = sample_configs(fam, SAMPLE, seed=0)
+    possible = {pair for c in valid_configs(fam) for pair in c.params}
+    assert {pair for c in sample for pair in c.params} == possible
+    assert len(sample) == SAMPLE and len({c.name for c in sample}) == SAMPLE
+    assert [c.name for c in sample] == [c.name for c in sample_configs(fam, SAMPLE, seed=0)]
+    assert len(sample_configs(fam, 3, seed=0)) == 3  # a small limit is respected
+
+
+def test_unwritten_outputs_are_nan() -> None:
+    config = make_config(FAMILIES["naive"], {"bx": 8, "by": 8})
+    lazy = render(config).replace("C[row * N + col] = acc;", "if (row == 0) C[col] = acc;")
+    M, N, K = 5, 7, 3
+    C = run_kernel(lazy, config.name, config.geometry(M, N), np.ones((M, K)), np.ones((K, N)), M, N, K)
+    assert C.dtype == np.float32 and C.shape == (M, N)
+    assert np.all(C[0] == 3.0) and np.all(np.isnan(C[1:]))
+
+
+def test_relative_error() -> None:
+    ref = np.array([[3.0, 4.0]])
+    assert relative_error(ref.astype(np.float32), ref) == 0.0
+    assert relative_error(np.array([[3.0, 4.5]]), ref) == pytest.approx(0.1)
+    assert relative_error(np.array([[np.nan, 4.0]]), ref) == float("inf")
+    assert relative_error(np.zeros((2, 1)), ref) == float("inf")  # wrong shape
+    assert reference(np.ones((2, 3), np.float32), np.ones((3, 1), np.float32)).dtype == np.float64
+
+
+def test_shapes_exercise_every_tail() -> None:
+    assert (1, 1, 1) in SHAPES
+    tiles = {v for f in FAMILIES.values() for p in f.params if p.name in ("T", "bx", "by") for v in p.values}
+    # some shape is a non-multiple of every tile edge and block size above 1, in M, N and K
+    for axis in range(3):
+        assert all(any(s[axis] % t for s in SHAPES) for t in tiles if t > 1)
+
+
+def test_sim_error_kinds() -> None:
+    err = SimError("barrier", "two\nlines")
+    assert err.kind == "barrier" and str(err) == "barrier: two lines"
+    with pytest.raises(ValueError):
+        SimError("segfault", "not a kind")
+
+
+# A hand-written kernel (no family uses dynamic shared memory yet): each block stages one
+# row of A in extern __shared__ memory sized by the launch, then computes that row of C.
+DYNAMIC = """
+extern "C" __global__ void dyn(const float* A, const float* B, float* C, int M, int N, int K)
+{
+    extern __shared__ __align__(16) float arow[];
+    const int r = blockIdx.y, c = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int k = threadIdx.x; k < K; k += blockDim.x) arow[k] = A[r * K + k];
+    __syncthreads();
+    if (c >= N) return;
+    float acc = 0.0f;
+    for (int k = 0; k < K; ++k) acc += arow[k] * B[k * N + c];
+    C[r * N + c] = acc;
+}
+"""
+
+
+def _dynamic(source: str, shared_floats: int) -> np.ndarray:
+    M, N, K = 9, 40, 37
+    rng = np.random.default_rng(0)
+    A, B = rng.uniform(-1, 1, (M, K)), rng.uniform(-1, 1, (K, N))
+    launch = Launch(grid=((N + 31) // 32, M, 1), block=(32, 1, 1), shared_bytes=4 * shared_floats)
+    C = run_kernel(source, "dyn", launch, A, B, M, N, K)
+    return relative_error(C, reference(A, B))
+
+
+def test_dynamic_shared_memory() -> None:
+    assert _dynamic(DYNAMIC, 37) <= TOLERANCE
+    # each block starts with NaN there, so a word never written shows in C
+    assert _dynamic(DYNAMIC.replace("k < K; k += blockDim.x", "k < K - 1; k += blockDim.x"), 37) == float("inf")
+    with pytest.raises(SimError) as caught:
+        _dynamic(DYNAMIC, 36)  # one float short of what the kernel uses
+    assert caught.value.kind == "out_of_bounds" and "dynamic __shared__ memory" in str(caught.value)
