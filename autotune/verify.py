@@ -3,16 +3,7 @@
 A backend is any function run(config, source, launch, A, B, M, N, K) -> C. It may raise
 an exception that carries a `.kind` (like autotune.sim.SimError); that becomes the row's
 status. Nothing GPU-related is imported here.
-
-Tolerance. A float32 sum of K products rounds at every step, with unit roundoff
-u = 2**-24 ~ 6e-8. With inputs uniform in [-1, 1] the rounding errors have random signs
-and grow like a random walk, so the relative (Frobenius) error of an FP32 result against
-a float64 reference is about sqrt(K) * u: ~2e-6 at K = 1024, ~8e-6 at K = 16384. The
-worst case, K * u, stays under 1e-4 up to K ~ 1600. A real bug is far larger: leaving one
-of K terms out of every output costs ~1/sqrt(K) (3e-2 at K = 1024), a wrong tile ~1. So
-TOLERANCE = 1e-4 sits well above rounding and well below any systematic error. (A single
-wrong output among very many is diluted by the norm; the NaN poisoning of C catches the
-commonest such bug, an output never written.)
+The tolerance and the reference live in autotune/reference.py, shared with the GPU backend.
 """
 from __future__ import annotations
 
@@ -23,9 +14,9 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .codegen import render
+from .reference import TOLERANCE, random_inputs, reference, relative_error  # noqa: F401 (re-exported)
 from .space import Config, Family, Launch, valid_configs
 
-TOLERANCE = 1e-4
 
 # (M, N, K): the degenerate case, primes, and sizes that are not multiples of any tile
 # edge or block size, so that every tail guard runs; one power of two for the easy path.
@@ -41,28 +32,6 @@ class VerifyRow:
     status: str  # "ok", "wrong", or the kind of the backend's error (e.g. "barrier")
     error: float  # relative error against the reference; inf when none was computed
     reason: str  # one line; empty when ok
-
-
-def reference(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """A @ B in float64: the exact-enough answer every kernel is compared against."""
-    return np.asarray(A, dtype=np.float64) @ np.asarray(B, dtype=np.float64)
-
-
-def relative_error(C: np.ndarray, ref: np.ndarray) -> float:
-    """||C - ref||_F / ||ref||_F; inf if C has the wrong shape or any NaN or inf."""
-    if C.shape != ref.shape or not np.all(np.isfinite(C)):
-        return float("inf")
-    diff = np.linalg.norm(np.asarray(C, dtype=np.float64) - ref)
-    scale = np.linalg.norm(ref)
-    return float(diff / scale) if scale > 0 else float(diff)  # all-zero reference: absolute
-
-
-def random_inputs(M: int, N: int, K: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """A (M x K) and B (K x N), float32 uniform in [-1, 1], the same for the same seed."""
-    rng = np.random.default_rng([seed, M, N, K])
-    A = rng.uniform(-1.0, 1.0, size=(M, K)).astype(np.float32)
-    B = rng.uniform(-1.0, 1.0, size=(K, N)).astype(np.float32)
-    return A, B
 
 
 def check(config: Config, source: str, shape: tuple[int, int, int], run: Runner, seed: int = 0) -> VerifyRow:
