@@ -118,7 +118,7 @@ class CudaBackend:
             return Outcome(COMPILE_ERROR, reason=built.log.strip().splitlines()[-1][:300] if built.log else "",
                            extra={"compile_log": built.log})
         try:
-            kernel = self._load(built.cubin, config.name)
+            kernel = self._load(built.cubin, config.name, config.geometry(*self.shape[:2]).shared_bytes)
             extra = {"num_regs": kernel.attributes.num_regs, "static_shared": kernel.attributes.shared_size_bytes}
             for problem in (self.check, self.main):
                 err = self._verify(kernel, config, problem)
@@ -132,10 +132,15 @@ class CudaBackend:
         extra["sm_clock_mhz"] = sm_clock_mhz(self.info.uuid)
         return Outcome(OK, err=err, timing=timing, extra=extra)
 
-    def _load(self, cubin: bytes, name: str):
+    def _load(self, cubin: bytes, name: str, dynamic_shared: int):
+        from cuda.bindings import driver
         from cuda.core import ObjectCode
 
-        return ObjectCode.from_cubin(cubin, name=name).get_kernel(name)
+        kernel = ObjectCode.from_cubin(cubin, name=name).get_kernel(name)
+        if dynamic_shared > 48 * 1024:  # above 48 KiB a kernel must opt in before launch
+            attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            _ok(driver.cuKernelSetAttribute(attr, dynamic_shared, kernel.handle, driver.CUdevice(self.info.index)))
+        return kernel
 
     def _launch(self, kernel, config: Config, p: Problem) -> None:
         from cuda.core import LaunchConfig, launch

@@ -93,4 +93,6 @@ TILED = Family(
     tags={"x_over": "x"},
 )
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (NAIVE, TILED)}
+from .blocked import BLOCKED  # noqa: E402 (it builds on the helpers above)
+
+FAMILIES: dict[str, Family] = {f.name: f for f in (NAIVE, TILED, BLOCKED)}

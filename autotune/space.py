@@ -163,8 +163,16 @@ def enumerate_space(family: Family, limits: Limits = Limits()) -> Iterator[tuple
         yield config, violations(config, limits)
 
 
+_VALID: dict[tuple[str, Limits], tuple[Config, ...]] = {}
+
+
 def valid_configs(family: Family, limits: Limits = Limits()) -> list[Config]:
-    return [c for c, bad in enumerate_space(family, limits) if not bad]
+    """The valid configs of a family, in declaration order (computed once per process:
+    the blocked family checks about 590k combinations)."""
+    key = (family.name, limits)
+    if key not in _VALID:
+        _VALID[key] = tuple(c for c, bad in enumerate_space(family, limits) if not bad)
+    return list(_VALID[key])
 
 
 def ceil_div(a: int, b: int) -> int:

@@ -81,7 +81,8 @@ def sample_configs(family: Family, limit: int, seed: int = 0) -> list[Config]:
     pool = valid_configs(family)
     random.Random(seed).shuffle(pool)
     chosen = _cover(pool, limit)
-    rest = [c for c in pool if c not in chosen]
+    names = {c.name for c in chosen}
+    rest = [c for c in pool if c.name not in names]
     return chosen + rest[: max(0, limit - len(chosen))]
 
 
@@ -89,10 +90,13 @@ def _cover(pool: list[Config], limit: int) -> list[Config]:
     """Greedy cover of the (parameter, value) pairs. Each step serves the pair the fewest
     configs can cover (bx=1024 allows only by=1), with the config covering most new pairs;
     plain most-new-pairs greedy wastes picks and needs more than the minimum."""
-    uncovered = {pair for c in pool for pair in c.params}
+    holders: dict = {}
+    for c in pool:
+        for pair in c.params:
+            holders.setdefault(pair, []).append(c)
+    uncovered = set(holders)
     chosen: list[Config] = []
     while uncovered and len(chosen) < limit:
-        holders = {pair: [c for c in pool if pair in c.params] for pair in uncovered}
         rarest = min(sorted(uncovered, key=str), key=lambda pair: len(holders[pair]))
         best = max(holders[rarest], key=lambda c: len(uncovered.intersection(c.params)))
         chosen.append(best)

@@ -1,3 +1,4 @@
+import random
 import re
 
 import pytest
@@ -7,19 +8,22 @@ from autotune.errors import SpaceError
 from autotune.families import FAMILIES, NAIVE, TILED
 from autotune.space import make_config, valid_configs
 
-SIGNATURE = re.compile(r'extern "C" __global__ void __launch_bounds__\((\d+)\)\s*\n(\w+)\(const float\* __restrict__ A, '
+SIGNATURE = re.compile(r'extern "C" __global__ void __launch_bounds__\((\d+)(?:, \d+)?\)\s*\n(\w+)\(const float\* __restrict__ A, '
                        r'const float\* __restrict__ B, float\* __restrict__ C,\s*int M, int N, int K\)')
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_every_valid_config_renders_one_kernel_named_after_it(family):
-    for config in valid_configs(FAMILIES[family]):
+    configs = valid_configs(FAMILIES[family])
+    if len(configs) > 1000:  # the blocked family has ~166k: a seeded sample of them
+        configs = random.Random(0).sample(configs, 1000)
+    for config in configs:
         source = render(config)
         kernels = SIGNATURE.findall(source)
         assert len(kernels) == 1, config.name
         threads, name = kernels[0]
         assert name == config.name
-        assert int(threads) == config.values["bx"] * config.values["by"]
+        assert int(threads) == config.geometry(100, 100).threads
         assert f"// autotune kernel {config.name}" in source
         assert "// launch: block (" in source
         assert "{{" not in source and "{%" not in source

@@ -34,6 +34,9 @@ def test_cublas_reference_matches_float64(backend):
     ("naive", {"x_over": "cols"}), ("naive", {"x_over": "rows", "bx": 16, "by": 16}),
     ("tiled", {}), ("tiled", {"T": 16, "pad": 1}), ("tiled", {"T": 64, "bx": 32, "by": 8, "x_over": "rows"}),
     ("tiled", {"T": 4, "bx": 2, "by": 4}),
+    ("blocked", {}), ("blocked", {"STAGES": 1, "GM": 1, "pad": 0}),
+    ("blocked", {"BK": 32}),  # 66 KiB of dynamic shared memory: needs the opt-in
+    ("blocked", {"BM": 64, "BN": 32, "WM": 32, "WN": 16, "TM": 2, "TN": 1, "WNITER": 1}),
 ])
 def test_families_verify_and_time(backend, family, params):
     config = make_config(FAMILIES[family], params)
