@@ -29,8 +29,8 @@ _NOMINAL = 4096
 
 COUNT_COLUMNS = ("ffma", "lds32", "lds64", "lds128", "ldg32", "ldg64", "ldg128", "sts", "bar", "ldl", "stl",
                  "lds_per_ffma", "sass_regs", "spills", "frame_bytes", "static_shared", "sass_scope")
-MODEL_COLUMNS = ("ceil_fma", "ceil_shared", "ceil_global", "occupancy", "occupancy_limit", "predicted_tflops",
-                 "binding", "model_device")
+MODEL_COLUMNS = ("ceil_fma", "ceil_shared", "ceil_global", "wavefronts_per_ffma", "occupancy", "occupancy_limit",
+                 "predicted_tflops", "binding", "model_device")
 
 
 # --------------------------------------------------------------------------- counts
@@ -104,7 +104,8 @@ def model_columns(config: Config, counts: dict[str, Any], spec: DeviceSpec) -> d
     p = prediction(config, counts, spec)
     return {
         "ceil_fma": p.fma_ceiling, "ceil_shared": p.shared_ceiling if math.isfinite(p.shared_ceiling) else None,
-        "ceil_global": p.global_ceiling, "occupancy": p.occupancy.warps_per_sm,
+        "ceil_global": p.global_ceiling, "wavefronts_per_ffma": p.wavefronts_per_ffma,
+        "occupancy": p.occupancy.warps_per_sm,
         "occupancy_limit": p.occupancy.limited_by, "predicted_tflops": p.predicted, "binding": p.binding,
         "model_device": spec.name,
     }
@@ -118,8 +119,9 @@ def have_nvdisasm() -> bool:
         return False
 
 
-def explain(config: Config, arch: str = "sm_90", spec: DeviceSpec | None = None, db: sqlite_utils.Database | None = None,
-            source: str | None = None, save: bool = True) -> dict[str, Any]:
+def explain(config: Config, arch: str = "sm_90", spec: DeviceSpec | None = None,
+            db: sqlite_utils.Database | None = None, source: str | None = None,
+            save: bool = True) -> dict[str, Any]:
     """Count and model columns for one config (source: what was measured; default: rendered now).
 
     {} when nvdisasm is not installed. A config that does not compile raises AutotuneError.

@@ -84,3 +84,35 @@ def test_a_failing_model_never_stops_the_search(db, monkeypatch, capsys):
     run_search(db, backend, [TILED], Limits(), sampler="random", trials=2, seed=2)
     assert db["results"].count_where("status != 'invalid'") == 2
     assert "model exploded" in capsys.readouterr().err
+
+
+@needs_nvdisasm
+def test_sass_command_prints_counts_and_stores_them(tmp_path):
+    from click.testing import CliRunner
+
+    from autotune.cli import cli
+
+    db_path = tmp_path / "k.sqlite"
+    result = CliRunner().invoke(cli, ["sass", "--family", "tiled", "-p", "T=32", "-p", "pad=0", "--db", str(db_path)])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "sgemm_tiled_T32_bx32_by32_xcols_pad0" in out and "FFMA 32" in out and "LDS.128 8" in out
+    assert "shared loads per FFMA 1.25" in out and "registers" in out and "predicted 13.38" in out
+    from autotune import store
+
+    (row,) = store.open_db(db_path)["kernels"].rows
+    assert row["ffma"] == 32 and row["lds128"] == 8 and row["lds_per_ffma"] == pytest.approx(1.25)
+
+
+def test_sass_without_nvdisasm_is_one_line(monkeypatch, tmp_path):
+    from click.testing import CliRunner
+
+    from autotune import sass
+    from autotune.cli import cli
+
+    def missing() -> str:
+        raise sass.AutotuneError(sass.INSTALL_HINT)
+
+    monkeypatch.setattr(ex, "find_nvdisasm", missing)
+    result = CliRunner().invoke(cli, ["sass", "--family", "naive", "--db", str(tmp_path / "k.sqlite")])
+    assert result.exit_code == 2 and result.output.strip() == f"error: {sass.INSTALL_HINT}"
