@@ -202,6 +202,22 @@ def sass(family, params, result_id, arch, preset, full, db_path) -> None:
     click.echo(sass_command(config, arch, preset, db_path, full))
 
 
+@cli.command()
+@shape_options
+@click.option("--db", "db_path", default=default_db, help=DB_HELP)
+@click.option("-o", "--output", help="folder for report.md and the PNGs (default: report-<M>x<N>x<K>)")
+@click.option("--preset", type=click.Choice(sorted(PRESETS)), default="h200", show_default=True,
+              help="device spec for the ceiling model (no GPU is used)")
+@click.option("--gpu", help="GPU name or UUID (default: every GPU in the database)")
+@click.option("--arch", default="sm_90", show_default=True, help="architecture for rows that do not record one")
+@friendly
+def report(M, N, K, db_path, output, preset, gpu, arch) -> None:
+    """Write a markdown report with plots: the ladder, the ceilings against T, the search's progress."""
+    from .report import report_command
+
+    click.echo(f"wrote {report_command(db_path, resolve_shape(M, N, K), output, preset, gpu, arch)}")
+
+
 def main() -> None:
     cli(prog_name="autotune")
 
