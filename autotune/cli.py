@@ -12,6 +12,7 @@ import click
 from . import __version__, store
 from .errors import AutotuneError
 from .families import FAMILIES
+from .model import PRESETS
 from .space import Config, Limits, check_shape, make_config
 
 DB_HELP = "SQLite results database (default: $AUTOTUNE_DB or db/autotune.sqlite)"
@@ -181,6 +182,40 @@ def space(family) -> None:
 
     for name in [family] if family else FAMILIES:
         click.echo(describe_space(FAMILIES[name], Limits()))
+
+
+@cli.command()
+@config_options
+@click.option("--arch", default="sm_90", show_default=True, help="GPU architecture to compile for")
+@click.option("--preset", type=click.Choice(sorted(PRESETS)), default="h200", show_default=True,
+              help="device spec for the ceiling model")
+@click.option("--full", is_flag=True, help="print the whole disassembly before the counts")
+@click.option("--db", "db_path", default=default_db, help=DB_HELP + "; the counts are stored in its kernels table")
+@friendly
+def sass(family, params, result_id, arch, preset, full, db_path) -> None:
+    """Offline SASS counts of one config (FFMA, LDS by width, ...) and its predicted ceilings; no GPU."""
+    from .explain import sass_command
+
+    config = resolve_config(db_path, family, params, result_id)
+    if config is None:
+        raise AutotuneError("name a config: --family tiled -p T=32 ..., or --id N")
+    click.echo(sass_command(config, arch, preset, db_path, full))
+
+
+@cli.command()
+@shape_options
+@click.option("--db", "db_path", default=default_db, help=DB_HELP)
+@click.option("-o", "--output", help="folder for report.md and the PNGs (default: report-<M>x<N>x<K>)")
+@click.option("--preset", type=click.Choice(sorted(PRESETS)), default="h200", show_default=True,
+              help="device spec for the ceiling model (no GPU is used)")
+@click.option("--gpu", help="GPU name or UUID (default: every GPU in the database)")
+@click.option("--arch", default="sm_90", show_default=True, help="architecture for rows that do not record one")
+@friendly
+def report(M, N, K, db_path, output, preset, gpu, arch) -> None:
+    """Write a markdown report with plots: the ladder, the ceilings against T, the search's progress."""
+    from .report import report_command
+
+    click.echo(f"wrote {report_command(db_path, resolve_shape(M, N, K), output, preset, gpu, arch)}")
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ from typing import Protocol
 
 import sqlite_utils
 
-from . import store
+from . import explain, store
 from .codegen import render, sha256, template_hash
 from .outcome import INVALID, OK, Outcome, tflops
 from .space import Config, Limits, shape_violations, violations
@@ -54,7 +54,9 @@ def evaluate(db: sqlite_utils.Database, backend: Backend, config: Config, limits
         return Evaluated(earlier, cached=True)
     store.insert_source(db, source_hash, config.name, config.family.name, source)
     base |= {"source_hash": source_hash, "template_hash": template_hash(config)}
-    return _record(db, backend, base, backend.measure(config, source), peak_tflops)
+    outcome = backend.measure(config, source)
+    base |= explain.for_result(db, backend, config, source, outcome.status)  # {} if it did not compile
+    return _record(db, backend, base, outcome, peak_tflops)
 
 
 def _record(db: sqlite_utils.Database, backend: Backend, base: dict, outcome: Outcome,
@@ -66,6 +68,7 @@ def _record(db: sqlite_utils.Database, backend: Backend, base: dict, outcome: Ou
     row = {**base, **outcome.row()}
     if outcome.timing:
         row |= _rates(backend, outcome.timing.median_ms, peak_tflops)
+    row |= explain.measured_over_ceiling(row)
     row["id"] = store.insert_result(db, row)
     return Evaluated(row, cached=False)
 

@@ -327,9 +327,15 @@ class SassReport:
 def analyze(config: Config, arch: str = "sm_90") -> SassReport:
     """Render, compile with NVRTC, disassemble and count one config. No GPU needed."""
     from .codegen import render
+
+    return analyze_source(config, render(config), arch)
+
+
+def analyze_source(config: Config, source: str, arch: str = "sm_90") -> SassReport:
+    """analyze() for a given source, e.g. the one stored with a measurement."""
     from .compile import compile_source
 
-    compiled = compile_source(render(config), config.name, arch)
+    compiled = compile_source(source, config.name, arch)
     if not compiled.ok:
         first = compiled.log.strip().splitlines()[:1] or ["(no log)"]
         raise AutotuneError(f"{config} failed to compile for {arch}: {first[0]}")

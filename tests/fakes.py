@@ -19,6 +19,7 @@ def fake_ms(config: Config) -> float:
 
 class FakeBackend:
     name = "fake"
+    explain = False  # no SASS model by default: analysing hundreds of configs would slow every test
 
     def __init__(self, M: int = 256, N: int = 256, K: int = 256):
         self.shape = (M, N, K)
