@@ -99,29 +99,33 @@ def cli() -> None:
 @click.option("--timeout", type=click.FloatRange(min=0), help="stop after this many seconds")
 @click.option("--seed", type=int, default=0, show_default=True, help="sampler seed and input seed")
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index")
+@click.option("--backend", type=click.Choice(["cuda", "sim"]), default="cuda", show_default=True,
+              help="cuda: time on the GPU; sim: the CPU emulator (small shapes, times are not GPU times)")
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
 @friendly
-def search(M, N, K, family_text, sampler, trials, timeout, seed, device, db_path) -> None:
+def search(M, N, K, family_text, sampler, trials, timeout, seed, device, backend, db_path) -> None:
     """Generate, compile, verify, time and record SGEMM variants; Optuna picks which."""
     from .runs import search_command
 
     search_command(resolve_shape(M, N, K), parse_families(family_text), sampler, trials, timeout, seed,
-                   device, db_path)
+                   device, db_path, backend)
 
 
 @cli.command()
 @shape_options
 @click.option("--family", type=click.Choice(sorted(FAMILIES)), help="best of one family only")
 @click.option("--gpu", help="GPU name or UUID (default: any GPU in the database)")
+@click.option("--backend", type=click.Choice(["cuda", "sim"]), default="cuda", show_default=True,
+              help="whose results: the GPU's, or the emulator's (never mixed)")
 @click.option("--json", "as_json", is_flag=True, help="print the whole row as JSON")
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
 @friendly
-def best(M, N, K, family, gpu, as_json, db_path) -> None:
+def best(M, N, K, family, gpu, backend, as_json, db_path) -> None:
     """The best verified config for a shape: its time, TFLOP/s and % of cuBLAS."""
     from .runs import format_row
 
     shape = resolve_shape(M, N, K)
-    row = store.best(store.open_db(db_path), shape, gpu=gpu, family=family)
+    row = store.best(store.open_db(db_path), shape, backend=backend, gpu=gpu, family=family)
     if row is None:
         raise AutotuneError(f"no verified result for {'x'.join(map(str, shape))} in {db_path}; "
                             f"run `autotune search --M {shape[0]} --N {shape[1]} --K {shape[2]}` first")
@@ -172,6 +176,42 @@ def render(family, params, result_id, db_path) -> None:
     if config is None:
         raise AutotuneError("name a config: --family tiled -p T=32 ..., or --id N")
     click.echo(render_source(config), nl=False)
+
+
+def parse_shape(text: str) -> tuple[int, int, int]:
+    parts = text.lower().split("x")
+    if len(parts) != 3 or not all(p.strip().isdigit() for p in parts):
+        raise AutotuneError(f"--shape {text!r} is not MxNxK (for example 17x33x9)")
+    shape = tuple(int(p) for p in parts)
+    check_shape(*shape)
+    return shape  # type: ignore[return-value]
+
+
+@cli.command()
+@click.option("--backend", type=click.Choice(["sim", "cuda"]), default="sim", show_default=True,
+              help="sim: the CPU emulator (no GPU); cuda: the GPU")
+@click.option("--family", "family_text", default=",".join(FAMILIES), show_default=True,
+              help="families to verify, comma-separated")
+@click.option("--limit", type=click.IntRange(min=1), default=12, show_default=True,
+              help="variants per family: a sample covering every parameter value")
+@click.option("--shape", "shapes", multiple=True, metavar="MxNxK", help="shapes (default: 1x1x1 17x33x9 100x37x129 64x64x64)")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index")
+@click.option("--json", "as_json", is_flag=True, help="print the rows as JSON")
+@friendly
+def verify(backend, family_text, limit, shapes, seed, device, as_json) -> None:
+    """Check variants against a float64 reference over odd shapes; exit 1 if any fails."""
+    from .runs import verify_command, verify_table
+    from .verify import SHAPES
+
+    chosen = [parse_shape(s) for s in shapes] or list(SHAPES)
+    rows = verify_command(backend, parse_families(family_text), limit, chosen, seed, device)
+    if as_json:
+        click.echo(json.dumps([{**r.__dict__, "shape": list(r.shape), "backend": backend} for r in rows], indent=1))
+    else:
+        click.echo(verify_table(rows))
+    if any(r.status != "ok" for r in rows):
+        sys.exit(1)
 
 
 @cli.command()

@@ -10,7 +10,7 @@ import numpy as np
 from . import compile as nvrtc
 from .cublas import Cublas
 from .device import DeviceInfo, device_info, sm_clock_mhz
-from .outcome import COMPILE_ERROR, LAUNCH_ERROR, OK, WRONG, Outcome, Timing
+from .outcome import COMPILE_ERROR, OK, WRONG, Fault, Outcome, Timing
 from .reference import TOLERANCE, random_inputs, relative_error
 from .space import Config
 
@@ -20,7 +20,7 @@ TIME_BUDGET_MS = 600.0  # stop repeating once this much kernel time was measured
 MIN_REPS, MAX_REPS, WARMUP = 3, 20, 2  # ...but never fewer than MIN_REPS timed runs
 
 
-class DeviceFault(Exception):
+class DeviceFault(Fault):
     """The CUDA context is poisoned (illegal address, ...): this process cannot go on."""
 
 
@@ -33,27 +33,63 @@ def _ok(result: tuple) -> tuple:
     return result[1:]
 
 
+def upload(dev, stream, host: np.ndarray):
+    from cuda.bindings import driver
+
+    host = np.ascontiguousarray(host, dtype=np.float32)
+    buf = dev.allocate(max(host.nbytes, 4), stream=stream)
+    _ok(driver.cuMemcpyHtoDAsync(int(buf.handle), host.ctypes.data, host.nbytes, stream.handle))
+    stream.sync()
+    return buf
+
+
+def poisoned(dev, stream, M: int, N: int):
+    """An M x N output buffer full of NaN: outputs a kernel never writes stay NaN."""
+    from cuda.bindings import driver
+
+    buf = dev.allocate(M * N * 4, stream=stream)
+    _ok(driver.cuMemsetD32Async(int(buf.handle), NAN_BITS, M * N, stream.handle))
+    return buf
+
+
+def download(stream, buf, M: int, N: int) -> np.ndarray:
+    from cuda.bindings import driver
+
+    out = np.empty((M, N), dtype=np.float32)
+    stream.sync()
+    _ok(driver.cuMemcpyDtoHAsync(out.ctypes.data, int(buf.handle), out.nbytes, stream.handle))
+    stream.sync()
+    return out
+
+
+def load_kernel(cubin: bytes, name: str, dynamic_shared: int, device: int):
+    from cuda.bindings import driver
+    from cuda.core import ObjectCode
+
+    kernel = ObjectCode.from_cubin(cubin, name=name).get_kernel(name)
+    if dynamic_shared > 48 * 1024:  # above 48 KiB a kernel must opt in before launch
+        attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        _ok(driver.cuKernelSetAttribute(attr, dynamic_shared, kernel.handle, driver.CUdevice(device)))
+    return kernel
+
+
+def launch_kernel(stream, kernel, geo, a, b, c, M: int, N: int, K: int) -> None:
+    from cuda.core import LaunchConfig, launch
+
+    cfg = LaunchConfig(grid=geo.grid, block=geo.block, shmem_size=geo.shared_bytes)
+    launch(stream, cfg, kernel, a, b, c, np.int32(M), np.int32(N), np.int32(K))
+
+
 class Problem:
     """Device buffers and the cuBLAS reference for one shape."""
 
     def __init__(self, dev, stream, blas: Cublas, M: int, N: int, K: int, seed: int):
-        from cuda.bindings import driver
-
-        self.M, self.N, self.K, self.stream = M, N, K, stream
+        self.M, self.N, self.K, self.stream, self.dev = M, N, K, stream, dev
         A, B = random_inputs(M, N, K, seed)
-        self.a, self.b = self._upload(dev, A), self._upload(dev, B)
+        self.a, self.b = upload(dev, stream, A), upload(dev, stream, B)
         self.c = dev.allocate(M * N * 4, stream=stream)
         blas.sgemm(int(self.a.handle), int(self.b.handle), int(self.c.handle), M, N, K)
         self.ref = self.download()
-        _ok(driver.cuStreamSynchronize(stream.handle))
-
-    def _upload(self, dev, host: np.ndarray):
-        from cuda.bindings import driver
-
-        buf = dev.allocate(host.nbytes, stream=self.stream)
-        _ok(driver.cuMemcpyHtoDAsync(int(buf.handle), host.ctypes.data, host.nbytes, self.stream.handle))
-        self.stream.sync()
-        return buf
 
     def poison(self) -> None:
         from cuda.bindings import driver
@@ -61,13 +97,7 @@ class Problem:
         _ok(driver.cuMemsetD32Async(int(self.c.handle), NAN_BITS, self.M * self.N, self.stream.handle))
 
     def download(self) -> np.ndarray:
-        from cuda.bindings import driver
-
-        out = np.empty((self.M, self.N), dtype=np.float32)
-        self.stream.sync()
-        _ok(driver.cuMemcpyDtoHAsync(out.ctypes.data, int(self.c.handle), out.nbytes, self.stream.handle))
-        self.stream.sync()
-        return out
+        return download(self.stream, self.c, self.M, self.N)
 
 
 def time_ms(run, stream, min_reps: int = MIN_REPS, max_reps: int = MAX_REPS) -> Timing:
@@ -118,7 +148,8 @@ class CudaBackend:
             return Outcome(COMPILE_ERROR, reason=built.log.strip().splitlines()[-1][:300] if built.log else "",
                            extra={"compile_log": built.log})
         try:
-            kernel = self._load(built.cubin, config.name, config.geometry(*self.shape[:2]).shared_bytes)
+            kernel = load_kernel(built.cubin, config.name, config.geometry(*self.shape[:2]).shared_bytes,
+                                 self.info.index)
             extra = {"num_regs": kernel.attributes.num_regs, "static_shared": kernel.attributes.shared_size_bytes}
             for problem in (self.check, self.main):
                 err = self._verify(kernel, config, problem)
@@ -132,22 +163,8 @@ class CudaBackend:
         extra["sm_clock_mhz"] = sm_clock_mhz(self.info.uuid)
         return Outcome(OK, err=err, timing=timing, extra=extra)
 
-    def _load(self, cubin: bytes, name: str, dynamic_shared: int):
-        from cuda.bindings import driver
-        from cuda.core import ObjectCode
-
-        kernel = ObjectCode.from_cubin(cubin, name=name).get_kernel(name)
-        if dynamic_shared > 48 * 1024:  # above 48 KiB a kernel must opt in before launch
-            attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-            _ok(driver.cuKernelSetAttribute(attr, dynamic_shared, kernel.handle, driver.CUdevice(self.info.index)))
-        return kernel
-
     def _launch(self, kernel, config: Config, p: Problem) -> None:
-        from cuda.core import LaunchConfig, launch
-
-        geo = config.geometry(p.M, p.N)
-        cfg = LaunchConfig(grid=geo.grid, block=geo.block, shmem_size=geo.shared_bytes)
-        launch(self.stream, cfg, kernel, p.a, p.b, p.c, np.int32(p.M), np.int32(p.N), np.int32(p.K))
+        launch_kernel(self.stream, kernel, config.geometry(p.M, p.N), p.a, p.b, p.c, p.M, p.N, p.K)
 
     def _verify(self, kernel, config: Config, p: Problem) -> float:
         p.poison()
@@ -155,5 +172,34 @@ class CudaBackend:
         return relative_error(p.download(), p.ref)
 
 
-def launch_error(config: Config, exc: Exception) -> Outcome:
-    return Outcome(LAUNCH_ERROR, reason=f"{type(exc).__name__}: {exc}"[:300])
+class RunError(Exception):
+    """A verify-run failure with a kind, like the emulator's SimError."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind, self.message = kind, message
+
+
+class GpuRunner:
+    """verify's runner on the GPU: one launch on a NaN-poisoned C, compared by the caller."""
+
+    def __init__(self, device: int = 0):
+        from cuda.core import Device
+
+        self.info = device_info(device)
+        self.dev = Device(device)
+        self.dev.set_current()
+        self.stream = self.dev.create_stream()
+
+    def __call__(self, config: Config, source: str, geo, A, B, M: int, N: int, K: int) -> np.ndarray:
+        built = nvrtc.compile_source(source, config.name, self.info.arch)
+        if not built.ok:
+            raise RunError("compile", built.log.strip().splitlines()[-1] if built.log else "NVRTC failed")
+        kernel = load_kernel(built.cubin, config.name, geo.shared_bytes, self.info.index)
+        a, b = upload(self.dev, self.stream, A), upload(self.dev, self.stream, B)
+        c = poisoned(self.dev, self.stream, M, N)
+        try:
+            launch_kernel(self.stream, kernel, geo, a, b, c, M, N, K)
+            return download(self.stream, c, M, N)
+        except Exception as exc:
+            raise DeviceFault(f"{config.name}: {exc}") from exc

@@ -12,7 +12,7 @@ import sqlite_utils
 
 from . import explain, store
 from .codegen import render, sha256, template_hash
-from .outcome import INVALID, OK, Outcome, tflops
+from .outcome import INVALID, OK, Fault, Outcome, tflops
 from .space import Config, Limits, shape_violations, violations
 
 
@@ -54,7 +54,11 @@ def evaluate(db: sqlite_utils.Database, backend: Backend, config: Config, limits
         return Evaluated(earlier, cached=True)
     store.insert_source(db, source_hash, config.name, config.family.name, source)
     base |= {"source_hash": source_hash, "template_hash": template_hash(config)}
-    outcome = backend.measure(config, source)
+    try:
+        outcome = backend.measure(config, source)
+    except Fault as fault:  # record the crash as a row, then let the caller stop this process
+        _record(db, backend, base, fault.outcome, None)
+        raise
     base |= explain.for_result(db, backend, config, source, outcome.status)  # {} if it did not compile
     return _record(db, backend, base, outcome, peak_tflops)
 

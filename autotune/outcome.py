@@ -49,3 +49,12 @@ class Outcome:
 
 def tflops(M: int, N: int, K: int, ms: float) -> float:
     return 2.0 * M * N * K / (ms * 1e-3) / 1e12
+
+
+class Fault(Exception):
+    """A variant broke its backend (a GPU fault poisons the CUDA context). The search records
+    the row, then stops this process: the next run resumes from the database."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.outcome = Outcome(LAUNCH_ERROR, reason=message[:300])

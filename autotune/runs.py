@@ -7,7 +7,7 @@ from . import store
 from .codegen import render, sha256
 from .errors import AutotuneError
 from .export import manifest, write_export
-from .outcome import OK
+from .outcome import OK, Fault
 from .space import Config, Family, Limits, enumerate_space
 
 
@@ -20,8 +20,14 @@ def format_row(row: dict) -> str:
             f"{row['tflops']:.2f} TFLOP/s, {pct}{peak}")
 
 
-def _open_gpu(shape: tuple[int, int, int], seed: int, device: int, db_path: str):
-    """Probe the GPU (a one-line error before anything is written), then set up the shape."""
+def _open(kind: str, shape: tuple[int, int, int], seed: int, device: int, db_path: str):
+    """The backend for a shape, its limits and peak, and the database (opened only once the
+    backend is known to work, so a machine without a GPU writes nothing)."""
+    if kind == "sim":
+        from .sim_backend import SimBackend
+
+        backend = SimBackend(*shape, seed=seed)
+        return Limits(), None, store.open_db(db_path), backend
     from .cuda_backend import CudaBackend
     from .device import device_info
 
@@ -29,41 +35,40 @@ def _open_gpu(shape: tuple[int, int, int], seed: int, device: int, db_path: str)
     db = store.open_db(db_path)
     backend = CudaBackend(*shape, device=device, seed=seed)
     _record_baseline(db, backend)
-    return info, db, backend
+    return info.limits, info.peak_tflops, db, backend
 
 
 def measure_command(shape: tuple[int, int, int], configs: list[Config], seed: int, device: int,
-                    db_path: str) -> str:
-    from .cuda_backend import DeviceFault
+                    db_path: str, kind: str = "cuda") -> str:
     from .evaluate import evaluate
 
-    info, db, backend = _open_gpu(shape, seed, device, db_path)
+    limits, peak, db, backend = _open(kind, shape, seed, device, db_path)
     lines = []
     for config in configs:
         try:
-            row = evaluate(db, backend, config, info.limits, info.peak_tflops).row
-        except DeviceFault as exc:
+            row = evaluate(db, backend, config, limits, peak).row
+        except Fault as exc:
             raise AutotuneError(f"the kernel faulted and the CUDA context is lost: {exc}") from None
         lines.append(format_row(row) if row["status"] == OK else f"{config.name}: {row['status']}: {row['reason']}")
     return "\n".join(lines)
 
 
 def search_command(shape: tuple[int, int, int], families: list[Family], sampler: str, trials: int,
-                   timeout: float | None, seed: int, device: int, db_path: str) -> None:
-    from .cuda_backend import DeviceFault
+                   timeout: float | None, seed: int, device: int, db_path: str, kind: str = "cuda") -> None:
     from .search import run_search
 
-    info, db, backend = _open_gpu(shape, seed, device, db_path)
-    print(f"autotune: {info.name} ({info.arch}, {info.sm_count} SMs), shape {'x'.join(map(str, shape))}, "
-          f"families {', '.join(f.name for f in families)}, sampler {sampler}, "
-          f"cuBLAS {backend.baseline.median_ms:.3f} ms", file=sys.stderr)
+    limits, peak, db, backend = _open(kind, shape, seed, device, db_path)
+    prov = backend.provenance
+    base = f", cuBLAS {backend.baseline.median_ms:.3f} ms" if backend.baseline else ""
+    print(f"autotune: {prov['gpu_name']} ({prov['arch']}), shape {'x'.join(map(str, shape))}, "
+          f"families {', '.join(f.name for f in families)}, sampler {sampler}{base}", file=sys.stderr)
     bar = _progress_bar(trials)
     try:
-        result = run_search(db, backend, families, info.limits, sampler=sampler, trials=trials, timeout=timeout,
-                            seed=seed, peak_tflops=info.peak_tflops, progress=bar.update_with)
-    except DeviceFault as exc:
-        raise AutotuneError(f"a kernel faulted and the CUDA context is lost ({exc}); run the same command "
-                            f"again: measured configs are kept and reused") from None
+        result = run_search(db, backend, families, limits, sampler=sampler, trials=trials, timeout=timeout,
+                            seed=seed, peak_tflops=peak, progress=bar.update_with)
+    except Fault as exc:
+        raise AutotuneError(f"a kernel faulted and the CUDA context is lost ({exc}); it is recorded as "
+                            f"launch_error: run the same command again, measured configs are reused") from None
     finally:
         bar.close()
     print(summary(db, backend, result))
@@ -90,7 +95,8 @@ class _Bar:
         if not done.cached and done.row["status"] != "invalid":
             self._bar.update(1)
         b = result.best
-        best = f"{b['tflops']:.2f} TFLOP/s ({b['pct_cublas']:.1f}% cuBLAS)" if b else "none yet"
+        pct = f" ({b['pct_cublas']:.1f}% cuBLAS)" if b and b.get("pct_cublas") else ""
+        best = f"{b['tflops']:.4g} TFLOP/s{pct}" if b else "none yet"
         self._bar.set_postfix_str(f"trial {result.trials}, best {best}, last {done.row['status']}")
 
     def close(self) -> None:
@@ -106,15 +112,16 @@ def summary(db, backend, result) -> str:
     lines = [f"study {result.study}: {result.trials} trials, {result.new} new measurements in "
              f"{result.seconds:.1f} s" + (" (interrupted)" if result.interrupted else ""),
              "statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(result.statuses.items())),
-             f"cuBLAS (no TF32): {backend.baseline.median_ms:.3f} ms = "
-             f"{2.0 * M * N * K / backend.baseline.median_ms / 1e9:.2f} TFLOP/s",
+             (f"cuBLAS (no TF32): {backend.baseline.median_ms:.3f} ms = "
+              f"{2.0 * M * N * K / backend.baseline.median_ms / 1e9:.2f} TFLOP/s" if backend.baseline
+              else f"backend {backend.name}: no cuBLAS baseline, times are not GPU times"),
              "top configs for this GPU and shape (all searches so far):",
              f"  {'id':>5}  {'ms':>8}  {'TFLOP/s':>8}  {'%cuBLAS':>7}  kernel"]
     rows = sorted(store.results(db, backend.shape, backend.name, backend.provenance["gpu_uuid"], OK),
                   key=lambda r: r["time_ms"])
     for r in rows[:10]:
-        lines.append(f"  {r['id']:>5}  {r['time_ms']:>8.3f}  {r['tflops']:>8.2f}  {r['pct_cublas']:>7.1f}  "
-                     f"{r['kernel']}")
+        pct = f"{r['pct_cublas']:>7.1f}" if r["pct_cublas"] else f"{'-':>7}"
+        lines.append(f"  {r['id']:>5}  {r['time_ms']:>8.3f}  {r['tflops']:>8.4g}  {pct}  {r['kernel']}")
     return "\n".join(lines)
 
 
@@ -149,4 +156,34 @@ def describe_space(family: Family, limits: Limits) -> str:
     for c in family.constraints:
         refused = sum(1 for _, bad in configs if c.reason in bad)
         lines.append(f"  constraint: {c.reason} (refuses {refused})")
+    return "\n".join(lines)
+
+
+def verify_command(kind: str, families: list[Family], limit: int, shapes: list[tuple[int, int, int]], seed: int,
+                   device: int) -> list:
+    """Every sampled variant of each family on every shape against the float64 reference."""
+    from .verify import sample_configs, verify_configs
+
+    if kind == "sim":
+        from .sim import run
+    else:
+        from .cuda_backend import GpuRunner
+
+        run = GpuRunner(device)
+    rows = []
+    for family in families:
+        try:
+            rows += verify_configs(sample_configs(family, limit, seed), shapes, run, seed)
+        except Fault as exc:
+            raise AutotuneError(f"a kernel faulted and the CUDA context is lost: {exc}") from None
+    return rows
+
+
+def verify_table(rows: list) -> str:
+    lines = [f"{'status':<14} {'error':>9}  {'shape':<14} kernel"]
+    for r in rows:
+        shape = "x".join(map(str, r.shape))
+        lines.append(f"{r.status:<14} {r.error:>9.2e}  {shape:<14} {r.config}" + (f"  ({r.reason})" if r.reason else ""))
+    bad = sum(r.status != "ok" for r in rows)
+    lines.append(f"{len(rows) - bad} passed, {bad} failed")
     return "\n".join(lines)

@@ -126,3 +126,31 @@ def test_corrupt_database_is_one_line(tmp_path):
 def test_checkout_shim_runs_without_install(tmp_path):
     out = subprocess.run([sys.executable, "cli.py", "--help"], capture_output=True, text=True)
     assert out.returncode == 0 and "search" in out.stdout
+
+
+def test_verify_on_the_emulator_prints_a_table():
+    result = run("verify", "--family", "naive,tiled", "--limit", "2", "--shape", "17x33x9")
+    assert result.exit_code == 0, result.output
+    assert "4 passed, 0 failed" in result.output and "sgemm_tiled_" in result.output
+
+
+def test_verify_bad_shape_is_one_line():
+    result = run("verify", "--shape", "17x33")
+    assert result.exit_code == 2 and "is not MxNxK" in result.output
+
+
+def test_search_on_the_emulator_records_sim_rows(tmp_path):
+    path = tmp_path / "sim.sqlite"
+    result = run("search", "--backend", "sim", "--M", "24", "--N", "20", "--K", "9", "--family", "tiled",
+                 "--trials", "3", "--db", str(path))
+    assert result.exit_code == 0, result.output
+    db = store.open_db(path)
+    rows = list(db.query("select backend, status from results where status != 'invalid'"))
+    assert len(rows) == 3 and all(r["backend"] == "sim" and r["status"] == "ok" for r in rows)
+    assert run("best", "--M", "24", "--N", "20", "--K", "9", "--db", str(path)).exit_code == 2  # no GPU bests
+    assert run("best", "--backend", "sim", "--M", "24", "--N", "20", "--K", "9", "--db", str(path)).exit_code == 0
+
+
+def test_search_on_the_emulator_refuses_large_shapes(tmp_path):
+    result = run("search", "--backend", "sim", "--M", "4096", "--db", str(tmp_path / "x.sqlite"))
+    assert result.exit_code == 2 and "too large for the emulator" in result.output

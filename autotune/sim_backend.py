@@ -1,0 +1,52 @@
+"""The emulator as a search backend: small shapes only, results recorded as backend "sim".
+
+Its "time" is the emulator's wall time, which says nothing about a GPU; it is recorded so
+that the whole search loop can run (and be tested) without one. Rows carry backend "sim"
+and a host name as the GPU, so they are never mixed with GPU results or offered as GPU bests.
+"""
+from __future__ import annotations
+
+import platform
+import time
+
+from . import sim
+from .errors import AutotuneError
+from .outcome import COMPILE_ERROR, LAUNCH_ERROR, OK, WRONG, Outcome, Timing
+from .reference import TOLERANCE, random_inputs, reference, relative_error
+from .space import Config
+
+MAX_WORK = 2**27  # M*N*K: about 512^3, a few seconds per variant on the emulator
+
+
+class SimBackend:
+    name = "sim"
+    baseline = None  # no cuBLAS on the CPU
+    explain = False  # the SASS model describes a GPU, not the emulator
+
+    def __init__(self, M: int, N: int, K: int, seed: int = 0):
+        if M * N * K > MAX_WORK:
+            raise AutotuneError(f"{M}x{N}x{K} is too large for the emulator (M*N*K must be at most 2**27, "
+                                f"about 512^3): use a smaller shape or --backend cuda")
+        self.shape = (M, N, K)
+        self.A, self.B = random_inputs(M, N, K, seed)
+        self.ref = reference(self.A, self.B)
+
+    @property
+    def provenance(self) -> dict:
+        host = platform.node() or "host"
+        return {"gpu_name": "CPU emulator", "gpu_uuid": f"sim-{host}", "arch": "host",
+                "driver_version": "", "nvrtc_version": ""}
+
+    def measure(self, config: Config, source: str) -> Outcome:
+        M, N, K = self.shape
+        start = time.perf_counter()
+        try:
+            C = sim.run(config, source, config.geometry(M, N), self.A, self.B, M, N, K)
+        except sim.SimError as exc:
+            status = COMPILE_ERROR if exc.kind == "compile" else LAUNCH_ERROR
+            return Outcome(status, reason=f"{exc.kind}: {exc.message}"[:300])
+        ms = (time.perf_counter() - start) * 1e3
+        err = relative_error(C, self.ref)
+        if not err <= TOLERANCE:
+            return Outcome(WRONG, reason=f"relative error {err:.3g} > {TOLERANCE:g}", err=err)
+        return Outcome(OK, err=err, timing=Timing(ms, ms, ms, 1))
