@@ -9,8 +9,9 @@ warp tile is one sub-tile (WNITER = 1 and WMITER = 1).
 
 Global loads are 16 bytes (float4) wherever K, N and the pointers allow; A is stored
 transposed in shared memory (As[k][m], rows padded by `pad` floats) so that the inner loop
-reads A as well as B with LDS.128. STAGES=2 double-buffers shared memory, fed by loads held
-in registers while the previous tile is computed. GM groups block-rows for L2 reuse; MINB
+reads A as well as B with LDS.128. With ASYNC=0, STAGES=2 double-buffers shared memory, fed
+by loads held in registers while the previous tile is computed; with ASYNC=1, 2 to 4 stages
+are filled by cp.async copies that bypass registers (A transposed with 4-byte copies). GM groups block-rows for L2 reuse; MINB
 is the `__launch_bounds__` minimum of resident blocks (a register cap).
 """
 from __future__ import annotations
@@ -72,7 +73,8 @@ BLOCKED = Family(
         Param("WNITER", (1, 2, 4), 2, "sub-tiles of a warp tile along N"),
         Param("TM", (1, 2, 4, 8), 8, "rows of a thread's block of outputs in one sub-tile"),
         Param("TN", (1, 2, 4, 8), 4, "columns of a thread's block of outputs in one sub-tile"),
-        Param("STAGES", (1, 2), 2, "shared-memory stages: 2 = double-buffered with register prefetch"),
+        Param("STAGES", (1, 2, 3, 4), 2, "shared-memory stages (with ASYNC=0: 2 = double-buffered, register prefetch)"),
+        Param("ASYNC", (0, 1), 0, "1: fill the stages with cp.async (global to shared, no registers)"),
         Param("pad", (0, 4), 4, "floats of padding per row of the transposed A tile (bank conflicts)"),
         Param("GM", (1, 8), 8, "block-rows grouped together for L2 reuse (1 = plain row-major order)"),
         Param("MINB", (1, 2), 1, "__launch_bounds__ minimum resident blocks per SM (caps registers)"),
@@ -86,6 +88,9 @@ BLOCKED = Family(
         Constraint("threads must divide the float4 loads of the A and B tiles evenly", lambda p, _: _loads_even(p)),
         Constraint(f"at most {MAX_ACCUMULATORS} accumulators per thread (WMITER*TM*WNITER*TN) to stay in registers",
                    lambda p, _: wmiter(p) * p["TM"] * p["WNITER"] * p["TN"] <= MAX_ACCUMULATORS),
+        Constraint("register-prefetch loading (ASYNC=0) has 1 or 2 stages; 3 and 4 need ASYNC=1",
+                   lambda p, _: p["ASYNC"] == 1 or p["STAGES"] <= 2),
+        Constraint("cp.async loading (ASYNC=1) needs at least 2 stages", lambda p, _: p["ASYNC"] == 0 or p["STAGES"] >= 2),
         Constraint("shared memory STAGES*BK*(BM+pad+BN)*4 bytes must fit the device's per-block limit",
                    lambda p, lim: shared_bytes(p) <= lim.max_shared_optin),
         Constraint(f"MINB blocks of this many threads must fit one SM ({MAX_THREADS_PER_SM} threads)",
@@ -93,5 +98,5 @@ BLOCKED = Family(
     ),
     template="blocked.cu.j2",
     geometry=_geometry,
-    tags={"WNITER": "WNI", "STAGES": "S", "MINB": "LB"},
+    tags={"WNITER": "WNI", "STAGES": "S", "ASYNC": "AS", "MINB": "LB"},
 )

@@ -1,6 +1,7 @@
 """What the commands do, kept out of the CLI so that it stays a thin layer of options."""
 from __future__ import annotations
 
+import random
 import sys
 
 from . import store
@@ -8,7 +9,7 @@ from .codegen import render, sha256
 from .errors import AutotuneError
 from .export import manifest, write_export
 from .outcome import OK, Fault
-from .space import Config, Family, Limits, enumerate_space
+from .space import Config, Family, Limits, combinations, count_valid, enumerate_space, violations
 
 
 def format_row(row: dict) -> str:
@@ -147,17 +148,23 @@ def export_command(db_path: str, shape: tuple[int, int, int], config: Config | N
 
 
 def describe_space(family: Family, limits: Limits) -> str:
-    configs = list(enumerate_space(family, limits))
-    valid = sum(1 for _, bad in configs if not bad)
-    lines = [f"{family.name}: {family.doc}", f"  {valid} valid of {len(configs)} combinations"]
+    total, valid = combinations(family), count_valid(family, limits)
+    lines = [f"{family.name}: {family.doc}", f"  {valid} valid of {total} combinations"]
     for p in family.params:
         default = "(see doc)" if callable(p.default) else p.default
         lines.append(f"  {p.name:<7} {', '.join(map(str, p.values))}  default {default}: {p.doc}")
+    exact = total <= 200_000  # a large space gets its refusal shares from a random sample
+    if exact:
+        refused = [bad for _, bad in enumerate_space(family, limits)]
+    else:
+        rng = random.Random(0)
+        draws = [Config(family, tuple((p.name, rng.choice(p.values)) for p in family.params)) for _ in range(20000)]
+        refused = [violations(c, limits) for c in draws]
     for c in family.constraints:
-        refused = sum(1 for _, bad in configs if c.reason in bad)
-        lines.append(f"  constraint: {c.reason} (refuses {refused})")
+        n = sum(1 for bad in refused if c.reason in bad)
+        lines.append(f"  constraint: {c.reason} (refuses {n})" if exact else
+                     f"  constraint: {c.reason} (refuses about {n / len(refused):.0%})")
     return "\n".join(lines)
-
 
 def verify_command(kind: str, families: list[Family], limit: int, shapes: list[tuple[int, int, int]], seed: int,
                    device: int) -> list:

@@ -8,6 +8,7 @@ configs refused by a constraint or answered from the database are recorded but n
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ import sqlite_utils
 from . import store
 from .evaluate import Backend, Evaluated, evaluate
 from .outcome import INVALID, OK
-from .space import Config, Family, Limits, Value, valid_configs
+from .space import Config, Family, Limits, Value, iter_valid
 
 SAMPLERS = ("tpe", "random", "grid")
 MAX_TRIALS_PER_NEW = 10  # a sampler that keeps proposing measured configs stops eventually
@@ -93,10 +94,11 @@ def run_search(db: sqlite_utils.Database, backend: Backend, families: list[Famil
     measured = warm_start(study, db, backend, families)
     budget = trials * MAX_TRIALS_PER_NEW
     if sampler == "grid":  # the valid space, in order, less what the database already has
-        todo = [c for f in families for c in valid_configs(f, limits) if c.name not in measured]
-        for config in todo[:trials]:
+        todo = (c for f in families for c in iter_valid(f, limits) if c.name not in measured)
+        queued = list(itertools.islice(todo, trials))  # lazily: the blocked space is large
+        for config in queued:
             study.enqueue_trial(trial_params(config))
-        budget = min(trials, len(todo))
+        budget = len(queued)
 
     def objective(trial: optuna.Trial) -> float:
         done = evaluate(db, backend, suggest(trial, families), limits, peak_tflops)

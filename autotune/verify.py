@@ -15,7 +15,7 @@ import numpy as np
 
 from .codegen import render
 from .reference import TOLERANCE, random_inputs, reference, relative_error  # noqa: F401 (re-exported)
-from .space import Config, Family, Launch, valid_configs
+from .space import Config, Family, Launch, combinations, random_valid, valid_configs
 
 
 # (M, N, K): the degenerate case, primes, and sizes that are not multiples of any tile
@@ -78,12 +78,44 @@ def verify_configs(
 def sample_configs(family: Family, limit: int, seed: int = 0) -> list[Config]:
     """Up to `limit` valid configs of a family that, when limit allows, cover every value
     of every parameter that some valid config takes; the rest are picked at random."""
-    pool = valid_configs(family)
-    random.Random(seed).shuffle(pool)
+    pool = _pool(family, seed)
     chosen = _cover(pool, limit)
     names = {c.name for c in chosen}
     rest = [c for c in pool if c.name not in names]
     return chosen + rest[: max(0, limit - len(chosen))]
+
+
+LARGE = 200_000  # combinations above which the pool is a random sample, not the whole space
+SAMPLED_POOL = 3000
+
+
+def _pool(family: Family, seed: int) -> list[Config]:
+    """The configs to choose from: all valid ones of a small family, shuffled; for a large
+    family, one random valid holder of every (parameter, value) pair plus random valid ones."""
+    rng = random.Random(seed)
+    if combinations(family) <= LARGE:
+        pool = valid_configs(family)
+        rng.shuffle(pool)
+        return pool
+    found: dict[str, Config] = {}
+    for p in family.params:
+        for v in p.values:
+            c = random_valid(family, rng, fixed={p.name: v})
+            if c is not None:
+                found.setdefault(c.name, c)
+    while len(found) < SAMPLED_POOL:
+        c = random_valid(family, rng)
+        found.setdefault(c.name, c)
+    return list(found.values())
+
+
+def possible_pairs(family: Family) -> set:
+    """Every (parameter, value) pair that some valid config takes."""
+    if combinations(family) <= LARGE:
+        return {pair for c in valid_configs(family) for pair in c.params}
+    rng = random.Random(0)
+    return {(p.name, v) for p in family.params for v in p.values
+            if random_valid(family, rng, fixed={p.name: v}, tries=100000) is not None}
 
 
 def _cover(pool: list[Config], limit: int) -> list[Config]:

