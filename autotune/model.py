@@ -8,7 +8,10 @@ shared  one shared-memory wavefront per SM per clock (32 banks x 4 B) against fo
         for F warp FFMA runs at most F/W warp FFMA per clock: the ceiling is
         peak * min(1, F / (4 W)). 2 loads per FFMA gives peak/8, 1.25 gives peak/5.
 global  every operand read from DRAM once per tile: T/4 FLOP per byte for a T x T tile
-        (2 FLOP per 8/T bytes), 1/4 for the naive kernel (two floats per FMA).
+        (2 FLOP per 8/T bytes), 1/4 for the naive kernel (two floats per FMA), and
+        BM*BN / (2*(BM+BN)) for a blocked BM x BN tile (BM*BK + BK*BN floats per BK step
+        for 2*BM*BN*BK FLOP). All are lower bounds on intensity: tiles that neighbouring
+        blocks share are often served by L2, so real DRAM traffic is lower.
 
 Wavefronts per shared load (documented rule, applied to the tiled family). The hot loop's
 wide loads (LDS.64/.128) are As reads: only those run along k within one thread, which is
@@ -17,6 +20,23 @@ any narrow loads left over are unmerged As reads. Each kind costs what a bank si
 of warp 0's addresses says: per bank the number of distinct words, or distinct bytes/128
 if larger. A broadcast costs 1 whatever its width; 32 consecutive words cost 1; a column
 of an unpadded 32-wide tile costs 32.
+
+The blocked family (register blocking, blocked.py) follows the same rules with its own
+address pattern. Inside a warp sub-tile the lanes form (32/LANES_N) x LANES_N with
+LANES_N = WN/WNITER/TN: a lane's A fragment starts at tRow*TM (tRow = lane / LANES_N) and
+its B fragment at tCol*TN (tCol = lane % LANES_N), so an A load is a broadcast within each
+row of lanes and touches 32/LANES_N distinct chunks, a B load LANES_N. Per k step a thread
+reads WMITER*TM + WNITER*TN floats for WMITER*TM * WNITER*TN FFMA; the hot loop's loads of
+each width are split between A and B by what the template asks for at that width (see
+blocked_load_wavefronts), each costed by the bank simulation above. The tile stores of a BK
+step (A transposed: 4 scalar STS per float4, so a column write; B as STS.128) are costed from
+the template's store pattern and spread over the loop's k steps: the kernels table keeps only
+the STS total, not the widths (the SASS checked has exactly 4*LA STS and LB STS.128 per step).
+
+Caveat: the bank rule counts one pass for a broadcast of any width. NVIDIA's forum notes
+that shared memory returns 128 bytes per clock, so an LDS.128 to 32 lanes needs 4 return
+cycles (2 when lane pairs share an address) whatever the banks say; the model does not
+include that floor, which makes the blocked family's shared ceiling an optimistic one.
 """
 from __future__ import annotations
 
@@ -24,6 +44,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from . import blocked
 from .errors import AutotuneError
 from .sass import SassCounts
 from .space import Config, Launch
@@ -156,8 +177,126 @@ def tiled_costs(config: Config, a_words: int) -> tuple[float, float]:
     return sum(a) / len(a), sum(b) / len(b)
 
 
+@dataclass(frozen=True)
+class BlockedShape:
+    """The sizes blocked.cu.j2 derives from a config (its `set` lines), as the model needs them."""
+
+    BM: int
+    BN: int
+    BK: int
+    LDA: int  # row length of the transposed A tile As[k][m]: BM + pad
+    TM: int
+    TN: int
+    lanes_n: int  # LANES_N: lanes of a warp sub-tile along N
+    WMITER: int
+    WNITER: int
+    threads: int
+
+    @property
+    def lanes_m(self) -> int:
+        return WARP // self.lanes_n
+
+    @property
+    def a_floats(self) -> int:  # A floats a thread reads per k step
+        return self.WMITER * self.TM
+
+    @property
+    def b_floats(self) -> int:
+        return self.WNITER * self.TN
+
+    @property
+    def loads_a(self) -> int:  # LA: float4 global loads (and stores) of the A tile per thread
+        return self.BM * self.BK // 4 // self.threads
+
+    @property
+    def loads_b(self) -> int:
+        return self.BK * self.BN // 4 // self.threads
+
+    @property
+    def ffma_per_k(self) -> int:  # per thread, so also warp-wide FFMA per warp
+        return self.a_floats * self.b_floats
+
+    def a_run(self) -> int:
+        """Contiguous A floats per lane per k: the sub-tiles abut only when a row of lanes is the warp."""
+        return self.a_floats if self.lanes_m == 1 else self.TM
+
+    def b_run(self) -> int:
+        return self.b_floats if self.lanes_n == 1 else self.TN
+
+
+def blocked_shape(config: Config) -> BlockedShape:
+    p = config.values
+    return BlockedShape(BM=p["BM"], BN=p["BN"], BK=p["BK"], LDA=p["BM"] + p["pad"], TM=p["TM"], TN=p["TN"],
+                        lanes_n=blocked.lanes_n(p), WMITER=blocked.wmiter(p), WNITER=p["WNITER"],
+                        threads=blocked.threads(p))
+
+
+def widest_load(run: int) -> int:
+    """Words per lane of the widest LDS a run of `run` aligned floats allows (what the compiler merges to)."""
+    return 4 if run % 4 == 0 else 2 if run % 2 == 0 else 1
+
+
+def blocked_fragment_costs(shape: BlockedShape, words: int) -> tuple[int, int]:
+    """Wavefronts of one warp-wide A and one B fragment load of `words` per lane.
+
+    Only the lane's offset inside the sub-tile matters: k, the sub-tile and the warp add
+    the same offset to every lane, which rotates the banks but changes no count.
+    """
+    lanes = range(WARP)
+    a = wavefronts([(lane // shape.lanes_n) * shape.TM for lane in lanes], words)  # by tRow
+    b = wavefronts([(lane % shape.lanes_n) * shape.TN for lane in lanes], words)  # by tCol
+    return a, b
+
+
+def blocked_load_wavefronts(shape: BlockedShape, lds: dict[int, int]) -> float:
+    """Wavefronts of the hot loop's shared loads, by width as the SASS has them.
+
+    The template asks, per BK step, for BK*a_floats/wA loads of A at width wA (the widest
+    its runs allow) and likewise for B. The loads of a width are split between A and B in
+    that proportion; a width neither asks for (the compiler reloading a stray word) is
+    split by the floats each reads per k.
+    """
+    wa, wb = widest_load(shape.a_run()), widest_load(shape.b_run())
+    total = 0.0
+    for bits, n in lds.items():
+        words = max(bits, 32) // 32
+        want_a = shape.a_floats // wa if wa == words else 0
+        want_b = shape.b_floats // wb if wb == words else 0
+        if not want_a and not want_b:
+            want_a, want_b = shape.a_floats, shape.b_floats
+        a_cost, b_cost = blocked_fragment_costs(shape, words)
+        total += n * (want_a * a_cost + want_b * b_cost) / (want_a + want_b)
+    return total
+
+
+def blocked_store_wavefronts(shape: BlockedShape) -> float:
+    """Wavefronts one warp spends storing its share of one BK step's tiles.
+
+    Each thread stores LA float4s of A transposed (4 STS.32 each, at As[c+q][r]) and LB
+    float4s of B (one STS.128 each, at Bs[r][c]), indexed as the template's store_shared
+    does. Warp 0's addresses stand for all: a tile row holds BK/4 or BN/4 float4s, a divisor
+    or a multiple of 32, so another warp or iteration adds the same offset to every lane,
+    which rotates the banks and changes no count.
+    """
+    per_row_a, per_row_b = shape.BK // 4, shape.BN // 4  # float4s per row of the A and B tiles
+    lanes = range(WARP)
+    a = sum(wavefronts([(lane % per_row_a * 4 + q) * shape.LDA + lane // per_row_a for lane in lanes], 1)
+            for q in range(4))
+    b = wavefronts([(lane // per_row_b) * shape.BN + lane % per_row_b * 4 for lane in lanes], 4)
+    return shape.loads_a * a + shape.loads_b * b
+
+
+def blocked_wavefronts(config: Config, counts: SassCounts) -> float:
+    """Loads from the SASS plus the modelled tile stores of every BK step the loop holds."""
+    shape = blocked_shape(config)
+    steps = counts.ffma / (shape.BK * shape.ffma_per_k)  # BK steps in the hot loop (1 when not unrolled)
+    return blocked_load_wavefronts(shape, counts.lds) + steps * blocked_store_wavefronts(shape)
+
+
 def shared_wavefronts(config: Config, counts: SassCounts) -> float:
     """Wavefronts the hot loop spends in shared memory (the rule in the module doc)."""
+    if config.family.name == "blocked":
+        return blocked_wavefronts(config, counts)
     if config.family.name != "tiled":
         return float(counts.shared_loads)  # lower bound: conflict-free, one pass each
     p = config.values
@@ -180,6 +319,9 @@ def intensity(config: Config) -> float:
         return config.values["T"] / 4
     if config.family.name == "naive":
         return 0.25
+    if config.family.name == "blocked":  # per BK step: (BM + BN)*BK floats in, 2*BM*BN*BK FLOP
+        BM, BN = config.values["BM"], config.values["BN"]
+        return BM * BN / (2 * (BM + BN))
     raise AutotuneError(f"no traffic model for family {config.family.name}")
 
 
