@@ -36,6 +36,7 @@ def test_cublas_reference_matches_float64(backend):
     ("tiled", {"T": 4, "bx": 2, "by": 4}),
     ("blocked", {}), ("blocked", {"STAGES": 1, "GM": 1, "pad": 0}),
     ("blocked", {"BK": 32}),  # 66 KiB of dynamic shared memory: needs the opt-in
+    ("blocked", {"ASYNC": 1, "STAGES": 3}), ("blocked", {"ASYNC": 1, "STAGES": 4, "BK": 8, "pad": 0}),
     ("blocked", {"BM": 64, "BN": 32, "WM": 32, "WN": 16, "TM": 2, "TN": 1, "WNITER": 1}),
 ])
 def test_families_verify_and_time(backend, family, params):
