@@ -83,7 +83,7 @@ def open_storage(url: str | None) -> optuna.storages.BaseStorage | None:
         return None
     try:
         if "://" in url:
-            return optuna.storages.RDBStorage(url)
+            return _rdb(url)
         from optuna.storages.journal import JournalFileBackend
 
         return optuna.storages.JournalStorage(JournalFileBackend(url))
@@ -91,6 +91,18 @@ def open_storage(url: str | None) -> optuna.storages.BaseStorage | None:
         raise AutotuneError(f"cannot open --storage {_safe_url(url)}: {' '.join(str(exc).split())[:200]}; "
                             f"give postgresql://USER@HOST/DB (the server must be running) or a journal file path"
                             ) from None
+
+
+def _rdb(url: str, attempts: int = 3) -> optuna.storages.RDBStorage:
+    """Workers starting together race to create Optuna's tables; the loser finds them made."""
+    for attempt in range(attempts):
+        try:
+            return optuna.storages.RDBStorage(url)
+        except Exception as exc:
+            if attempt == attempts - 1 or "already exists" not in str(exc):
+                raise
+            time.sleep(0.5 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def _safe_url(url: str) -> str:

@@ -49,14 +49,27 @@ def open_db(path: str | Path) -> sqlite_utils.Database:
         db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         db.execute("PRAGMA schema_version").fetchone()  # fails here on a file that is not SQLite
         if db.journal_mode != "wal":
-            db.enable_wal()  # readers (best, report) never block a running search
+            _patiently(db.enable_wal)  # readers (best, report) never block a running search
     except (OSError, sqlite3.DatabaseError) as exc:
         raise AutotuneError(f"cannot open database {path}: {exc}; pass --db with a writable SQLite file") from None
     try:
-        _ensure_schema(db)
+        _patiently(lambda: _ensure_schema(db))
     except sqlite3.DatabaseError as exc:  # read-only file, full disk, a corrupt page
         raise AutotuneError(f"cannot write database {path}: {exc}; pass --db with a writable SQLite file") from None
     return db
+
+
+def _patiently(step, seconds: float = BUSY_TIMEOUT_MS / 1000) -> None:
+    """Retry a step that SQLite refused with "locked" without waiting (changing the journal
+    mode; two workers creating the tables of a new file at the same moment)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return step()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def check_path(path: str | Path) -> None:
@@ -97,7 +110,13 @@ def immediate(db: sqlite_utils.Database) -> Iterator[None]:
 
 
 def _ensure_schema(db: sqlite_utils.Database) -> None:
-    # if_not_exists: several workers may open a new file at the same moment
+    if {"results", "trials", "sources", "baselines", "claims"} <= set(db.table_names()):
+        return
+    with immediate(db):  # several workers may open a new file at the same moment
+        _create_tables(db)
+
+
+def _create_tables(db: sqlite_utils.Database) -> None:
     db["results"].create(
         {"id": int, "kernel": str, "family": str, "backend": str, "M": int, "N": int, "K": int,
          "status": str, "reason": str, "err": float, "time_ms": float, "time_ms_min": float,
@@ -205,18 +224,21 @@ def alive(pid: int) -> bool:
 
 
 def insert_source(db: sqlite_utils.Database, source_hash: str, kernel: str, family: str, source: str) -> None:
-    db["sources"].insert({"source_hash": source_hash, "kernel": kernel, "family": family, "source": source},
-                         ignore=True)
+    with immediate(db):  # each write takes the lock first: a read-then-write could fail at once under WAL
+        db["sources"].insert({"source_hash": source_hash, "kernel": kernel, "family": family, "source": source},
+                             ignore=True)
 
 
 def insert_trial(db: sqlite_utils.Database, study: str, number: int, result_id: int, cached: bool,
                  worker: str = "") -> None:
-    db["trials"].insert({"study": study, "number": number, "result_id": result_id, "cached": int(cached),
-                         "worker": worker, "created_at": now()}, alter=True)
+    with immediate(db):
+        db["trials"].insert({"study": study, "number": number, "result_id": result_id, "cached": int(cached),
+                             "worker": worker, "created_at": now()}, alter=True)
 
 
 def insert_baseline(db: sqlite_utils.Database, row: dict[str, Any]) -> None:
-    db["baselines"].insert({**row, "created_at": now()})
+    with immediate(db):
+        db["baselines"].insert({**row, "created_at": now()})
 
 
 def find_result(db: sqlite_utils.Database, backend: str, gpu_name: str, shape: tuple[int, int, int],
