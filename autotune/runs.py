@@ -83,8 +83,12 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None) -> int
     """Run the search; print the summary; return the exit status (see pool.exit_status)."""
     from .search import run_search
 
+    from .search import open_storage
+
     stop = stop or threading.Event()
     specs = worker_specs(o.kind, o.shape, o.seed, o.devices, o.workers, o.kernel_timeout)
+    preflight(o.families)
+    storage = open_storage(o.storage)  # before any worker starts: a wrong URL costs nothing
     workers, db = _start(specs, o.db_path)
     first = workers[0]
     bar = None
@@ -95,7 +99,7 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None) -> int
         with stop_on_signals(stop):
             result = run_search(db, workers, o.families, first.info.limits, sampler=o.sampler, trials=o.trials,
                                 timeout=o.timeout, seed=o.seed, peak_tflops=first.info.peak_tflops,
-                                progress=bar.update_with, storage=o.storage, study=o.study, stop=stop)
+                                progress=bar.update_with, storage=storage, study=o.study, stop=stop)
     finally:
         if bar:
             bar.close()
@@ -103,6 +107,17 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None) -> int
             w.close()
     print(summary(db, first, result), flush=True)
     return exit_status(stop, result.interrupted)
+
+
+def preflight(families: list[Family]) -> None:
+    """Render each family's default config once, so that a broken template is one error
+    before anything starts rather than a failure in the middle of a search."""
+    from .space import make_config, violations
+
+    for family in families:
+        config = make_config(family, {})
+        if not violations(config):
+            render(config)
 
 
 def _header(o: SearchOptions, workers: list) -> str:

@@ -77,10 +77,10 @@ def make_sampler(name: str, seed: int | None) -> optuna.samplers.BaseSampler:
     return optuna.samplers.RandomSampler(seed=seed)  # grid: enqueued trials, see _enqueue_grid
 
 
-def open_storage(url: str | None) -> optuna.storages.BaseStorage | None:
+def open_storage(url: str | optuna.storages.BaseStorage | None) -> optuna.storages.BaseStorage | None:
     """None: in memory. "scheme://...": an RDB (PostgreSQL through SQLAlchemy). Else a journal file."""
-    if not url:
-        return None
+    if not url or isinstance(url, optuna.storages.BaseStorage):
+        return url or None
     try:
         if "://" in url:
             return _rdb(url)
@@ -200,7 +200,8 @@ class _Run:
 
 def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], families: list[Family],
                limits: Limits, *, sampler: str = "tpe", trials: int = 60, timeout: float | None = None,
-               seed: int | None = 0, peak_tflops: float | None = None, progress=None, storage: str | None = None,
+               seed: int | None = 0, peak_tflops: float | None = None, progress=None,
+               storage: str | optuna.storages.BaseStorage | None = None,
                study: str | None = None, stop: threading.Event | None = None) -> SearchResult:
     """Search until `trials` new measurements, `timeout` seconds, or `stop` is set (the
     trials in flight finish first). KeyboardInterrupt ends it at once, marked interrupted."""
