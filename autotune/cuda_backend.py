@@ -146,6 +146,12 @@ def total_memory(device: int) -> int:
     return int(mem)
 
 
+def first_error(log: str | None) -> str:
+    """The line of an NVRTC log that says what is wrong (the log ends in a NUL and a summary)."""
+    lines = [line.strip() for line in (log or "").replace("\x00", "").splitlines() if line.strip()]
+    return next((line for line in lines if "error" in line), lines[-1] if lines else "NVRTC failed")[:300]
+
+
 class CudaBackend:
     name = "cuda"
 
@@ -177,8 +183,7 @@ class CudaBackend:
     def measure(self, config: Config, source: str) -> Outcome:
         built = nvrtc.compile_source(source, config.name, self.info.arch)
         if not built.ok:
-            return Outcome(COMPILE_ERROR, reason=built.log.strip().splitlines()[-1][:300] if built.log else "",
-                           extra={"compile_log": built.log})
+            return Outcome(COMPILE_ERROR, reason=first_error(built.log), extra={"compile_log": built.log})
         self.tick()
         try:
             kernel = load_kernel(built.cubin, config.name, config.geometry(*self.shape[:2]).shared_bytes,
@@ -228,7 +233,7 @@ class GpuRunner:
     def __call__(self, config: Config, source: str, geo, A, B, M: int, N: int, K: int) -> np.ndarray:
         built = nvrtc.compile_source(source, config.name, self.info.arch)
         if not built.ok:
-            raise RunError("compile", built.log.strip().splitlines()[-1] if built.log else "NVRTC failed")
+            raise RunError("compile", first_error(built.log))
         kernel = load_kernel(built.cubin, config.name, geo.shared_bytes, self.info.index)
         a, b = upload(self.dev, self.stream, A), upload(self.dev, self.stream, B)
         c = poisoned(self.dev, self.stream, M, N)

@@ -36,7 +36,9 @@ BODY = "    float acc = 0.0f;\n"
 EDITS = {
     "oob": (STORE, "C[M * N + row * N + col] = acc;"),
     "illegal": (STORE, "C[row * N + col + (1ll << 40)] = acc;"),
-    "misaligned": (LOAD, "acc += reinterpret_cast<const float4*>(A + 1 + row * K)[k & 1].x * B[k * N + col];"),
+    # all four lanes used, so the compiler must issue one 16-byte load (from a 4-byte aligned address)
+    "misaligned": (LOAD, "{ const float4 v = reinterpret_cast<const float4*>(A + 1 + row * K)[k & 1];\n"
+                         "          acc += (v.x + v.y + v.z + v.w) * B[k * N + col]; }"),
     "hang": (BODY, "    volatile int spin = 1;\n    while (spin) { }\n" + BODY),
     "wrong": (STORE, "C[row * N + col] = acc + 1.0f;"),
     "compile": (BODY, "    this is not CUDA;\n" + BODY),
@@ -96,6 +98,12 @@ def faulty_sim(spec):
     from autotune.worker import WorkerSpec, build_backend
 
     return FaultyBackend(build_backend(WorkerSpec("sim", spec.shape, spec.seed, 0, spec.kernel_timeout)))
+
+
+def faulty_cuda(spec):
+    from autotune.worker import WorkerSpec, build_backend
+
+    return FaultyBackend(build_backend(WorkerSpec("cuda", spec.shape, spec.seed, spec.device, spec.kernel_timeout)))
 
 
 def logging_sim(spec):
