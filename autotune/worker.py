@@ -67,6 +67,7 @@ class Ready:
     limits: Limits
     peak_tflops: float | None
     launch_shapes: tuple[tuple[int, int], ...]
+    device: str  # the CUDA device index, or the backend's name where there is no GPU
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,8 @@ def ready_of(backend) -> Ready:
     return Ready(backend.name, tuple(backend.shape), backend.baseline, getattr(backend, "baseline_clock", None),
                  dict(backend.provenance), getattr(backend, "explain", True),
                  info.limits if info else Limits(), info.peak_tflops if info else None,
-                 tuple(tuple(s) for s in getattr(backend, "launch_shapes", [backend.shape[:2]])))
+                 tuple(tuple(s) for s in getattr(backend, "launch_shapes", [backend.shape[:2]])),
+                 str(info.index) if info else backend.name)
 
 
 # --------------------------------------------------------------------------- the child
@@ -182,7 +184,7 @@ def worker_name(index: int) -> str:
 class WorkerBackend:
     """A Backend (see evaluate.py) whose measurements run in a child process."""
 
-    spec: WorkerSpec
+    worker_spec: WorkerSpec  # not `spec`: explain.for_result reads a backend's `spec` as its device model
     worker: str = field(default_factory=lambda: worker_name(0))
     compile_s: float = COMPILE_S
     start_s: float = START_S
@@ -200,7 +202,7 @@ class WorkerBackend:
 
     @property
     def shape(self) -> tuple[int, int, int]:
-        return self.spec.shape
+        return self.worker_spec.shape
 
     @property
     def baseline(self) -> Timing | None:
@@ -216,8 +218,8 @@ class WorkerBackend:
 
     @property
     def provenance(self) -> dict:
-        device = str(self.spec.device) if self.spec.kind == "cuda" else self.spec.kind
-        return {**self._ready().provenance, "worker": self.worker, "device": device}
+        ready = self._ready()
+        return {**ready.provenance, "worker": self.worker, "device": ready.device}
 
     def measure(self, config: Config, source: str) -> Outcome:
         if self._proc is None:
@@ -230,8 +232,8 @@ class WorkerBackend:
     # watchdog limits
     def launch_s(self) -> float:
         """Seconds one launch may take: --kernel-timeout, or SLOWDOWN x cuBLAS at this shape."""
-        if self.spec.kernel_timeout:
-            return self.spec.kernel_timeout
+        if self.worker_spec.kernel_timeout:
+            return self.worker_spec.kernel_timeout
         base = self._ready().baseline
         return max(SLOWDOWN * base.median_ms / 1e3, MIN_LAUNCH_S) if base else MIN_LAUNCH_S
 
@@ -245,7 +247,7 @@ class WorkerBackend:
     def start(self) -> None:
         ctx = mp.get_context("spawn")
         self._conn, theirs = ctx.Pipe()
-        self._proc = ctx.Process(target=child_main, args=(theirs, self.spec), daemon=True,
+        self._proc = ctx.Process(target=child_main, args=(theirs, self.worker_spec), daemon=True,
                                  name=f"autotune-{self.worker}")
         self._proc.start()
         theirs.close()
@@ -337,7 +339,7 @@ class WorkerBackend:
         return f"exit status {code} {when}"
 
     def _where(self) -> str:
-        return f"device {self.spec.device}" if self.spec.kind == "cuda" else f"backend {self.spec.kind}"
+        return f"device {self.worker_spec.device}" if self.worker_spec.kind == "cuda" else f"backend {self.worker_spec.kind}"
 
 
 def start_workers(specs: list[WorkerSpec], names: list[str] | None = None, **kw) -> list[WorkerBackend]:

@@ -46,7 +46,7 @@ def test_every_fault_is_a_row_and_the_search_goes_on(db):
         assert "\n" not in rows[fault]["reason"]
     assert worker.restarts == 3  # die, stall, devfault: each cost a worker, nothing else did
     assert {r["worker"] for r in rows.values()} == {worker.worker}
-    assert {r["device"] for r in rows.values()} == {"tests.faulty:faulty_sim"}
+    assert {r["device"] for r in rows.values()} == {"sim"}
 
 
 def test_a_recorded_fault_is_not_run_again(db):
@@ -69,15 +69,16 @@ def test_a_worker_that_cannot_start_is_one_error():
 
 def test_watchdog_limits():
     worker = WorkerBackend(WorkerSpec("cuda", (4096, 4096, 4096)), compile_s=60.0)
-    ready = Ready("cuda", (4096,) * 3, Timing(2.5, 2.4, 2.6, 20), None, {}, True, Limits(), None, ((4096, 4096),))
+    ready = Ready("cuda", (4096,) * 3, Timing(2.5, 2.4, 2.6, 20), None, {}, True, Limits(), None, ((4096, 4096),), "0")
     worker.info = ready
     assert worker.launch_s() == pytest.approx(2.5)  # 1000 x cuBLAS's 2.5 ms
     assert worker.beat_s() == pytest.approx(3 * 2.5 + 1)
     assert worker.first_s() == pytest.approx(60 + 3 * 2.5 + 1)
-    worker.info = Ready("cuda", (64,) * 3, Timing(0.01, 0.01, 0.01, 20), None, {}, True, Limits(), None, ())
+    worker.info = Ready("cuda", (64,) * 3, Timing(0.01, 0.01, 0.01, 20), None, {}, True, Limits(), None, (), "0")
     assert worker.launch_s() == 1.0  # never below a second
-    worker.spec = WorkerSpec("cuda", (64,) * 3, kernel_timeout=0.25)
+    worker.worker_spec = WorkerSpec("cuda", (64,) * 3, kernel_timeout=0.25)
     assert worker.launch_s() == 0.25  # --kernel-timeout wins
+    assert not hasattr(worker, "spec")  # explain.for_result would take it for the device model
 
 
 def test_claims_let_one_worker_measure(db):

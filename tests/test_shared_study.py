@@ -62,7 +62,7 @@ def check_once(path: Path, log: Path, results: list) -> list[dict]:
     rows = [r for r in db.query("select * from results where status != 'invalid'")]
     assert sorted(r["kernel"] for r in rows) == sorted(measured)  # every measurement has its row, no more
     assert sum(r.new for r in results) == len(rows)
-    assert all(r["worker"] and r["device"] == "tests.faulty:logging_sim" for r in rows)
+    assert all(r["worker"] and r["device"] == "sim" for r in rows)
     assert db.execute("pragma integrity_check").fetchone()[0] == "ok"
     return rows
 
