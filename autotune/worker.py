@@ -68,6 +68,7 @@ class Ready:
     peak_tflops: float | None
     launch_shapes: tuple[tuple[int, int], ...]
     device: str  # the CUDA device index, or the backend's name where there is no GPU
+    launch_limit_s: float | None = None  # the backend's own limit per launch (the emulator's), if any
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,7 @@ def ready_of(backend) -> Ready:
                  dict(backend.provenance), getattr(backend, "explain", True),
                  info.limits if info else Limits(), info.peak_tflops if info else None,
                  tuple(tuple(s) for s in getattr(backend, "launch_shapes", [backend.shape[:2]])),
-                 str(info.index) if info else backend.name)
+                 str(info.index) if info else backend.name, getattr(backend, "timeout", None))
 
 
 # --------------------------------------------------------------------------- the child
@@ -231,9 +232,12 @@ class WorkerBackend:
 
     # watchdog limits
     def launch_s(self) -> float:
-        """Seconds one launch may take: --kernel-timeout, or SLOWDOWN x cuBLAS at this shape."""
+        """Seconds one launch may take: --kernel-timeout, the backend's own limit (the emulator
+        stops a run itself), or SLOWDOWN x cuBLAS at this shape."""
         if self.worker_spec.kernel_timeout:
             return self.worker_spec.kernel_timeout
+        if self._ready().launch_limit_s:
+            return self._ready().launch_limit_s
         base = self._ready().baseline
         return max(SLOWDOWN * base.median_ms / 1e3, MIN_LAUNCH_S) if base else MIN_LAUNCH_S
 

@@ -78,6 +78,9 @@ def test_watchdog_limits():
     assert worker.launch_s() == 1.0  # never below a second
     worker.worker_spec = WorkerSpec("cuda", (64,) * 3, kernel_timeout=0.25)
     assert worker.launch_s() == 0.25  # --kernel-timeout wins
+    worker.worker_spec = WorkerSpec("sim", (64,) * 3)
+    worker.info = Ready("sim", (64,) * 3, None, None, {}, False, Limits(), None, (), "sim", 60.0)
+    assert worker.launch_s() == 60.0  # the emulator's own limit: it stops an endless loop itself
     assert not hasattr(worker, "spec")  # explain.for_result would take it for the device model
 
 
