@@ -139,7 +139,8 @@ KERNEL_TIMEOUT_HELP = ("seconds one kernel launch may take before the watchdog s
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="stop after this many seconds")
 @click.option("--seed", type=int, default=0, show_default=True, help="sampler seed and input seed")
 @click.option("--device", type=click.IntRange(min=0), help="one CUDA device index (the same as --devices N)")
-@click.option("--devices", "devices_text", metavar="0,1", help="CUDA devices, one worker each (default: every visible GPU)")
+@click.option("--devices", "devices_text", metavar="0,1",
+              help="CUDA devices, one worker each (default: every visible GPU)")
 @click.option("--workers", type=click.IntRange(min=1),
               help="worker processes (default: one per device; 1 on the emulator)")
 @click.option("--backend", type=click.Choice(["cuda", "sim"]), default="cuda", show_default=True,

@@ -122,7 +122,8 @@ def preflight(families: list[Family]) -> None:
 
 def _header(o: SearchOptions, workers: list) -> str:
     prov, base = workers[0].provenance, workers[0].baseline
-    where = f"devices {','.join(str(w.worker_spec.device) for w in workers)}" if o.kind == "cuda" else f"{len(workers)} worker(s)"
+    devices = ",".join(str(w.worker_spec.device) for w in workers)
+    where = f"devices {devices}" if o.kind == "cuda" else f"{len(workers)} worker(s)"
     cublas = f", cuBLAS {base.median_ms:.3f} ms" if base else ""
     return (f"autotune: {prov['gpu_name']} ({prov['arch']}), {where}, shape {'x'.join(map(str, o.shape))}, "
             f"families {', '.join(f.name for f in o.families)}, sampler {o.sampler}{cublas}")

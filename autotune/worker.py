@@ -343,7 +343,8 @@ class WorkerBackend:
         return f"exit status {code} {when}"
 
     def _where(self) -> str:
-        return f"device {self.worker_spec.device}" if self.worker_spec.kind == "cuda" else f"backend {self.worker_spec.kind}"
+        spec = self.worker_spec
+        return f"device {spec.device}" if spec.kind == "cuda" else f"backend {spec.kind}"
 
 
 def start_workers(specs: list[WorkerSpec], names: list[str] | None = None, **kw) -> list[WorkerBackend]:
