@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import sys
+from contextlib import contextmanager
 from functools import wraps
+from typing import Iterator
 
 import click
 
@@ -31,7 +34,40 @@ def friendly(fn):
         except AutotuneError as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(2)
+        except sqlite3.DatabaseError as exc:  # locked past the busy timeout, disk full, corrupted meanwhile
+            click.echo(f"error: the results database failed: {exc}; check the --db file and run again", err=True)
+            sys.exit(2)
     return wrapper
+
+
+class OneLineUsageError(click.UsageError):
+    """click's usage errors (a bad option value, an unknown option) as one line, like ours."""
+
+    def show(self, file=None) -> None:
+        command = self.ctx.command_path if self.ctx else "autotune"
+        click.echo(f"error: {self.format_message()} (see `{command} --help`)", err=True)
+
+
+@contextmanager
+def _one_line() -> Iterator[None]:
+    try:
+        yield
+    except OneLineUsageError:
+        raise
+    except click.UsageError as exc:
+        raise OneLineUsageError(" ".join(exc.format_message().split()), exc.ctx) from None
+
+
+class Cli(click.Group):
+    """The command group; parses each command's options with one-line usage errors."""
+
+    def make_context(self, *args, **kwargs):
+        with _one_line():
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx):
+        with _one_line():
+            return super().invoke(ctx)
 
 
 def shape_options(fn):
@@ -83,10 +119,14 @@ def parse_families(text: str) -> list:
     return [FAMILIES[n] for n in names]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=Cli, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="autotune")
 def cli() -> None:
     """Code-generating autotuner for FP32 SGEMM (C = A*B, row-major) on NVIDIA GPUs."""
+
+
+KERNEL_TIMEOUT_HELP = ("seconds one kernel launch may take before the watchdog stops it and records timeout "
+                       "(default: 1000x cuBLAS at the shape, at least 1 s; on the emulator 60 s)")
 
 
 @cli.command()
@@ -96,19 +136,37 @@ def cli() -> None:
 @click.option("--sampler", type=click.Choice(["tpe", "random", "grid"]), default="tpe", show_default=True)
 @click.option("--trials", type=click.IntRange(min=1), default=60, show_default=True,
               help="new configs to measure (configs already in the database are reused, not counted)")
-@click.option("--timeout", type=click.FloatRange(min=0), help="stop after this many seconds")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="stop after this many seconds")
 @click.option("--seed", type=int, default=0, show_default=True, help="sampler seed and input seed")
-@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index")
+@click.option("--device", type=click.IntRange(min=0), help="one CUDA device index (the same as --devices N)")
+@click.option("--devices", "devices_text", metavar="0,1",
+              help="CUDA devices, one worker each (default: every visible GPU)")
+@click.option("--workers", type=click.IntRange(min=1),
+              help="worker processes (default: one per device; 1 on the emulator)")
 @click.option("--backend", type=click.Choice(["cuda", "sim"]), default="cuda", show_default=True,
               help="cuda: time on the GPU; sim: the CPU emulator (small shapes, times are not GPU times)")
+@click.option("--storage", metavar="URL|FILE",
+              help="keep the Optuna study there and share it: postgresql://USER@HOST/DB for several hosts, "
+                   "a journal file for one host (default: in memory, re-learnt from the database)")
+@click.option("--study", "study_name", help="the study's name in --storage (default: families-shape-backend-sampler)")
+@click.option("--kernel-timeout", type=click.FloatRange(min=0, min_open=True), help=KERNEL_TIMEOUT_HELP)
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
 @friendly
-def search(M, N, K, family_text, sampler, trials, timeout, seed, device, backend, db_path) -> None:
-    """Generate, compile, verify, time and record SGEMM variants; Optuna picks which."""
-    from .runs import search_command
+def search(M, N, K, family_text, sampler, trials, timeout, seed, device, devices_text, workers, backend, storage,
+           study_name, kernel_timeout, db_path) -> None:
+    """Generate, compile, verify, time and record SGEMM variants; Optuna picks which.
+    Ctrl-C stops after the trials in flight and prints the summary (exit status 130)."""
+    from .pool import parse_devices
+    from .runs import SearchOptions, search_command
 
-    search_command(resolve_shape(M, N, K), parse_families(family_text), sampler, trials, timeout, seed,
-                   device, db_path, backend)
+    if study_name and not storage:
+        raise AutotuneError("--study names a study kept in --storage; without --storage each search is a fresh "
+                            "in-memory study (it still reuses every result in --db)")
+    options = SearchOptions(shape=resolve_shape(M, N, K), families=parse_families(family_text), db_path=db_path,
+                            sampler=sampler, trials=trials, timeout=timeout, seed=seed, kind=backend,
+                            devices=parse_devices(devices_text, device), workers=workers, storage=storage,
+                            study=study_name, kernel_timeout=kernel_timeout)
+    sys.exit(search_command(options))
 
 
 @cli.command()
@@ -137,16 +195,19 @@ def best(M, N, K, family, gpu, backend, as_json, db_path) -> None:
 @config_options
 @click.option("--seed", type=int, default=0, show_default=True, help="input seed")
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index")
+@click.option("--backend", type=click.Choice(["cuda", "sim"]), default="cuda", show_default=True,
+              help="cuda: the GPU; sim: the CPU emulator")
+@click.option("--kernel-timeout", type=click.FloatRange(min=0, min_open=True), help=KERNEL_TIMEOUT_HELP)
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
 @friendly
-def measure(M, N, K, family, params, result_id, seed, device, db_path) -> None:
-    """Verify and time one named config (recorded like a search trial)."""
+def measure(M, N, K, family, params, result_id, seed, device, backend, kernel_timeout, db_path) -> None:
+    """Verify and time one named config in a worker process (recorded like a search trial)."""
     from .runs import measure_command
 
     config = resolve_config(db_path, family, params, result_id)
     if config is None:
         raise AutotuneError("name a config: --family tiled -p T=32 ..., or --id N")
-    click.echo(measure_command(resolve_shape(M, N, K), [config], seed, device, db_path))
+    click.echo(measure_command(resolve_shape(M, N, K), [config], seed, device, db_path, backend, kernel_timeout))
 
 
 @cli.command()

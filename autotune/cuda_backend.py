@@ -9,6 +9,7 @@ import numpy as np
 
 from . import compile as nvrtc
 from .cublas import Cublas
+from .errors import AutotuneError
 from .device import DeviceInfo, device_info, sm_clock_mhz
 from .outcome import COMPILE_ERROR, OK, WRONG, Fault, Outcome, Timing
 from .reference import TOLERANCE, random_inputs, relative_error
@@ -100,8 +101,13 @@ class Problem:
         return download(self.stream, self.c, self.M, self.N)
 
 
-def time_ms(run, stream, min_reps: int = MIN_REPS, max_reps: int = MAX_REPS) -> Timing:
-    """Median of repeated event-timed runs, after warm-up (module load, clocks ramping)."""
+def _nothing() -> None:
+    pass
+
+
+def time_ms(run, stream, min_reps: int = MIN_REPS, max_reps: int = MAX_REPS, tick=_nothing) -> Timing:
+    """Median of repeated event-timed runs, after warm-up (module load, clocks ramping).
+    tick() after each synchronised run tells a watchdog that launches still finish."""
     from cuda.core import EventOptions
 
     opts = EventOptions(timing_enabled=True)
@@ -114,7 +120,36 @@ def time_ms(run, stream, min_reps: int = MIN_REPS, max_reps: int = MAX_REPS) -> 
         end = stream.record(options=opts)
         end.sync()
         times.append(end - start)
+        tick()
     return Timing.of(times)
+
+
+def bytes_needed(M: int, N: int, K: int) -> int:
+    """Device memory for one shape: A, B, C, and the odd-shape check problem beside them."""
+    cm, cn, ck = CHECK_SHAPE
+    return 4 * (M * K + K * N + M * N + cm * ck + ck * cn + cm * cn)
+
+
+def check_memory(M: int, N: int, K: int, total: int, device: int) -> None:
+    """Refuse a shape that cannot fit, before allocating (an allocation failure mid-way is a
+    CUDA error, not a sentence). Keeps 10% for cuBLAS's workspace and the kernels."""
+    need = bytes_needed(M, N, K)
+    if need > 0.9 * total:
+        raise AutotuneError(f"{M}x{N}x{K} needs {need / 2**30:.1f} GiB for A, B and C but device {device} has "
+                            f"{total / 2**30:.1f} GiB: use a smaller shape")
+
+
+def total_memory(device: int) -> int:
+    from cuda.bindings import driver
+
+    (mem,) = _ok(driver.cuDeviceTotalMem(driver.CUdevice(device)))
+    return int(mem)
+
+
+def first_error(log: str | None) -> str:
+    """The line of an NVRTC log that says what is wrong (the log ends in a NUL and a summary)."""
+    lines = [line.strip() for line in (log or "").replace("\x00", "").splitlines() if line.strip()]
+    return next((line for line in lines if "error" in line), lines[-1] if lines else "NVRTC failed")[:300]
 
 
 class CudaBackend:
@@ -124,6 +159,9 @@ class CudaBackend:
         from cuda.core import Device
 
         self.info: DeviceInfo = device_info(device)
+        check_memory(M, N, K, total_memory(device), device)
+        self.tick = _nothing  # a worker process sets this to report progress to its parent
+        self.launch_shapes = [(M, N), CHECK_SHAPE[:2]]  # the (M, N) kernels are launched at
         self.dev = Device(device)
         self.dev.set_current()
         self.stream = self.dev.create_stream()
@@ -145,8 +183,8 @@ class CudaBackend:
     def measure(self, config: Config, source: str) -> Outcome:
         built = nvrtc.compile_source(source, config.name, self.info.arch)
         if not built.ok:
-            return Outcome(COMPILE_ERROR, reason=built.log.strip().splitlines()[-1][:300] if built.log else "",
-                           extra={"compile_log": built.log})
+            return Outcome(COMPILE_ERROR, reason=first_error(built.log), extra={"compile_log": built.log})
+        self.tick()
         try:
             kernel = load_kernel(built.cubin, config.name, config.geometry(*self.shape[:2]).shared_bytes,
                                  self.info.index)
@@ -157,7 +195,8 @@ class CudaBackend:
                     shape = "x".join(map(str, (problem.M, problem.N, problem.K)))
                     return Outcome(WRONG, reason=f"relative error {err:.3g} > {TOLERANCE:g} at {shape}", err=err,
                                    extra=extra)
-            timing = time_ms(lambda: self._launch(kernel, config, self.main), self.stream)
+                self.tick()
+            timing = time_ms(lambda: self._launch(kernel, config, self.main), self.stream, tick=self.tick)
         except Exception as exc:  # a fault poisons the context; report it, then stop the process
             raise DeviceFault(f"{config.name}: {exc}") from exc
         extra["sm_clock_mhz"] = sm_clock_mhz(self.info.uuid)
@@ -194,7 +233,7 @@ class GpuRunner:
     def __call__(self, config: Config, source: str, geo, A, B, M: int, N: int, K: int) -> np.ndarray:
         built = nvrtc.compile_source(source, config.name, self.info.arch)
         if not built.ok:
-            raise RunError("compile", built.log.strip().splitlines()[-1] if built.log else "NVRTC failed")
+            raise RunError("compile", first_error(built.log))
         kernel = load_kernel(built.cubin, config.name, geo.shared_bytes, self.info.index)
         a, b = upload(self.dev, self.stream, A), upload(self.dev, self.stream, B)
         c = poisoned(self.dev, self.stream, M, N)

@@ -1,7 +1,9 @@
 """One config, one shape, one backend: refuse, reuse or measure it, and record the row.
 
 The order matters: constraints before rendering, the database before the GPU, the
-correctness check before the clock. Every path ends in exactly one results row.
+correctness check before the clock. Every path ends in exactly one results row, also with
+several workers: a claim (store.claim) lets one worker measure a config while the others
+move on, and a row is only inserted where none with its key exists.
 """
 from __future__ import annotations
 
@@ -39,7 +41,9 @@ class Evaluated:
 
 
 def evaluate(db: sqlite_utils.Database, backend: Backend, config: Config, limits: Limits,
-             peak_tflops: float | None) -> Evaluated:
+             peak_tflops: float | None, owner: store.Owner | None = None) -> Evaluated | None:
+    """The config's row: refused, reused or measured. None when another live worker is measuring
+    this very config right now (nothing is recorded; the caller moves on)."""
     M, N, K = backend.shape
     prov = backend.provenance
     base = {"kernel": config.name, "family": config.family.name, "backend": backend.name,
@@ -49,15 +53,23 @@ def evaluate(db: sqlite_utils.Database, backend: Backend, config: Config, limits
         return _record(db, backend, {**base, "source_hash": ""}, Outcome(INVALID, reason="; ".join(bad)), None)
     source = render(config, limits)
     source_hash = sha256(source)
-    earlier = store.find_result(db, backend.name, prov["gpu_uuid"], (M, N, K), config.name, source_hash)
+    key = (backend.name, prov["gpu_name"], M, N, K, config.name, source_hash)
+    earlier = store.find_key(db, key)  # the database before the GPU: a row there is reused
     if earlier:
         return Evaluated(earlier, cached=True)
-    store.insert_source(db, source_hash, config.name, config.family.name, source)
+    owner = owner or store.Owner(prov.get("worker", ""))
+    state = store.claim(db, key, owner)  # under the write lock: another worker may just have begun
+    if state != store.MINE:
+        return Evaluated(store.find_key(db, key), cached=True) if state == store.DONE else None
     base |= {"source_hash": source_hash, "template_hash": template_hash(config)}
     try:
+        store.insert_source(db, source_hash, config.name, config.family.name, source)
         outcome = backend.measure(config, source)
     except Fault as fault:  # record the crash as a row, then let the caller stop this process
         _record(db, backend, base, fault.outcome, None)
+        raise
+    except BaseException:  # interrupted: no row, so the next run measures it again
+        store.release(db, key, owner)
         raise
     base |= explain.for_result(db, backend, config, source, outcome.status)  # {} if it did not compile
     return _record(db, backend, base, outcome, peak_tflops)
@@ -65,16 +77,12 @@ def evaluate(db: sqlite_utils.Database, backend: Backend, config: Config, limits
 
 def _record(db: sqlite_utils.Database, backend: Backend, base: dict, outcome: Outcome,
             peak_tflops: float | None) -> Evaluated:
-    if outcome.status == INVALID:
-        earlier = store.find_result(db, backend.name, base["gpu_uuid"], backend.shape, base["kernel"], "")
-        if earlier:
-            return Evaluated(earlier, cached=True)
     row = {**base, **outcome.row()}
     if outcome.timing:
         row |= _rates(backend, outcome.timing.median_ms, peak_tflops)
     row |= explain.measured_over_ceiling(row)
-    row["id"] = store.insert_result(db, row)
-    return Evaluated(row, cached=False)
+    stored, inserted = store.record_result(db, row)  # a refused config raced by two workers: one row
+    return Evaluated(stored, cached=not inserted)
 
 
 def _rates(backend: Backend, ms: float, peak_tflops: float | None) -> dict:

@@ -9,8 +9,9 @@ OK = "ok"
 INVALID = "invalid"  # refused by a constraint before rendering
 COMPILE_ERROR = "compile_error"
 WRONG = "wrong"  # ran, but the answer is off (or NaN: an output never written)
-LAUNCH_ERROR = "launch_error"  # the launch or the kernel failed (fault, bad config)
-STATUSES = (OK, INVALID, COMPILE_ERROR, WRONG, LAUNCH_ERROR)
+LAUNCH_ERROR = "launch_error"  # the launch or the kernel failed (fault, bad config, worker died)
+TIMEOUT = "timeout"  # no answer within the watchdog's limit (an endless loop?)
+STATUSES = (OK, INVALID, COMPILE_ERROR, WRONG, LAUNCH_ERROR, TIMEOUT)
 
 
 @dataclass(frozen=True)
@@ -52,8 +53,9 @@ def tflops(M: int, N: int, K: int, ms: float) -> float:
 
 
 class Fault(Exception):
-    """A variant broke its backend (a GPU fault poisons the CUDA context). The search records
-    the row, then stops this process: the next run resumes from the database."""
+    """A variant broke its backend (a GPU fault poisons the CUDA context). In a worker process
+    (autotune/worker.py) the parent records the row and starts a fresh worker; in-process
+    callers record the row and stop."""
 
     def __init__(self, message: str):
         super().__init__(message)

@@ -3,12 +3,15 @@ from __future__ import annotations
 
 import random
 import sys
+import threading
+from dataclasses import dataclass
 
 from . import store
 from .codegen import render, sha256
 from .errors import AutotuneError
 from .export import manifest, write_export
 from .outcome import OK, Fault
+from .pool import check_same_model, exit_status, stop_on_signals, worker_specs
 from .space import Config, Family, Limits, combinations, count_valid, enumerate_space, violations
 
 
@@ -21,58 +24,110 @@ def format_row(row: dict) -> str:
             f"{row['tflops']:.2f} TFLOP/s, {pct}{peak}")
 
 
-def _open(kind: str, shape: tuple[int, int, int], seed: int, device: int, db_path: str):
-    """The backend for a shape, its limits and peak, and the database (opened only once the
-    backend is known to work, so a machine without a GPU writes nothing)."""
-    if kind == "sim":
-        from .sim_backend import SimBackend
+@dataclass(frozen=True)
+class SearchOptions:
+    shape: tuple[int, int, int]
+    families: list[Family]
+    db_path: str
+    sampler: str = "tpe"
+    trials: int = 60
+    timeout: float | None = None
+    seed: int = 0
+    kind: str = "cuda"
+    devices: tuple[int, ...] | None = None
+    workers: int | None = None
+    storage: str | None = None
+    study: str | None = None
+    kernel_timeout: float | None = None
 
-        backend = SimBackend(*shape, seed=seed)
-        return Limits(), None, store.open_db(db_path), backend
-    from .cuda_backend import CudaBackend
-    from .device import device_info
 
-    info = device_info(device)
-    db = store.open_db(db_path)
-    backend = CudaBackend(*shape, device=device, seed=seed)
-    _record_baseline(db, backend)
-    return info.limits, info.peak_tflops, db, backend
+def _start(specs: list, db_path: str) -> tuple[list, object]:
+    """Workers first, the database second: a machine without a GPU, or a shape too large
+    for it, writes nothing."""
+    from .worker import start_workers
+
+    store.check_path(db_path)
+    workers = start_workers(specs)
+    try:
+        db = store.open_db(db_path)
+        for w in workers:
+            if w.baseline:
+                _record_baseline(db, w)
+    except BaseException:
+        for w in workers:
+            w.close()
+        raise
+    return workers, db
 
 
 def measure_command(shape: tuple[int, int, int], configs: list[Config], seed: int, device: int,
-                    db_path: str, kind: str = "cuda") -> str:
+                    db_path: str, kind: str = "cuda", kernel_timeout: float | None = None) -> str:
     from .evaluate import evaluate
+    from .worker import WorkerSpec
 
-    limits, peak, db, backend = _open(kind, shape, seed, device, db_path)
+    [worker], db = _start([WorkerSpec(kind, shape, seed, device, kernel_timeout)], db_path)
     lines = []
-    for config in configs:
-        try:
-            row = evaluate(db, backend, config, limits, peak).row
-        except Fault as exc:
-            raise AutotuneError(f"the kernel faulted and the CUDA context is lost: {exc}") from None
-        lines.append(format_row(row) if row["status"] == OK else f"{config.name}: {row['status']}: {row['reason']}")
+    try:
+        for config in configs:
+            done = evaluate(db, worker, config, worker.info.limits, worker.info.peak_tflops)
+            if done is None:
+                lines.append(f"{config.name}: another worker is measuring it right now; its row will be in {db_path}")
+                continue
+            row = done.row
+            lines.append(format_row(row) if row["status"] == OK else f"{config.name}: {row['status']}: {row['reason']}")
+    finally:
+        worker.close()
     return "\n".join(lines)
 
 
-def search_command(shape: tuple[int, int, int], families: list[Family], sampler: str, trials: int,
-                   timeout: float | None, seed: int, device: int, db_path: str, kind: str = "cuda") -> None:
+def search_command(o: SearchOptions, stop: threading.Event | None = None) -> int:
+    """Run the search; print the summary; return the exit status (see pool.exit_status)."""
     from .search import run_search
 
-    limits, peak, db, backend = _open(kind, shape, seed, device, db_path)
-    prov = backend.provenance
-    base = f", cuBLAS {backend.baseline.median_ms:.3f} ms" if backend.baseline else ""
-    print(f"autotune: {prov['gpu_name']} ({prov['arch']}), shape {'x'.join(map(str, shape))}, "
-          f"families {', '.join(f.name for f in families)}, sampler {sampler}{base}", file=sys.stderr)
-    bar = _progress_bar(trials)
+    from .search import open_storage
+
+    stop = stop or threading.Event()
+    specs = worker_specs(o.kind, o.shape, o.seed, o.devices, o.workers, o.kernel_timeout)
+    preflight(o.families)
+    storage = open_storage(o.storage)  # before any worker starts: a wrong URL costs nothing
+    workers, db = _start(specs, o.db_path)
+    first = workers[0]
+    bar = None
     try:
-        result = run_search(db, backend, families, limits, sampler=sampler, trials=trials, timeout=timeout,
-                            seed=seed, peak_tflops=peak, progress=bar.update_with)
-    except Fault as exc:
-        raise AutotuneError(f"a kernel faulted and the CUDA context is lost ({exc}); it is recorded as "
-                            f"launch_error: run the same command again, measured configs are reused") from None
+        check_same_model(workers)
+        print(_header(o, workers), file=sys.stderr)
+        bar = _progress_bar(o.trials)
+        with stop_on_signals(stop):
+            result = run_search(db, workers, o.families, first.info.limits, sampler=o.sampler, trials=o.trials,
+                                timeout=o.timeout, seed=o.seed, peak_tflops=first.info.peak_tflops,
+                                progress=bar.update_with, storage=storage, study=o.study, stop=stop)
     finally:
-        bar.close()
-    print(summary(db, backend, result))
+        if bar:
+            bar.close()
+        for w in workers:
+            w.close()
+    print(summary(db, first, result), flush=True)
+    return exit_status(stop, result.interrupted)
+
+
+def preflight(families: list[Family]) -> None:
+    """Render each family's default config once, so that a broken template is one error
+    before anything starts rather than a failure in the middle of a search."""
+    from .space import make_config, violations
+
+    for family in families:
+        config = make_config(family, {})
+        if not violations(config):
+            render(config)
+
+
+def _header(o: SearchOptions, workers: list) -> str:
+    prov, base = workers[0].provenance, workers[0].baseline
+    devices = ",".join(str(w.worker_spec.device) for w in workers)
+    where = f"devices {devices}" if o.kind == "cuda" else f"{len(workers)} worker(s)"
+    cublas = f", cuBLAS {base.median_ms:.3f} ms" if base else ""
+    return (f"autotune: {prov['gpu_name']} ({prov['arch']}), {where}, shape {'x'.join(map(str, o.shape))}, "
+            f"families {', '.join(f.name for f in o.families)}, sampler {o.sampler}{cublas}")
 
 
 def _record_baseline(db, backend) -> None:
@@ -110,15 +165,16 @@ def _progress_bar(total: int) -> _Bar:
 
 def summary(db, backend, result) -> str:
     M, N, K = backend.shape
-    lines = [f"study {result.study}: {result.trials} trials, {result.new} new measurements in "
-             f"{result.seconds:.1f} s" + (" (interrupted)" if result.interrupted else ""),
+    skipped = f", {result.skipped} skipped (being measured by another worker)" if result.skipped else ""
+    lines = [f"study {result.study}: {result.trials} trials, {result.new} new measurements{skipped} in "
+             f"{result.seconds:.1f} s by {result.workers} worker(s)" + (" (interrupted)" if result.interrupted else ""),
              "statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(result.statuses.items())),
              (f"cuBLAS (no TF32): {backend.baseline.median_ms:.3f} ms = "
               f"{2.0 * M * N * K / backend.baseline.median_ms / 1e9:.2f} TFLOP/s" if backend.baseline
               else f"backend {backend.name}: no cuBLAS baseline, times are not GPU times"),
              "top configs for this GPU and shape (all searches so far):",
              f"  {'id':>5}  {'ms':>8}  {'TFLOP/s':>8}  {'%cuBLAS':>7}  kernel"]
-    rows = sorted(store.results(db, backend.shape, backend.name, backend.provenance["gpu_uuid"], OK),
+    rows = sorted(store.results(db, backend.shape, backend.name, backend.provenance["gpu_name"], OK),
                   key=lambda r: r["time_ms"])
     for r in rows[:10]:
         pct = f"{r['pct_cublas']:>7.1f}" if r["pct_cublas"] else f"{'-':>7}"

@@ -2,21 +2,32 @@
 
 Each trial first picks a family, then that family's parameters (named "family.param" in
 Optuna so that two families may share a parameter name with different values). Results
-already in the database for this GPU and shape are fed to the study before it starts, so
-a new search begins where the last one stopped. `--trials` counts new measurements:
+already in the database for this GPU model and shape are fed to the study before it starts,
+so a new search begins where the last one stopped. `--trials` counts new measurements:
 configs refused by a constraint or answered from the database are recorded but not counted.
+
+Several backends (one per worker) each run the ask-evaluate-tell loop in a thread of their
+own, with a database connection of their own, on one study. With `storage` the study lives
+in a database (Optuna RDB: PostgreSQL, ...; or a journal file) and processes on several
+hosts can share it; without, it is in memory and re-learns from the results table each run.
 """
 from __future__ import annotations
 
 import itertools
 import logging
+import os
+import socket
+import threading
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import optuna
 import sqlite_utils
+from optuna.trial import TrialState
 
 from . import store
+from .errors import AutotuneError
 from .evaluate import Backend, Evaluated, evaluate
 from .outcome import INVALID, OK
 from .space import Config, Family, Limits, Value, iter_valid
@@ -30,10 +41,12 @@ class SearchResult:
     study: str
     trials: int = 0
     new: int = 0
+    skipped: int = 0  # proposals another worker was measuring at that moment (no row, no count)
     best: dict | None = None
     statuses: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     interrupted: bool = False
+    workers: int = 1
 
 
 def distributions(families: list[Family]) -> dict[str, optuna.distributions.BaseDistribution]:
@@ -61,63 +74,228 @@ def trial_params(config: Config) -> dict[str, Value]:
 
 def make_sampler(name: str, seed: int | None) -> optuna.samplers.BaseSampler:
     if name == "tpe":
-        return optuna.samplers.TPESampler(seed=seed)
-    return optuna.samplers.RandomSampler(seed=seed)  # grid: enqueued trials, see run_search
+        return optuna.samplers.TPESampler(seed=seed)  # constant_liar (default): workers spread out
+    return optuna.samplers.RandomSampler(seed=seed)  # grid: enqueued trials, see _enqueue_grid
+
+
+def open_storage(url: str | optuna.storages.BaseStorage | None) -> optuna.storages.BaseStorage | None:
+    """None: in memory. "scheme://...": an RDB (PostgreSQL through SQLAlchemy). Else a journal file."""
+    if not url or isinstance(url, optuna.storages.BaseStorage):
+        return url or None
+    try:
+        if "://" in url:
+            return _rdb(url)
+        from optuna.storages.journal import JournalFileBackend
+
+        return optuna.storages.JournalStorage(JournalFileBackend(url))
+    except Exception as exc:  # bad URL, server down, unwritable file: say which, without a password
+        raise AutotuneError(f"cannot open --storage {_safe_url(url)}: {' '.join(str(exc).split())[:200]}; "
+                            f"give postgresql://USER@HOST/DB (the server must be running) or a journal file path"
+                            ) from None
+
+
+def _rdb(url: str, attempts: int = 3) -> optuna.storages.RDBStorage:
+    """Workers starting together race to create Optuna's tables; the loser finds them made."""
+    for attempt in range(attempts):
+        try:
+            return optuna.storages.RDBStorage(url)
+        except Exception as exc:
+            if attempt == attempts - 1 or "already exists" not in str(exc):
+                raise
+            time.sleep(0.5 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def _safe_url(url: str) -> str:
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True) if "://" in url else url
+    except Exception:
+        return "(unparsable URL)"
+
+
+def study_name(families: list[Family], shape: tuple[int, int, int], backend: str, sampler: str,
+               seed: int | None, persistent: bool) -> str:
+    """A stored study is named by what it searches, so the same command continues it; an
+    in-memory one by the run (the trials table keeps runs apart)."""
+    M, N, K = shape
+    base = f"{'+'.join(f.name for f in families)}-{M}x{N}x{K}-{backend}"
+    return f"{base}-{sampler}" if persistent else f"{base}-{sampler}-seed{seed}-{store.now()}-{os.getpid()}"
 
 
 def warm_start(study: optuna.Study, db: sqlite_utils.Database, backend: Backend, families: list[Family]) -> set[str]:
-    """Tell the study what the database already knows; returns the kernels measured so far."""
+    """Tell the study what the database knows and it does not; returns the kernels measured so far."""
     dists = distributions(families)
     names = {f.name: f for f in families}
+    told = {t.user_attrs.get("kernel") for t in study.get_trials(deepcopy=False)}
     seen: set[str] = set()
-    for row in store.results(db, backend.shape, backend.name, backend.provenance["gpu_uuid"]):
+    for row in store.results(db, backend.shape, backend.name, backend.provenance["gpu_name"]):
         family = names.get(row["family"])
         if family is None or row["kernel"] in seen:
+            continue
+        seen.add(row["kernel"])
+        if row["kernel"] in told:
             continue
         config = Config(family, tuple((p.name, row[p.name]) for p in family.params))
         params = trial_params(config)
         value = row["tflops"] if row["status"] == OK else 0.0
         study.add_trial(optuna.trial.create_trial(params=params, distributions={k: dists[k] for k in params},
-                                                  value=value))
-        seen.add(row["kernel"])
+                                                  value=value, user_attrs={"kernel": config.name}))
     return seen
 
 
-def run_search(db: sqlite_utils.Database, backend: Backend, families: list[Family], limits: Limits, *,
-               sampler: str = "tpe", trials: int = 60, timeout: float | None = None, seed: int | None = 0,
-               peak_tflops: float | None = None, progress=None) -> SearchResult:
+def fail_orphans(study: optuna.Study) -> None:
+    """Trials left running by a killed search on this host are failed, so that the sampler
+    (which treats running trials as pending) does not avoid their region forever."""
+    host = socket.gethostname()
+    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        owner_host, _, pid = str(t.user_attrs.get("owner", "")).rpartition(":")
+        if owner_host == host and pid.isdigit() and int(pid) != os.getpid() and not store.alive(int(pid)):
+            study.tell(t.number, state=TrialState.FAIL, skip_if_finished=True)
+
+
+@dataclass
+class _Run:
+    """What the workers of one search share; counters change under `lock`."""
+
+    study: optuna.Study
+    families: list[Family]
+    limits: Limits
+    peak_tflops: float | None
+    result: SearchResult
+    trials: int
+    budget: int
+    deadline: float | None
+    stop: threading.Event
+    progress: Callable | None = None
+    lock: threading.Condition = field(default_factory=threading.Condition)
+    pending: int = 0
+    error: BaseException | None = None
+
+    def take_slot(self) -> bool:
+        """Whether this worker may start another trial; waits while the ones in flight decide it."""
+        with self.lock:
+            while True:
+                r = self.result
+                if self.stop.is_set() or self.error or (self.deadline and time.monotonic() > self.deadline):
+                    return False
+                if r.new >= self.trials or r.trials + r.skipped + self.pending >= self.budget:
+                    return False
+                if r.new + self.pending < self.trials:
+                    self.pending += 1
+                    return True
+                self.lock.wait(0.5)  # trials in flight may still turn out reused, freeing a slot
+
+    def end_slot(self, done: Evaluated | None) -> None:
+        with self.lock:
+            self.pending -= 1
+            if done is None:
+                self.result.skipped += 1
+            else:
+                _account(self.result, done)
+                if self.progress:
+                    self.progress(self.result, done)
+            self.lock.notify_all()
+
+
+def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], families: list[Family],
+               limits: Limits, *, sampler: str = "tpe", trials: int = 60, timeout: float | None = None,
+               seed: int | None = 0, peak_tflops: float | None = None, progress=None,
+               storage: str | optuna.storages.BaseStorage | None = None,
+               study: str | None = None, stop: threading.Event | None = None) -> SearchResult:
+    """Search until `trials` new measurements, `timeout` seconds, or `stop` is set (the
+    trials in flight finish first). KeyboardInterrupt ends it at once, marked interrupted."""
     optuna.logging.set_verbosity(logging.WARNING)
-    fams = "+".join(f.name for f in families)
-    M, N, K = backend.shape
-    result = SearchResult(study=f"{fams}-{M}x{N}x{K}-{sampler}-seed{seed}-{store.now()}")
-    study = optuna.create_study(direction="maximize", sampler=make_sampler(sampler, seed))
-    measured = warm_start(study, db, backend, families)
+    backends = backends if isinstance(backends, list) else [backends]
+    first = backends[0]
+    persistent = open_storage(storage)
+    name = study or study_name(families, first.shape, first.name, sampler, seed, persistent is not None)
+    # workers of one shared study must not all draw the same "random" proposals
+    sampler_seed = seed + os.getpid() if persistent is not None and seed is not None else seed
+    opt = optuna.create_study(study_name=name, storage=persistent, load_if_exists=True, direction="maximize",
+                              sampler=make_sampler(sampler, sampler_seed))
+    fail_orphans(opt)
+    measured = warm_start(opt, db, first, families)
     budget = trials * MAX_TRIALS_PER_NEW
-    if sampler == "grid":  # the valid space, in order, less what the database already has
-        todo = (c for f in families for c in iter_valid(f, limits) if c.name not in measured)
-        queued = list(itertools.islice(todo, trials))  # lazily: the blocked space is large
-        for config in queued:
-            study.enqueue_trial(trial_params(config))
-        budget = len(queued)
-
-    def objective(trial: optuna.Trial) -> float:
-        done = evaluate(db, backend, suggest(trial, families), limits, peak_tflops)
-        store.insert_trial(db, result.study, trial.number, done.row["id"], done.cached)
-        _account(result, done)
-        if progress:
-            progress(result, done)
-        if result.new >= trials or result.trials >= budget:
-            trial.study.stop()
-        return done.tflops
-
+    if sampler == "grid":
+        budget = _enqueue_grid(opt, families, limits, measured, trials, persistent is not None)
+    result = SearchResult(study=name, workers=len(backends))
+    run = _Run(opt, families, limits, peak_tflops, result, trials, budget,
+               time.monotonic() + timeout if timeout is not None else None, stop or threading.Event(), progress)
     start = time.monotonic()
     try:
-        if budget > 0:
-            study.optimize(objective, n_trials=budget, timeout=timeout, catch=())
+        _run_workers(run, db, backends)
     except KeyboardInterrupt:
+        run.stop.set()
         result.interrupted = True
+    result.interrupted = result.interrupted or run.stop.is_set()
     result.seconds = time.monotonic() - start
     return result
+
+
+def _enqueue_grid(study: optuna.Study, families: list[Family], limits: Limits, measured: set[str], trials: int,
+                  shared: bool) -> int:
+    """The valid space, in order, less what the database already has; returns how many."""
+    todo = (c for f in families for c in iter_valid(f, limits) if c.name not in measured)
+    todo = list(itertools.islice(todo, trials))  # lazily: the blocked space is large
+    for config in todo:
+        # a shared study may hold these already (another worker's run): enqueue each once
+        study.enqueue_trial(trial_params(config), skip_if_exists=shared)
+    return len(todo)
+
+
+def _run_workers(run: _Run, db: sqlite_utils.Database, backends: list[Backend]) -> None:
+    owners = [store.Owner(b.provenance.get("worker") or f"w{i}") for i, b in enumerate(backends)]
+    if len(backends) == 1:
+        _work(run, db, backends[0], owners[0])
+        return
+    path = store.path_of(db)  # sqlite3 connections stay in their thread: each worker opens its own
+    threads = [threading.Thread(target=_guarded, args=(run, path, b, o), daemon=True, name=o.worker)
+               for b, o in zip(backends, owners)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        while t.is_alive():
+            t.join(0.2)  # short waits: the main thread keeps receiving signals
+    if run.error:
+        raise run.error
+
+
+def _guarded(run: _Run, path: str, backend: Backend, owner: store.Owner) -> None:
+    try:
+        _work(run, store.open_db(path), backend, owner)
+    except BaseException as exc:  # the first error stops every worker and is raised by the main thread
+        with run.lock:
+            run.error = run.error or exc
+            run.lock.notify_all()
+
+
+def _work(run: _Run, db: sqlite_utils.Database, backend: Backend, owner: store.Owner) -> None:
+    while run.take_slot():
+        done = None
+        try:
+            done = _one_trial(run, db, backend, owner)
+        finally:
+            run.end_slot(done)
+
+
+def _one_trial(run: _Run, db: sqlite_utils.Database, backend: Backend, owner: store.Owner) -> Evaluated | None:
+    trial = run.study.ask()
+    try:
+        config = suggest(trial, run.families)
+        trial.set_user_attr("kernel", config.name)
+        trial.set_user_attr("owner", f"{owner.host}:{owner.pid}")
+        done = evaluate(db, backend, config, run.limits, run.peak_tflops, owner)
+        if done is None:  # another worker is measuring it: no row, no value
+            run.study.tell(trial, state=TrialState.PRUNED)
+            return None
+        store.insert_trial(db, run.result.study, trial.number, done.row["id"], done.cached, owner.worker)
+    except BaseException:
+        run.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+        raise
+    run.study.tell(trial, done.tflops)
+    return done
 
 
 def _account(result: SearchResult, done: Evaluated) -> None:

@@ -11,11 +11,17 @@ import time
 
 from . import sim
 from .errors import AutotuneError
-from .outcome import COMPILE_ERROR, LAUNCH_ERROR, OK, WRONG, Outcome, Timing
+from .outcome import COMPILE_ERROR, LAUNCH_ERROR, OK, TIMEOUT, WRONG, Outcome, Timing
 from .reference import TOLERANCE, random_inputs, reference, relative_error
+from .sim.build import build_kernel
+from .sim.runner import DEFAULT_TIMEOUT_S
 from .space import Config
 
 MAX_WORK = 2**27  # M*N*K: about 512^3, a few seconds per variant on the emulator
+# What each emulator failure is recorded as: an endless loop is a timeout like on the GPU,
+# memory errors, barrier errors and crashes are what a GPU would report as a failed launch.
+STATUS_OF_KIND = {"compile": COMPILE_ERROR, "timeout": TIMEOUT, "barrier": LAUNCH_ERROR,
+                  "out_of_bounds": LAUNCH_ERROR, "crash": LAUNCH_ERROR}
 
 
 class SimBackend:
@@ -23,13 +29,16 @@ class SimBackend:
     baseline = None  # no cuBLAS on the CPU
     explain = False  # the SASS model describes a GPU, not the emulator
 
-    def __init__(self, M: int, N: int, K: int, seed: int = 0):
+    def __init__(self, M: int, N: int, K: int, seed: int = 0, timeout: float = DEFAULT_TIMEOUT_S):
         if M * N * K > MAX_WORK:
             raise AutotuneError(f"{M}x{N}x{K} is too large for the emulator (M*N*K must be at most 2**27, "
                                 f"about 512^3): use a smaller shape or --backend cuda")
         self.shape = (M, N, K)
+        self.timeout = timeout  # seconds one emulated launch may take (the kernel watchdog)
         self.A, self.B = random_inputs(M, N, K, seed)
         self.ref = reference(self.A, self.B)
+        self.tick = lambda: None  # a worker process sets this to report progress to its parent
+        self.launch_shapes = [(M, N)]  # the (M, N) a kernel is launched at: the worker sends these geometries
 
     @property
     def provenance(self) -> dict:
@@ -41,10 +50,12 @@ class SimBackend:
         M, N, K = self.shape
         start = time.perf_counter()
         try:
-            C = sim.run(config, source, config.geometry(M, N), self.A, self.B, M, N, K)
+            build_kernel(source, config.name)  # compile first (cached), so that a watchdog sees it done
+            self.tick()
+            C = sim.run_kernel(source, config.name, config.geometry(M, N), self.A, self.B, M, N, K,
+                               timeout=self.timeout)
         except sim.SimError as exc:
-            status = COMPILE_ERROR if exc.kind == "compile" else LAUNCH_ERROR
-            return Outcome(status, reason=f"{exc.kind}: {exc.message}"[:300])
+            return Outcome(STATUS_OF_KIND[exc.kind], reason=f"{exc.kind}: {exc.message}"[:300])
         ms = (time.perf_counter() - start) * 1e3
         err = relative_error(C, self.ref)
         if not err <= TOLERANCE:

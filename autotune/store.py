@@ -5,12 +5,19 @@ Tables (documented in db/README.md):
   trials    one row per search trial, pointing at the result it measured or reused
   sources   the CUDA source of every kernel, by hash (what `export` writes back out)
   baselines cuBLAS times per GPU and shape
-Each insert is its own transaction, so a killed search loses at most the trial in flight.
+  claims    measurements in progress, so that concurrent workers never measure a config twice
+Each row is written in its own transaction, so a killed search loses at most the trials in
+flight; a result row is written only if no row with its key exists (workers may race).
 """
 from __future__ import annotations
 
 import datetime as dt
+import os
+import socket
 import sqlite3
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -21,6 +28,12 @@ from .errors import AutotuneError
 from .outcome import OK
 
 DEFAULT_DB = Path("db") / "autotune.sqlite"
+BUSY_TIMEOUT_MS = 60_000  # workers share the file: wait this long for another's write to end
+CLAIM_TTL_S = 3600.0  # a claim by a worker on another host is taken over after this long
+# What identifies a measurement: the same source on the same GPU model, shape and backend.
+# The GPU model, not its UUID: workers on identical GPUs share their results (rows keep the UUID).
+KEY = ("backend", "gpu_name", "M", "N", "K", "kernel", "source_hash")
+Key = tuple[str, str, int, int, int, str, str]
 
 
 def now() -> str:
@@ -33,38 +46,111 @@ def open_db(path: str | Path) -> sqlite_utils.Database:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite_utils.Database(path)
+        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         db.execute("PRAGMA schema_version").fetchone()  # fails here on a file that is not SQLite
         if db.journal_mode != "wal":
-            db.enable_wal()  # readers (best, report) never block a running search
+            _patiently(db.enable_wal)  # readers (best, report) never block a running search
     except (OSError, sqlite3.DatabaseError) as exc:
         raise AutotuneError(f"cannot open database {path}: {exc}; pass --db with a writable SQLite file") from None
-    _ensure_schema(db)
+    try:
+        _patiently(lambda: _ensure_schema(db))
+    except sqlite3.DatabaseError as exc:  # read-only file, full disk, a corrupt page
+        raise AutotuneError(f"cannot write database {path}: {exc}; pass --db with a writable SQLite file") from None
     return db
 
 
+def _patiently(step, seconds: float = BUSY_TIMEOUT_MS / 1000) -> None:
+    """Retry a step that SQLite refused with "locked" without waiting (changing the journal
+    mode; two workers creating the tables of a new file at the same moment)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return step()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def check_path(path: str | Path) -> None:
+    """Refuse a database path that cannot work, creating nothing (so that a command that fails
+    later, e.g. with no GPU, leaves no file behind)."""
+    path = Path(path)
+    if path.exists():
+        if not path.is_file() or not os.access(path, os.R_OK | os.W_OK):
+            raise AutotuneError(f"database {path} is not a readable and writable file; pass --db with another path")
+        with open(path, "rb") as f:
+            head = f.read(16)
+        if head and head != b"SQLite format 3\x00":
+            raise AutotuneError(f"database {path} is not an SQLite file; pass --db with another path")
+        return
+    parent = next(p for p in path.absolute().parents if p.exists())
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise AutotuneError(f"cannot create database {path}: {parent} is not writable; pass --db with a writable path")
+
+
+def path_of(db: sqlite_utils.Database) -> str:
+    """The file behind a connection: each worker thread opens its own connection to it."""
+    return db.execute("PRAGMA database_list").fetchone()[2]
+
+
+@contextmanager
+def immediate(db: sqlite_utils.Database) -> Iterator[None]:
+    """A transaction that takes the write lock at once, so that a check and the write that
+    depends on it cannot interleave with another worker's (busy_timeout makes others wait)."""
+    db.conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if db.conn.in_transaction:
+            db.conn.rollback()
+        raise
+    if db.conn.in_transaction:
+        db.conn.commit()
+
+
 def _ensure_schema(db: sqlite_utils.Database) -> None:
-    if "results" not in db.table_names():
-        db["results"].create(
-            {"id": int, "kernel": str, "family": str, "backend": str, "M": int, "N": int, "K": int,
-             "status": str, "reason": str, "err": float, "time_ms": float, "time_ms_min": float,
-             "time_ms_max": float, "reps": int, "tflops": float, "pct_cublas": float, "pct_peak": float,
-             "cublas_ms": float, "sm_clock_mhz": int, "num_regs": int, "static_shared": int,
-             "source_hash": str, "template_hash": str, "gpu_name": str, "gpu_uuid": str, "arch": str,
-             "driver_version": str, "nvrtc_version": str, "tool_version": str, "created_at": str},
-            pk="id",
-        )
-        db["results"].create_index(["backend", "gpu_uuid", "M", "N", "K", "kernel", "source_hash"])
-    if "trials" not in db.table_names():
-        db["trials"].create({"id": int, "study": str, "number": int, "result_id": int, "cached": int,
-                             "created_at": str}, pk="id", foreign_keys=[("result_id", "results", "id")])
-    if "sources" not in db.table_names():
-        db["sources"].create({"source_hash": str, "kernel": str, "family": str, "source": str},
-                             pk="source_hash")
-    if "baselines" not in db.table_names():
-        db["baselines"].create({"id": int, "backend": str, "gpu_uuid": str, "gpu_name": str, "M": int,
-                                "N": int, "K": int, "time_ms": float, "time_ms_min": float,
-                                "time_ms_max": float, "tflops": float, "sm_clock_mhz": int,
-                                "library": str, "created_at": str}, pk="id")
+    if {"results", "trials", "sources", "baselines", "claims"} <= set(db.table_names()):
+        return
+    with immediate(db):  # several workers may open a new file at the same moment
+        _create_tables(db)
+
+
+def _create_tables(db: sqlite_utils.Database) -> None:
+    db["results"].create(
+        {"id": int, "kernel": str, "family": str, "backend": str, "M": int, "N": int, "K": int,
+         "status": str, "reason": str, "err": float, "time_ms": float, "time_ms_min": float,
+         "time_ms_max": float, "reps": int, "tflops": float, "pct_cublas": float, "pct_peak": float,
+         "cublas_ms": float, "sm_clock_mhz": int, "num_regs": int, "static_shared": int,
+         "source_hash": str, "template_hash": str, "gpu_name": str, "gpu_uuid": str, "arch": str,
+         "driver_version": str, "nvrtc_version": str, "tool_version": str, "worker": str, "device": str,
+         "created_at": str},
+        pk="id", if_not_exists=True,
+    )
+    db["results"].create_index(["backend", "gpu_uuid", "M", "N", "K", "kernel", "source_hash"], if_not_exists=True)
+    db["results"].create_index(list(KEY), if_not_exists=True)
+    db["trials"].create({"id": int, "study": str, "number": int, "result_id": int, "cached": int, "worker": str,
+                         "created_at": str}, pk="id", foreign_keys=[("result_id", "results", "id")],
+                        if_not_exists=True)
+    db["sources"].create({"source_hash": str, "kernel": str, "family": str, "source": str},
+                         pk="source_hash", if_not_exists=True)
+    db["baselines"].create({"id": int, "backend": str, "gpu_uuid": str, "gpu_name": str, "M": int,
+                            "N": int, "K": int, "time_ms": float, "time_ms_min": float,
+                            "time_ms_max": float, "tflops": float, "sm_clock_mhz": int,
+                            "library": str, "created_at": str}, pk="id", if_not_exists=True)
+    db.execute("CREATE TABLE IF NOT EXISTS claims (backend TEXT, gpu_name TEXT, M INTEGER, N INTEGER, "
+               "K INTEGER, kernel TEXT, source_hash TEXT, owner TEXT, host TEXT, pid INTEGER, expires REAL, "
+               "created_at TEXT, PRIMARY KEY (backend, gpu_name, M, N, K, kernel, source_hash))")
+
+
+def key_of(row: dict[str, Any]) -> Key:
+    return tuple(row[k] for k in KEY)  # type: ignore[return-value]
+
+
+def find_key(db: sqlite_utils.Database, key: Key) -> dict | None:
+    where = " AND ".join(f"{k} = ?" for k in KEY)
+    rows = list(db.query(f"SELECT * FROM results WHERE {where} ORDER BY id LIMIT 1", list(key)))
+    return rows[0] if rows else None
 
 
 def insert_result(db: sqlite_utils.Database, row: dict[str, Any]) -> int:
@@ -72,27 +158,93 @@ def insert_result(db: sqlite_utils.Database, row: dict[str, Any]) -> int:
     return db["results"].insert(row, alter=True).last_pk  # alter: new families add their columns
 
 
+def record_result(db: sqlite_utils.Database, row: dict[str, Any]) -> tuple[dict, bool]:
+    """Insert the row unless one with its key is there already (another worker was faster);
+    either way the claim on the key is released. Returns (the stored row, inserted)."""
+    key = key_of(row)
+    with immediate(db):
+        earlier = find_key(db, key)
+        db.execute(f"DELETE FROM claims WHERE {' AND '.join(f'{k} = ?' for k in KEY)}", list(key))
+        if earlier:
+            return earlier, False
+        row = {**row, "id": insert_result(db, row)}  # last: sqlite-utils 3 commits on insert
+    return row, True
+
+
+# --------------------------------------------------------------------------- claims
+
+@dataclass(frozen=True)
+class Owner:
+    """Who holds a claim: the search process (not its kernel worker, which may be replaced)."""
+
+    worker: str
+    host: str = field(default_factory=socket.gethostname)
+    pid: int = field(default_factory=os.getpid)
+
+
+MINE, DONE, TAKEN = "mine", "done", "taken"
+
+
+def claim(db: sqlite_utils.Database, key: Key, owner: Owner, ttl_s: float = CLAIM_TTL_S) -> str:
+    """MINE: measure it; DONE: a row exists (reuse it); TAKEN: a live worker is measuring it.
+    A claim left by a killed search (same host, dead pid) or an expired one is taken over."""
+    where = " AND ".join(f"{k} = ?" for k in KEY)
+    with immediate(db):
+        if find_key(db, key):
+            return DONE
+        held = db.execute(f"SELECT host, pid, expires FROM claims WHERE {where}", list(key)).fetchone()
+        if held and not _stale(*held):
+            return TAKEN
+        db.execute(f"INSERT OR REPLACE INTO claims ({', '.join(KEY)}, owner, host, pid, expires, created_at) "
+                   f"VALUES ({', '.join('?' * len(KEY))}, ?, ?, ?, ?, ?)",
+                   [*key, owner.worker, owner.host, owner.pid, time.time() + ttl_s, now()])
+    return MINE
+
+
+def release(db: sqlite_utils.Database, key: Key, owner: Owner) -> None:
+    where = " AND ".join(f"{k} = ?" for k in KEY)
+    with immediate(db):
+        db.execute(f"DELETE FROM claims WHERE {where} AND host = ? AND pid = ?", [*key, owner.host, owner.pid])
+
+
+def _stale(host: str, pid: int, expires: float) -> bool:
+    if expires < time.time():
+        return True
+    return host == socket.gethostname() and pid != os.getpid() and not alive(pid)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
+
+
 def insert_source(db: sqlite_utils.Database, source_hash: str, kernel: str, family: str, source: str) -> None:
-    db["sources"].insert({"source_hash": source_hash, "kernel": kernel, "family": family, "source": source},
-                         ignore=True)
+    with immediate(db):  # each write takes the lock first: a read-then-write could fail at once under WAL
+        db["sources"].insert({"source_hash": source_hash, "kernel": kernel, "family": family, "source": source},
+                             ignore=True)
 
 
-def insert_trial(db: sqlite_utils.Database, study: str, number: int, result_id: int, cached: bool) -> None:
-    db["trials"].insert({"study": study, "number": number, "result_id": result_id, "cached": int(cached),
-                         "created_at": now()})
+def insert_trial(db: sqlite_utils.Database, study: str, number: int, result_id: int, cached: bool,
+                 worker: str = "") -> None:
+    with immediate(db):
+        db["trials"].insert({"study": study, "number": number, "result_id": result_id, "cached": int(cached),
+                             "worker": worker, "created_at": now()}, alter=True)
 
 
 def insert_baseline(db: sqlite_utils.Database, row: dict[str, Any]) -> None:
-    db["baselines"].insert({**row, "created_at": now()})
+    with immediate(db):
+        db["baselines"].insert({**row, "created_at": now()})
 
 
-def find_result(db: sqlite_utils.Database, backend: str, gpu_uuid: str, shape: tuple[int, int, int],
+def find_result(db: sqlite_utils.Database, backend: str, gpu_name: str, shape: tuple[int, int, int],
                 kernel: str, source_hash: str) -> dict | None:
-    """The earlier measurement of this exact source on this GPU and shape, if any."""
-    sql = ("SELECT * FROM results WHERE backend = ? AND gpu_uuid = ? AND M = ? AND N = ? AND K = ? "
-           "AND kernel = ? AND source_hash = ? ORDER BY id DESC LIMIT 1")
-    rows = list(db.query(sql, [backend, gpu_uuid, *shape, kernel, source_hash]))
-    return rows[0] if rows else None
+    """The earlier measurement of this exact source on this GPU model and shape, if any."""
+    return find_key(db, (backend, gpu_name, *shape, kernel, source_hash))
 
 
 def results(db: sqlite_utils.Database, shape: tuple[int, int, int], backend: str = "cuda",

@@ -1,0 +1,105 @@
+"""Faults injected through the real worker path on the emulator: each broken variant becomes
+one row with its status and message, a lost worker is replaced, and the search goes on."""
+from __future__ import annotations
+
+import pytest
+
+from autotune import store
+from autotune.errors import AutotuneError
+from autotune.outcome import Timing
+from autotune.search import run_search
+from autotune.space import Limits
+from autotune.worker import Ready, WorkerBackend, WorkerSpec, start_workers
+from tests.faulty import faulty_family, faulty_render
+
+SHAPE = (24, 20, 9)
+EXPECTED = {  # fault -> (status, words the reason must contain)
+    "oob": ("launch_error", "out_of_bounds"),
+    "illegal": ("launch_error", "out_of_bounds"),
+    "hang": ("timeout", "did not finish within 2 s"),
+    "wrong": ("wrong", "relative error"),
+    "compile": ("compile_error", ""),
+    "die": ("launch_error", "the worker died (killed by SIGSEGV"),
+    "stall": ("timeout", "the watchdog stopped it"),
+    "devfault": ("launch_error", "CUDA_ERROR_ILLEGAL_ADDRESS (injected)"),
+    "none": ("ok", ""),
+}
+
+
+@pytest.fixture(autouse=True)
+def broken_sources(monkeypatch):
+    monkeypatch.setattr("autotune.evaluate.render", faulty_render)
+
+
+def test_every_fault_is_a_row_and_the_search_goes_on(db):
+    faults = tuple(EXPECTED)
+    [worker] = start_workers([WorkerSpec("tests.faulty:faulty_sim", SHAPE, kernel_timeout=2.0)], compile_s=60.0)
+    try:
+        result = run_search(db, worker, [faulty_family(faults)], Limits(), sampler="grid", trials=len(faults))
+    finally:
+        worker.close()
+    rows = {r["fault"]: r for r in db.query("select * from results")}
+    assert set(rows) == set(faults) and result.new == len(faults) and not result.interrupted
+    for fault, (status, words) in EXPECTED.items():
+        assert rows[fault]["status"] == status, (fault, rows[fault]["reason"])
+        assert words in rows[fault]["reason"], (fault, rows[fault]["reason"])
+        assert "\n" not in rows[fault]["reason"]
+    assert worker.restarts == 3  # die, stall, devfault: each cost a worker, nothing else did
+    assert {r["worker"] for r in rows.values()} == {worker.worker}
+    assert {r["device"] for r in rows.values()} == {"sim"}
+
+
+def test_a_recorded_fault_is_not_run_again(db):
+    faults = ("die", "none")
+    family = faulty_family(faults)
+    for _ in range(2):
+        [worker] = start_workers([WorkerSpec("tests.faulty:faulty_sim", SHAPE, kernel_timeout=2.0)])
+        try:
+            run_search(db, worker, [family], Limits(), sampler="random", trials=2, seed=1)
+        finally:
+            worker.close()
+    assert db["results"].count == 2
+    assert worker.restarts == 0  # the second search answered both from the database
+
+
+def test_a_worker_that_cannot_start_is_one_error():
+    with pytest.raises(AutotuneError, match="too large for the emulator"):
+        start_workers([WorkerSpec("sim", (4096, 4096, 4096))])
+
+
+def test_watchdog_limits():
+    worker = WorkerBackend(WorkerSpec("cuda", (4096, 4096, 4096)), compile_s=60.0)
+    ready = Ready("cuda", (4096,) * 3, Timing(2.5, 2.4, 2.6, 20), None, {}, True, Limits(), None, ((4096, 4096),), "0")
+    worker.info = ready
+    assert worker.launch_s() == pytest.approx(2.5)  # 1000 x cuBLAS's 2.5 ms
+    assert worker.beat_s() == pytest.approx(3 * 2.5 + 1)
+    assert worker.first_s() == pytest.approx(60 + 3 * 2.5 + 1)
+    worker.info = Ready("cuda", (64,) * 3, Timing(0.01, 0.01, 0.01, 20), None, {}, True, Limits(), None, (), "0")
+    assert worker.launch_s() == 1.0  # never below a second
+    worker.worker_spec = WorkerSpec("cuda", (64,) * 3, kernel_timeout=0.25)
+    assert worker.launch_s() == 0.25  # --kernel-timeout wins
+    worker.worker_spec = WorkerSpec("sim", (64,) * 3)
+    worker.info = Ready("sim", (64,) * 3, None, None, {}, False, Limits(), None, (), "sim", 60.0)
+    assert worker.launch_s() == 60.0  # the emulator's own limit: it stops an endless loop itself
+    assert not hasattr(worker, "spec")  # explain.for_result would take it for the device model
+
+
+def test_claims_let_one_worker_measure(db):
+    key = ("sim", "CPU emulator", 1, 2, 3, "k", "hash")
+    me, other = store.Owner("me"), store.Owner("other", host="elsewhere", pid=1)
+    assert store.claim(db, key, other) == store.MINE
+    assert store.claim(db, key, me) == store.TAKEN  # a live claim on another host
+    db.execute("update claims set expires = 0")
+    assert store.claim(db, key, me) == store.MINE  # expired: taken over
+    store.release(db, key, me)
+    assert db["claims"].count == 0
+
+
+def test_a_killed_workers_claim_is_taken_over(db):
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    key = ("sim", "CPU emulator", 1, 2, 3, "k", "hash")
+    assert store.claim(db, key, store.Owner("killed", pid=int(dead.stdout))) == store.MINE
+    assert store.claim(db, key, store.Owner("me")) == store.MINE  # same host, the pid is gone
