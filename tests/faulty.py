@@ -5,7 +5,7 @@ Source faults (the kernel itself misbehaves; the same on the emulator and the GP
   oob         writes one row past the end of C (the emulator's AddressSanitizer reports it)
   illegal     writes 4 TiB past C: an illegal address on the GPU, a SEGV on the emulator
   misaligned  reads A through a float4 pointer that is 4-byte aligned: a GPU fault
-  hang        spins forever on a volatile (no compiler may remove it)
+  hang        spins forever on volatile reads of global memory (no compiler may remove them)
   wrong       adds 1 to every output
   compile     is not CUDA
 Worker faults (the process misbehaves; see FaultyBackend):
@@ -39,7 +39,9 @@ EDITS = {
     # all four lanes used, so the compiler must issue one 16-byte load (from a 4-byte aligned address)
     "misaligned": (LOAD, "{ const float4 v = reinterpret_cast<const float4*>(A + 1 + row * K)[k & 1];\n"
                          "          acc += (v.x + v.y + v.z + v.w) * B[k * N + col]; }"),
-    "hang": (BODY, "    volatile int spin = 1;\n    while (spin) { }\n" + BODY),
+    # spins on a volatile global read: a volatile *local* was optimised away by NVRTC on the H200
+    "hang": (BODY, "    const volatile int* flag = reinterpret_cast<const volatile int*>(A);\n"
+                   "    while (flag[0] == flag[0]) { }\n" + BODY),
     "wrong": (STORE, "C[row * N + col] = acc + 1.0f;"),
     "compile": (BODY, "    this is not CUDA;\n" + BODY),
 }
