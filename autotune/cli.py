@@ -99,16 +99,19 @@ def cli() -> None:
 @click.option("--timeout", type=click.FloatRange(min=0), help="stop after this many seconds")
 @click.option("--seed", type=int, default=0, show_default=True, help="sampler seed and input seed")
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index")
-@click.option("--backend", type=click.Choice(["cuda", "sim"]), default="cuda", show_default=True,
-              help="cuda: time on the GPU; sim: the CPU emulator (small shapes, times are not GPU times)")
+@click.option("--backend", type=click.Choice(["cuda", "sim", "replay"]), default="cuda", show_default=True,
+              help="cuda: time on the GPU; sim: the CPU emulator (small shapes, times are not GPU times); "
+                   "replay: answer from --replay-db (no GPU)")
+@click.option("--replay-db", type=click.Path(dir_okay=False),
+              help="recorded results database that --backend replay answers from")
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
 @friendly
-def search(M, N, K, family_text, sampler, trials, timeout, seed, device, backend, db_path) -> None:
+def search(M, N, K, family_text, sampler, trials, timeout, seed, device, backend, replay_db, db_path) -> None:
     """Generate, compile, verify, time and record SGEMM variants; Optuna picks which."""
     from .runs import search_command
 
     search_command(resolve_shape(M, N, K), parse_families(family_text), sampler, trials, timeout, seed,
-                   device, db_path, backend)
+                   device, db_path, backend, replay_db)
 
 
 @cli.command()

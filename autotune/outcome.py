@@ -10,7 +10,8 @@ INVALID = "invalid"  # refused by a constraint before rendering
 COMPILE_ERROR = "compile_error"
 WRONG = "wrong"  # ran, but the answer is off (or NaN: an output never written)
 LAUNCH_ERROR = "launch_error"  # the launch or the kernel failed (fault, bad config)
-STATUSES = (OK, INVALID, COMPILE_ERROR, WRONG, LAUNCH_ERROR)
+UNRECORDED = "unrecorded"  # replay only: the recorded dataset never measured this config
+STATUSES = (OK, INVALID, COMPILE_ERROR, WRONG, LAUNCH_ERROR, UNRECORDED)
 
 
 @dataclass(frozen=True)

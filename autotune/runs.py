@@ -20,9 +20,21 @@ def format_row(row: dict) -> str:
             f"{row['tflops']:.2f} TFLOP/s, {pct}{peak}")
 
 
-def _open(kind: str, shape: tuple[int, int, int], seed: int, device: int, db_path: str):
+def _open(kind: str, shape: tuple[int, int, int], seed: int, device: int, db_path: str,
+          replay_db: str | None = None):
     """The backend for a shape, its limits and peak, and the database (opened only once the
     backend is known to work, so a machine without a GPU writes nothing)."""
+    if kind == "replay":  # answers from a recorded database; rows go to db_path as backend "replay"
+        from pathlib import Path
+
+        from .replay import ReplayBackend
+
+        if not replay_db:
+            raise AutotuneError("--backend replay needs --replay-db PATH (a recorded results database)")
+        if Path(replay_db).resolve() == Path(db_path).resolve():
+            raise AutotuneError("--replay-db and --db are the same file: a replay must not write into its dataset")
+        backend = ReplayBackend(replay_db, shape)
+        return Limits(), None, store.open_db(db_path), backend
     if kind == "sim":
         from .sim_backend import SimBackend
 
@@ -54,10 +66,11 @@ def measure_command(shape: tuple[int, int, int], configs: list[Config], seed: in
 
 
 def search_command(shape: tuple[int, int, int], families: list[Family], sampler: str, trials: int,
-                   timeout: float | None, seed: int, device: int, db_path: str, kind: str = "cuda") -> None:
+                   timeout: float | None, seed: int, device: int, db_path: str, kind: str = "cuda",
+                   replay_db: str | None = None) -> None:
     from .search import run_search
 
-    limits, peak, db, backend = _open(kind, shape, seed, device, db_path)
+    limits, peak, db, backend = _open(kind, shape, seed, device, db_path, replay_db)
     prov = backend.provenance
     base = f", cuBLAS {backend.baseline.median_ms:.3f} ms" if backend.baseline else ""
     print(f"autotune: {prov['gpu_name']} ({prov['arch']}), shape {'x'.join(map(str, shape))}, "
