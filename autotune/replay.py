@@ -51,7 +51,11 @@ def _connect(db_path: str | Path) -> sqlite3.Connection:
     path = Path(db_path)
     if not path.is_file():
         raise AutotuneError(f"replay database {path} does not exist; pass --replay-db with a recorded results database")
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)  # read-only: a replay never changes its dataset
+    # Read-only: a replay never changes its dataset. A checkpointed file (no -wal beside it) is
+    # opened immutable, which also keeps SQLite from leaving -shm/-wal files next to it.
+    wal = path.with_name(path.name + "-wal")
+    mode = "mode=ro" if wal.exists() else "immutable=1"
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?{mode}", uri=True)
     conn.row_factory = sqlite3.Row
     return conn
 

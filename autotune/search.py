@@ -61,7 +61,9 @@ def trial_params(config: Config) -> dict[str, Value]:
 def make_sampler(name: str, seed: int | None) -> optuna.samplers.BaseSampler:
     if name == "tpe":
         return optuna.samplers.TPESampler(seed=seed)
-    return optuna.samplers.RandomSampler(seed=seed)  # grid: enqueued trials, see run_search
+    from . import samplers  # gp, tpe-mv, qmc and samplers a benchmark binds (autotune/samplers.py)
+
+    return samplers.make(name, seed) or optuna.samplers.RandomSampler(seed=seed)  # grid: enqueued, see run_search
 
 
 def warm_start(study: optuna.Study, db: sqlite_utils.Database, backend: Backend, families: list[Family]) -> set[str]:
