@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import warnings
 from typing import Any, Callable, Iterator
 
 import optuna
@@ -48,8 +49,7 @@ def _gp(seed: int | None) -> BaseSampler:
 
 BUILTIN: dict[str, Factory] = {
     "gp": _gp,
-    "tpe-mv": lambda seed: optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True,
-                                                      warn_independent_sampling=False),
+    "tpe-mv": lambda seed: optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True),
     "qmc": lambda seed: optuna.samplers.QMCSampler(seed=seed, scramble=True, warn_independent_sampling=False),
 }
 _BOUND: dict[str, Factory] = {}
@@ -58,7 +58,11 @@ _BOUND: dict[str, Factory] = {}
 def make(name: str, seed: int | None) -> BaseSampler | None:
     """The sampler for a name, or None for one this module does not know."""
     factory = _BOUND.get(name) or BUILTIN.get(name)
-    return factory(seed) if factory else None
+    if factory is None:
+        return None
+    with warnings.catch_warnings():  # gp, qmc and TPE's group are "experimental": used knowingly
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return factory(seed)
 
 
 @contextlib.contextmanager
