@@ -11,8 +11,9 @@ simulated seconds (replay.trial_seconds) until the best so far is within each ta
 "Within 2%" means a throughput at least 98% of the reference: time <= reference / 0.98.
 
 A dataset that does not cover the valid space is searched within what it recorded: the
-samplers are wrapped in samplers.Restricted and grid walks the recorded configs in
-declaration order, and the fractions are of the recorded set. The report says which.
+samplers are wrapped in samplers.Restricted, random is a seeded shuffle of the recorded
+configs (samplers.RandomOrder), grid walks them in declaration order, and the fractions
+are of the recorded set. The report says which.
 """
 from __future__ import annotations
 
@@ -116,6 +117,8 @@ def _factory(name: str, ds: Dataset, ceilings: dict[str, float | None] | None) -
         return None if ds.exhaustive else (lambda seed: samplers.CandidateSampler(space, fams, seed))
     if ds.exhaustive:
         return None
+    if name == "random":  # uniform over the recorded set: the baseline must be fair
+        return lambda seed: samplers.RandomOrder(space, fams, seed)
     from .search import make_sampler
 
     return lambda seed: samplers.Restricted(make_sampler(name, seed), space)

@@ -120,6 +120,16 @@ class CandidateSampler(BaseSampler):
         return self._fallback.sample_independent(study, trial, param_name, param_distribution)
 
 
+class RandomOrder(CandidateSampler):
+    """Random search over a finite list: a seeded shuffle, then in that order. Uniform over
+    the list, which a projected RandomSampler (see Restricted) is not."""
+
+    def __init__(self, configs: list[Config], families: list, seed: int | None = None):
+        configs = list(configs)
+        random.Random(seed).shuffle(configs)
+        super().__init__(configs, families, seed)
+
+
 class ModelSampler(CandidateSampler):
     """Our own strategy, model-guided: measure configs in order of their predicted ceiling
     (autotune.model, from SASS counts: no GPU needed), highest first, ties in a seeded random
@@ -158,7 +168,8 @@ class Restricted(BaseSampler):
     replaces it (nearest in the list of values: T=64 is next to T=32). A whole-config
     proposal (sample_relative) is replaced by the unmeasured allowed config that differs in
     the fewest parameters. The study records what was measured, so the inner sampler learns
-    from the replacement, as it would from its own proposal.
+    from the replacement, as it would from its own proposal. The replacement is biased
+    towards configs near many proposals, so random search over a list is RandomOrder.
     """
 
     def __init__(self, inner: BaseSampler, configs: list[Config]):

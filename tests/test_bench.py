@@ -77,6 +77,8 @@ def test_a_partial_dataset_is_searched_within_what_it_recorded(partial, tmp_path
     statuses = {r["status"] for r in db.query("select status from results")}
     assert UNRECORDED not in statuses
     assert db["results"].count_where("status = 'ok'") == len(partial.space)  # all of them, each once
+    order = [samplers.RandomOrder(partial.space, [NAIVE], seed)._params for seed in (0, 1)]
+    assert order[0] != order[1] and sorted(map(str, order[0])) == sorted(map(str, order[1]))  # a permutation
     run = bench.run_one(partial, "grid", seed=0)
     assert run.new[0.02] is not None and run.new[0.02] <= len(partial.space)
     assert "NOT exhaustive" in bench.table(partial, {"grid": [run]}, {})
