@@ -121,7 +121,7 @@ def _factory(name: str, ds: Dataset, ceilings: dict[str, float | None] | None) -
         return lambda seed: samplers.RandomOrder(space, fams, seed)
     from .search import make_sampler
 
-    return lambda seed: samplers.Restricted(make_sampler(name, seed), space)
+    return lambda seed: samplers.Restricted(make_sampler(name, seed), space, seed)
 
 
 def run_one(ds: Dataset, sampler: str, seed: int, ceilings: dict[str, float | None] | None = None,

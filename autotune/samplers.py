@@ -164,17 +164,21 @@ class Restricted(BaseSampler):
 
     Each parameter the inner sampler proposes is kept when some unmeasured allowed config
     agrees with it and with the parameters chosen before it (family first, then the
-    family's parameters in order); otherwise the nearest value that keeps a config in reach
-    replaces it (nearest in the list of values: T=64 is next to T=32). A whole-config
+    family's parameters in order); otherwise a value that keeps a config in reach replaces
+    it, drawn (seeded) with weight count / (1 + gap): count, the unmeasured configs that
+    have it, so that the configs are reached about evenly; gap, its distance from the
+    proposal in the list of values (T=64 is next to T=32), so that the proposal's intent
+    is kept where the list allows. A whole-config
     proposal (sample_relative) is replaced by the unmeasured allowed config that differs in
     the fewest parameters. The study records what was measured, so the inner sampler learns
     from the replacement, as it would from its own proposal. The replacement is biased
     towards configs near many proposals, so random search over a list is RandomOrder.
     """
 
-    def __init__(self, inner: BaseSampler, configs: list[Config]):
+    def __init__(self, inner: BaseSampler, configs: list[Config], seed: int | None = None):
         self.inner = inner
         self._params = [trial_params(c) for c in configs]
+        self._rng = random.Random(seed)
 
     def _todo(self, study: optuna.Study) -> list[dict[str, Any]]:
         seen = _measured(study)
@@ -196,11 +200,15 @@ class Restricted(BaseSampler):
                            param_distribution: BaseDistribution) -> Any:
         value = self.inner.sample_independent(study, trial, param_name, param_distribution)
         chosen = trial.params
-        reachable = {p[param_name] for p in self._todo(study)
-                     if param_name in p and all(p.get(k) == v for k, v in chosen.items())}
-        if not reachable or value in reachable:
+        counts: dict[Any, int] = {}
+        for p in self._todo(study):
+            if param_name in p and all(p.get(k) == v for k, v in chosen.items()):
+                counts[p[param_name]] = counts.get(p[param_name], 0) + 1
+        if not counts or value in counts:
             return value
-        return min(reachable, key=lambda v: (_gap(param_distribution, v, value), str(v)))
+        values = sorted(counts, key=str)  # a fixed order, so the seed alone decides the draw
+        weights = [counts[v] / (1 + _gap(param_distribution, v, value)) for v in values]
+        return self._rng.choices(values, weights)[0]
 
     def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
         self.inner.before_trial(study, trial)

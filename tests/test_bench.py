@@ -70,7 +70,7 @@ def test_a_partial_dataset_is_searched_within_what_it_recorded(partial, tmp_path
     from autotune.search import make_sampler
 
     db = store.open_db(tmp_path / "run.sqlite")
-    factory = lambda seed: samplers.Restricted(make_sampler("tpe", seed), partial.space)  # noqa: E731
+    factory = lambda seed: samplers.Restricted(make_sampler("tpe", seed), partial.space, seed)  # noqa: E731
     with samplers.bind("bench-tpe", factory):
         run_search(db, ReplayBackend(partial.path, SHAPE), [NAIVE], Limits(), sampler="bench-tpe",
                    trials=len(partial.space), seed=1)
