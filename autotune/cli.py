@@ -143,8 +143,11 @@ KERNEL_TIMEOUT_HELP = ("seconds one kernel launch may take before the watchdog s
               help="CUDA devices, one worker each (default: every visible GPU)")
 @click.option("--workers", type=click.IntRange(min=1),
               help="worker processes (default: one per device; 1 on the emulator)")
-@click.option("--backend", type=click.Choice(["cuda", "sim"]), default="cuda", show_default=True,
-              help="cuda: time on the GPU; sim: the CPU emulator (small shapes, times are not GPU times)")
+@click.option("--backend", type=click.Choice(["cuda", "sim", "replay"]), default="cuda", show_default=True,
+              help="cuda: time on the GPU; sim: the CPU emulator (small shapes, times are not GPU times); "
+                   "replay: answer from --replay-db (no GPU)")
+@click.option("--replay-db", type=click.Path(dir_okay=False),
+              help="recorded results database that --backend replay answers from")
 @click.option("--storage", metavar="URL|FILE",
               help="keep the Optuna study there and share it: postgresql://USER@HOST/DB for several hosts, "
                    "a journal file for one host (default: in memory, re-learnt from the database)")
@@ -152,8 +155,8 @@ KERNEL_TIMEOUT_HELP = ("seconds one kernel launch may take before the watchdog s
 @click.option("--kernel-timeout", type=click.FloatRange(min=0, min_open=True), help=KERNEL_TIMEOUT_HELP)
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
 @friendly
-def search(M, N, K, family_text, sampler, trials, timeout, seed, device, devices_text, workers, backend, storage,
-           study_name, kernel_timeout, db_path) -> None:
+def search(M, N, K, family_text, sampler, trials, timeout, seed, device, devices_text, workers, backend, replay_db,
+           storage, study_name, kernel_timeout, db_path) -> None:
     """Generate, compile, verify, time and record SGEMM variants; Optuna picks which.
     Ctrl-C stops after the trials in flight and prints the summary (exit status 130)."""
     from .pool import parse_devices
@@ -165,7 +168,7 @@ def search(M, N, K, family_text, sampler, trials, timeout, seed, device, devices
     options = SearchOptions(shape=resolve_shape(M, N, K), families=parse_families(family_text), db_path=db_path,
                             sampler=sampler, trials=trials, timeout=timeout, seed=seed, kind=backend,
                             devices=parse_devices(devices_text, device), workers=workers, storage=storage,
-                            study=study_name, kernel_timeout=kernel_timeout)
+                            study=study_name, kernel_timeout=kernel_timeout, replay_db=replay_db)
     sys.exit(search_command(options))
 
 

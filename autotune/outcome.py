@@ -11,7 +11,8 @@ COMPILE_ERROR = "compile_error"
 WRONG = "wrong"  # ran, but the answer is off (or NaN: an output never written)
 LAUNCH_ERROR = "launch_error"  # the launch or the kernel failed (fault, bad config, worker died)
 TIMEOUT = "timeout"  # no answer within the watchdog's limit (an endless loop?)
-STATUSES = (OK, INVALID, COMPILE_ERROR, WRONG, LAUNCH_ERROR, TIMEOUT)
+UNRECORDED = "unrecorded"  # replay only: the recorded dataset never measured this config
+STATUSES = (OK, INVALID, COMPILE_ERROR, WRONG, LAUNCH_ERROR, TIMEOUT, UNRECORDED)
 
 
 @dataclass(frozen=True)

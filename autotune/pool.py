@@ -42,14 +42,14 @@ def visible_devices() -> tuple[int, ...]:
 
 
 def worker_specs(kind: str, shape: tuple[int, int, int], seed: int, devices: tuple[int, ...] | None,
-                 workers: int | None, kernel_timeout: float | None) -> list[WorkerSpec]:
+                 workers: int | None, kernel_timeout: float | None, replay_db: str | None = None) -> list[WorkerSpec]:
     """One spec per worker. On the GPU one worker per device: two workers timing on one GPU
     would slow each other down and the times would say so."""
-    if kind == "sim":
+    if kind in ("sim", "replay"):
         if devices is not None:
-            raise AutotuneError("--device/--devices choose GPUs and do not apply to --backend sim; "
-                                "use --workers N for emulator workers")
-        return [WorkerSpec("sim", shape, seed, 0, kernel_timeout) for _ in range(workers or 1)]
+            raise AutotuneError(f"--device/--devices choose GPUs and do not apply to --backend {kind}; "
+                                f"use --workers N for {kind} workers")
+        return [WorkerSpec(kind, shape, seed, 0, kernel_timeout, replay_db) for _ in range(workers or 1)]
     devices = devices if devices is not None else visible_devices()
     count = workers or len(devices)
     if count > len(devices):

@@ -39,6 +39,7 @@ class SearchOptions:
     storage: str | None = None
     study: str | None = None
     kernel_timeout: float | None = None
+    replay_db: str | None = None  # --backend replay: the recorded database that answers
 
 
 def _start(specs: list, db_path: str) -> tuple[list, object]:
@@ -87,7 +88,9 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None) -> int
     from .search import open_storage
 
     stop = stop or threading.Event()
-    specs = worker_specs(o.kind, o.shape, o.seed, o.devices, o.workers, o.kernel_timeout)
+    if o.kind == "replay":
+        check_replay(o.replay_db, o.db_path)
+    specs = worker_specs(o.kind, o.shape, o.seed, o.devices, o.workers, o.kernel_timeout, o.replay_db)
     preflight(o.families)
     storage = open_storage(o.storage)  # before any worker starts: a wrong URL costs nothing
     workers, db = _start(specs, o.db_path)
@@ -108,6 +111,17 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None) -> int
             w.close()
     print(summary(db, first, result), flush=True)
     return exit_status(stop, result.interrupted)
+
+
+def check_replay(replay_db: str | None, db_path: str) -> None:
+    from pathlib import Path
+
+    if not replay_db:
+        raise AutotuneError("--backend replay needs --replay-db PATH (a recorded results database)")
+    if not Path(replay_db).is_file():
+        raise AutotuneError(f"replay database {replay_db} does not exist; pass --replay-db with a recorded results database")
+    if Path(replay_db).resolve() == Path(db_path).resolve():
+        raise AutotuneError("--replay-db and --db are the same file: a replay must not write into its dataset")
 
 
 def preflight(families: list[Family]) -> None:

@@ -74,8 +74,10 @@ def trial_params(config: Config) -> dict[str, Value]:
 
 def make_sampler(name: str, seed: int | None) -> optuna.samplers.BaseSampler:
     if name == "tpe":
-        return optuna.samplers.TPESampler(seed=seed)  # constant_liar (default): workers spread out
-    return optuna.samplers.RandomSampler(seed=seed)  # grid: enqueued trials, see _enqueue_grid
+        return optuna.samplers.TPESampler(seed=seed, constant_liar=True)  # workers in flight spread out
+    from . import samplers  # gp, tpe-mv, qmc and samplers a benchmark binds (autotune/samplers.py)
+
+    return samplers.make(name, seed) or optuna.samplers.RandomSampler(seed=seed)  # grid: enqueued, see _enqueue_grid
 
 
 def open_storage(url: str | optuna.storages.BaseStorage | None) -> optuna.storages.BaseStorage | None:

@@ -44,7 +44,7 @@ STOP_S = 5.0  # a child asked to stop gets this long before it is killed
 
 @dataclass(frozen=True)
 class WorkerSpec:
-    """What a child builds. kind: "cuda", "sim", or "module:function" (a factory taking the
+    """What a child builds. kind: "cuda", "sim", "replay", or "module:function" (a factory taking the
     spec; tests use it to wrap a backend with injected faults)."""
 
     kind: str
@@ -52,6 +52,7 @@ class WorkerSpec:
     seed: int = 0
     device: int = 0
     kernel_timeout: float | None = None  # seconds per launch; None: derived (see launch_s)
+    replay_db: str | None = None  # kind "replay": the recorded results database it answers from
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,10 @@ def build_backend(spec: WorkerSpec):
         from .cuda_backend import CudaBackend
 
         return CudaBackend(M, N, K, device=spec.device, seed=spec.seed)
+    if spec.kind == "replay":
+        from .replay import ReplayBackend
+
+        return ReplayBackend(spec.replay_db, spec.shape)
     if spec.kind == "sim":
         from .sim.runner import DEFAULT_TIMEOUT_S
         from .sim_backend import SimBackend

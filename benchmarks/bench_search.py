@@ -1,0 +1,87 @@
+"""Sampler benchmark on replayed datasets: trials and simulated seconds to within 5% and 2% of
+the best, per sampler over many seeds, as markdown (for docs/BENCHMARKS.md and the README).
+
+    python benchmarks/bench_search.py                       # every dataset below, 20 seeds
+    python benchmarks/bench_search.py --only synthetic --seeds 5 --samplers random,tpe,model
+    python benchmarks/bench_search.py --replay-db new.sqlite --family naive,tiled --M 2048
+    python benchmarks/bench_search.py --make-synthetic benchmarks/data/synthetic-fake-naive-tiled-4096.sqlite
+
+No GPU is used: the trials are answered by autotune.replay.ReplayBackend (see autotune/bench.py).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # run from a checkout: tests.fakes builds the synthetic dataset
+
+from autotune import bench, store  # noqa: E402
+from autotune.families import FAMILIES, NAIVE, TILED  # noqa: E402
+from autotune.search import run_search  # noqa: E402
+from autotune.space import Limits  # noqa: E402
+
+DATA = ROOT / "benchmarks" / "data"
+CEILINGS = DATA / "model-ceilings-sm90-h200.json"
+SYNTHETIC_LABEL = ("SYNTHETIC: times from tests/fakes.py's FakeBackend (bigger tiles faster, padding slower, "
+                   "a hash jitter), not a GPU; it checks the machinery, not the samplers' worth on real kernels")
+# name -> (file, families, label or "" to read it from the data)
+DATASETS = {
+    "synthetic": ("synthetic-fake-naive-tiled-4096.sqlite", "naive,tiled", SYNTHETIC_LABEL),
+    "h200-naive-tiled": ("h200-4096-issue2-run1.sqlite", "naive,tiled", ""),
+    "h200-blocked-probe": ("h200-4096-blocked-probe.sqlite", "blocked", ""),
+    "h200-blocked-search2": ("h200-4096-blocked-search2.sqlite", "blocked", ""),
+}
+
+
+def make_synthetic(path: Path, size: int = 4096) -> None:
+    """Every valid naive and tiled config through the fake backend: an exhaustive dataset."""
+    from tests.fakes import FakeBackend
+
+    path.unlink(missing_ok=True)
+    db = store.open_db(path)
+    run_search(db, FakeBackend(size, size, size), [NAIVE, TILED], Limits(), sampler="grid", trials=10**6)
+    db["sources"].drop()  # the replay needs the results only; the sources are most of the size
+    db.conn.commit()
+    db.execute("PRAGMA journal_mode = DELETE")  # one file, no -wal beside it
+    db.vacuum()
+    db.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--samplers", default=",".join(bench.DEFAULT_SAMPLERS))
+    ap.add_argument("--only", help="comma-separated dataset names: " + ", ".join(DATASETS))
+    ap.add_argument("--replay-db", help="benchmark this database instead of the known datasets")
+    ap.add_argument("--family", default="naive,tiled", help="families, with --replay-db")
+    ap.add_argument("--M", type=int, default=4096, help="shape (square), with --replay-db")
+    ap.add_argument("--ceilings", default=str(CEILINGS), help="predicted ceilings for the model sampler")
+    ap.add_argument("-o", "--output", help="write the markdown here too")
+    ap.add_argument("--make-synthetic", metavar="PATH", help="write the synthetic dataset and stop")
+    args = ap.parse_args()
+    if args.make_synthetic:
+        make_synthetic(Path(args.make_synthetic))
+        return
+    shape = (args.M,) * 3
+    if args.replay_db:
+        specs = [(Path(args.replay_db).stem, Path(args.replay_db), args.family, "")]
+    else:
+        names = args.only.split(",") if args.only else list(DATASETS)
+        specs = [(n, DATA / DATASETS[n][0], DATASETS[n][1], DATASETS[n][2]) for n in names]
+    ceilings = bench.load_ceilings(args.ceilings if Path(args.ceilings).exists() else None)
+    seeds = list(range(args.seeds))
+    parts = []
+    for name, path, fams, label in specs:
+        ds = bench.load_dataset(path, shape, [FAMILIES[f] for f in fams.split(",")], name, label)
+        runs, skipped = bench.bench(ds, args.samplers.split(","), seeds, ceilings,
+                                    log=lambda s: print(s, file=sys.stderr, flush=True))
+        parts.append(bench.table(ds, runs, skipped))
+        print(parts[-1], flush=True)
+    if args.output:
+        Path(args.output).write_text("\n".join(parts))
+
+
+if __name__ == "__main__":
+    main()

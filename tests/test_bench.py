@@ -1,0 +1,101 @@
+"""The sampler benchmark on small replayed datasets: the tally against ground truth, the
+same seed giving the same run, partial datasets searched within what they recorded, and
+the model-guided sampler following its ceilings."""
+import zlib
+
+import pytest
+
+from autotune import bench, samplers, store
+from autotune.families import NAIVE
+from autotune.outcome import OK, UNRECORDED, Outcome, Timing
+from autotune.search import run_search
+from autotune.space import Limits, valid_configs
+from tests.fakes import FakeBackend
+
+SHAPE = (256, 256, 256)
+
+
+def jitter_ms(config) -> float:
+    """One clear best among the naive configs (the plain fake ties half of them)."""
+    return 20.0 + zlib.crc32(config.name.encode()) % 1000 / 10.0
+
+
+class JitterBackend(FakeBackend):
+    def measure(self, config, source):
+        self.measured.append(config.name)
+        ms = jitter_ms(config)
+        return Outcome(OK, err=1e-7, timing=Timing(ms, ms, ms, 5))
+
+
+def record(path, trials: int, sampler: str = "grid"):
+    db = store.open_db(path)
+    run_search(db, JitterBackend(*SHAPE), [NAIVE], Limits(), sampler=sampler, trials=trials, seed=3)
+    db.close()
+    return path
+
+
+@pytest.fixture
+def full(tmp_path):
+    return bench.load_dataset(record(tmp_path / "full.sqlite", 1000), SHAPE, [NAIVE], "full")
+
+
+@pytest.fixture
+def partial(tmp_path):
+    return bench.load_dataset(record(tmp_path / "part.sqlite", 40, "random"), SHAPE, [NAIVE], "part")
+
+
+def test_an_exhaustive_dataset_and_its_best(full):
+    assert full.exhaustive and len(full.space) == len(valid_configs(NAIVE))
+    assert full.best["time_ms"] == min(jitter_ms(c) for c in valid_configs(NAIVE))
+
+
+def test_grid_reaches_the_target_where_declaration_order_says(full):
+    run = bench.run_one(full, "grid", seed=0)
+    limit = full.best["time_ms"] / 0.98
+    first = next(i for i, c in enumerate(valid_configs(NAIVE), 1) if jitter_ms(c) <= limit)
+    assert run.new[0.02] == first
+    assert run.seconds[0.02] > first * 1.0  # at least the per-trial overhead each
+
+
+@pytest.mark.parametrize("sampler", ["random", "tpe"])
+def test_same_seed_same_run(full, sampler):
+    a, b = bench.run_one(full, sampler, seed=5), bench.run_one(full, sampler, seed=5)
+    assert (a.new, a.seconds) == (b.new, b.seconds)
+    assert a.new[0.05] <= a.new[0.02] <= len(full.space)
+
+
+def test_a_partial_dataset_is_searched_within_what_it_recorded(partial, tmp_path):
+    assert not partial.exhaustive and 0 < len(partial.recorded) < len(partial.valid)
+    from autotune.replay import ReplayBackend
+    from autotune.search import make_sampler
+
+    db = store.open_db(tmp_path / "run.sqlite")
+    factory = lambda seed: samplers.Restricted(make_sampler("tpe", seed), partial.space, seed)  # noqa: E731
+    with samplers.bind("bench-tpe", factory):
+        run_search(db, ReplayBackend(partial.path, SHAPE), [NAIVE], Limits(), sampler="bench-tpe",
+                   trials=len(partial.space), seed=1)
+    statuses = {r["status"] for r in db.query("select status from results")}
+    assert UNRECORDED not in statuses
+    assert db["results"].count_where("status = 'ok'") == len(partial.space)  # all of them, each once
+    order = [samplers.RandomOrder(partial.space, [NAIVE], seed)._params for seed in (0, 1)]
+    assert order[0] != order[1] and sorted(map(str, order[0])) == sorted(map(str, order[1]))  # a permutation
+    run = bench.run_one(partial, "grid", seed=0)
+    assert run.new[0.02] is not None and run.new[0.02] <= len(partial.space)
+    assert "NOT exhaustive" in bench.table(partial, {"grid": [run]}, {})
+
+
+def test_model_sampler_follows_its_ceilings_and_prunes(full):
+    perfect = {c.name: 1000.0 / jitter_ms(c) for c in full.valid}  # a model that ranks exactly
+    run = bench.run_one(full, "model", seed=0, ceilings=perfect)
+    assert run.new[0.02] == 1
+    inverted = {name: -value + 100 for name, value in perfect.items()}  # ranks the best last
+    run = bench.run_one(full, "model", seed=0, ceilings=inverted)
+    assert run.new[0.02] is None or run.new[0.02] > len(full.space) // 2
+
+
+def test_the_table_has_a_row_per_sampler_and_the_reasons_for_skips(full):
+    runs, skipped = bench.bench(full, ["random", "grid", "cmaes"], seeds=[0, 1])
+    text = bench.table(full, runs, skipped)
+    assert "| random |" in text and "| grid |" in text and "1.00x" in text
+    assert "cmaes" in skipped and "categorical" in text
+    assert "exhaustive" in text and str(len(full.space)) in text
