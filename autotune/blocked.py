@@ -16,7 +16,7 @@ is the `__launch_bounds__` minimum of resident blocks (a register cap).
 """
 from __future__ import annotations
 
-from .space import Constraint, Family, Launch, Limits, Param, Params, ceil_div
+from .space import Constraint, Family, Launch, Param, Params, ceil_div
 
 MAX_ACCUMULATORS = 128  # per thread; beyond it the kernel cannot stay within 255 registers
 MAX_THREADS_PER_SM = 2048

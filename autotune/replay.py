@@ -27,7 +27,6 @@ import sqlite3
 from pathlib import Path
 from statistics import median
 
-from . import store
 from .errors import AutotuneError
 from .outcome import OK, UNRECORDED, Outcome, Timing
 from .space import Config

@@ -9,7 +9,7 @@ from autotune import store
 from autotune.cli import cli
 from autotune.errors import AutotuneError
 from autotune.families import NAIVE, TILED
-from autotune.outcome import OK, UNRECORDED, WRONG
+from autotune.outcome import OK, UNRECORDED
 from autotune.replay import OVERHEAD_S, WARMUP_RUNS, ReplayBackend, trial_seconds
 from autotune.search import run_search
 from autotune.space import Limits, valid_configs

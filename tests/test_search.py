@@ -3,7 +3,7 @@ measured twice, a wrong kernel is never best."""
 import pytest
 
 from autotune import store
-from autotune.families import FAMILIES, NAIVE, TILED
+from autotune.families import NAIVE, TILED
 from autotune.search import run_search
 from autotune.space import Limits, valid_configs
 from tests.fakes import FakeBackend

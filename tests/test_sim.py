@@ -6,7 +6,7 @@ import pytest
 
 from autotune.codegen import render
 from autotune.families import FAMILIES
-from autotune.space import Launch, make_config, valid_configs
+from autotune.space import Launch, make_config
 from autotune.sim import SimError, run, run_kernel
 from autotune.verify import (SHAPES, TOLERANCE, possible_pairs, reference, relative_error, sample_configs,
                              verify_configs)
@@ -14,13 +14,6 @@ from autotune.verify import (SHAPES, TOLERANCE, possible_pairs, reference, relat
 SAMPLE = 12  # per family: enough to cover every value of every parameter
 
 
-@pytest.fixture(autouse=True, scope="module")
-def private_cache(tmp_path_factory: pytest.TempPathFactory):
-    """A cold cache of our own, so the timing is CI's and the user's cache is untouched."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("AUTOTUNE_CACHE", str(tmp_path_factory.mktemp("cache")))
-    yield
-    mp.undo()
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))

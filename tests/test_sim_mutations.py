@@ -26,12 +26,6 @@ TILED = (
 )
 
 
-@pytest.fixture(autouse=True, scope="module")
-def private_cache(tmp_path_factory: pytest.TempPathFactory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("AUTOTUNE_CACHE", str(tmp_path_factory.mktemp("cache")))
-    yield
-    mp.undo()
 
 
 def edit(source: str, old: str, new: str, nth: int = 0) -> str:

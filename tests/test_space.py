@@ -1,7 +1,7 @@
 import pytest
 
 from autotune.errors import SpaceError
-from autotune.families import FAMILIES, NAIVE, TILED
+from autotune.families import NAIVE, TILED
 from autotune.space import (Limits, check_shape, enumerate_space, make_config, shape_violations, valid_configs,
                             violations)
 
