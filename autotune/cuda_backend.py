@@ -5,6 +5,8 @@ cuBLAS time are made once, then every config is checked and timed against them.
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from . import compile as nvrtc
@@ -19,6 +21,7 @@ CHECK_SHAPE = (131, 67, 93)  # an odd shape every variant must also get right (t
 NAN_BITS = 0x7FC00000  # a quiet NaN: outputs never written stay NaN and fail the check
 TIME_BUDGET_MS = 600.0  # stop repeating once this much kernel time was measured...
 MIN_REPS, MAX_REPS, WARMUP = 3, 20, 2  # ...but never fewer than MIN_REPS timed runs
+SETTLE_REPS, SETTLE_SPREAD = 5, 0.01  # ...and stop early once 5 runs agree within 1%
 
 
 class DeviceFault(Fault):
@@ -114,7 +117,10 @@ def time_ms(run, stream, min_reps: int = MIN_REPS, max_reps: int = MAX_REPS, tic
     for _ in range(WARMUP):
         run()
     times: list[float] = []
-    while len(times) < max_reps and (len(times) < min_reps or sum(times) < TIME_BUDGET_MS):
+    def enough() -> bool:
+        return len(times) >= min_reps and (sum(times) >= TIME_BUDGET_MS or settled(times))
+
+    while len(times) < max_reps and not enough():
         start = stream.record(options=opts)
         run()
         end = stream.record(options=opts)
@@ -122,6 +128,27 @@ def time_ms(run, stream, min_reps: int = MIN_REPS, max_reps: int = MAX_REPS, tic
         times.append(end - start)
         tick()
     return Timing.of(times)
+
+
+def settled(times: list[float]) -> bool:
+    """Repeat only as long as the spread requires: stop once the last SETTLE_REPS runs lie
+    within SETTLE_SPREAD of their median (more runs would not move the median)."""
+    if len(times) < SETTLE_REPS:
+        return False
+    last = sorted(times[-SETTLE_REPS:])
+    return (last[-1] - last[0]) <= SETTLE_SPREAD * last[len(last) // 2]
+
+
+class Stopwatch:
+    """Seconds per stage of a trial (recorded with the row: where a trial's time goes)."""
+
+    def __init__(self) -> None:
+        self._last = time.perf_counter()
+
+    def lap(self) -> float:
+        now = time.perf_counter()
+        lap, self._last = now - self._last, now
+        return round(lap, 4)
 
 
 def bytes_needed(M: int, N: int, K: int) -> int:
@@ -181,10 +208,12 @@ class CudaBackend:
                 "nvrtc_version": nvrtc.nvrtc_version(), "cublas_version": self.blas.version()}
 
     def measure(self, config: Config, source: str) -> Outcome:
+        clock = Stopwatch()
         built = nvrtc.compile_source(source, config.name, self.info.arch)
         if not built.ok:
             return Outcome(COMPILE_ERROR, reason=first_error(built.log), extra={"compile_log": built.log})
         self.tick()
+        stages = {"t_compile_s": clock.lap()}  # a cache hit when the search compiled it ahead
         try:
             kernel = load_kernel(built.cubin, config.name, config.geometry(*self.shape[:2]).shared_bytes,
                                  self.info.index)
@@ -196,11 +225,13 @@ class CudaBackend:
                     return Outcome(WRONG, reason=f"relative error {err:.3g} > {TOLERANCE:g} at {shape}", err=err,
                                    extra=extra)
                 self.tick()
+            stages["t_verify_s"] = clock.lap()
             timing = time_ms(lambda: self._launch(kernel, config, self.main), self.stream, tick=self.tick)
+            stages["t_time_s"] = clock.lap()
         except Exception as exc:  # a fault poisons the context; report it, then stop the process
             raise DeviceFault(f"{config.name}: {exc}") from exc
         extra["sm_clock_mhz"] = sm_clock_mhz(self.info.uuid)
-        return Outcome(OK, err=err, timing=timing, extra=extra)
+        return Outcome(OK, err=err, timing=timing, extra={**extra, **stages})
 
     def _launch(self, kernel, config: Config, p: Problem) -> None:
         launch_kernel(self.stream, kernel, config.geometry(p.M, p.N), p.a, p.b, p.c, p.M, p.N, p.K)

@@ -7,6 +7,7 @@ move on, and a row is only inserted where none with its key exists.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -44,6 +45,7 @@ def evaluate(db: sqlite_utils.Database, backend: Backend, config: Config, limits
              peak_tflops: float | None, owner: store.Owner | None = None) -> Evaluated | None:
     """The config's row: refused, reused or measured. None when another live worker is measuring
     this very config right now (nothing is recorded; the caller moves on)."""
+    start = time.perf_counter()
     M, N, K = backend.shape
     prov = backend.provenance
     base = {"kernel": config.name, "family": config.family.name, "backend": backend.name,
@@ -71,7 +73,11 @@ def evaluate(db: sqlite_utils.Database, backend: Backend, config: Config, limits
     except BaseException:  # interrupted: no row, so the next run measures it again
         store.release(db, key, owner)
         raise
+    measured = time.perf_counter()
     base |= explain.for_result(db, backend, config, source, outcome.status)  # {} if it did not compile
+    # where a new trial's time goes: the backend reports compile, verify and time; this is the rest
+    base |= {"t_explain_s": round(time.perf_counter() - measured, 4),
+             "t_trial_s": round(time.perf_counter() - start, 4)}
     return _record(db, backend, base, outcome, peak_tflops)
 
 

@@ -83,9 +83,7 @@ def measure_command(shape: tuple[int, int, int], configs: list[Config], seed: in
 
 def search_command(o: SearchOptions, stop: threading.Event | None = None) -> int:
     """Run the search; print the summary; return the exit status (see pool.exit_status)."""
-    from .search import run_search
-
-    from .search import open_storage
+    from .search import open_storage, run_search
 
     stop = stop or threading.Event()
     if o.kind == "replay":
@@ -127,7 +125,7 @@ def check_replay(replay_db: str | None, db_path: str) -> None:
 def preflight(families: list[Family]) -> None:
     """Render each family's default config once, so that a broken template is one error
     before anything starts rather than a failure in the middle of a search."""
-    from .space import make_config, violations
+    from .space import make_config
 
     for family in families:
         config = make_config(family, {})

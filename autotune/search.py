@@ -274,18 +274,32 @@ def _guarded(run: _Run, path: str, backend: Backend, owner: store.Owner) -> None
 
 
 def _work(run: _Run, db: sqlite_utils.Database, backend: Backend, owner: store.Owner) -> None:
-    while run.take_slot():
-        done = None
-        try:
-            done = _one_trial(run, db, backend, owner)
-        finally:
-            run.end_slot(done)
+    ahead = None
+    if getattr(backend, "compile_ahead", False):  # GPU workers: compile the next trial meanwhile
+        from .pipeline import Ahead
 
-
-def _one_trial(run: _Run, db: sqlite_utils.Database, backend: Backend, owner: store.Owner) -> Evaluated | None:
-    trial = run.study.ask()
+        ahead = Ahead(run.study, run.families, run.limits, store.path_of(db), backend.provenance["arch"], suggest)
     try:
-        config = suggest(trial, run.families)
+        while run.take_slot():
+            done = None
+            try:
+                done = _one_trial(run, db, backend, owner, ahead)
+            finally:
+                run.end_slot(done)
+    finally:
+        if ahead:
+            ahead.close()
+
+
+def _one_trial(run: _Run, db: sqlite_utils.Database, backend: Backend, owner: store.Owner,
+               ahead=None) -> Evaluated | None:
+    if ahead:
+        trial, config = ahead.take()
+    else:
+        trial = run.study.ask()
+    try:
+        if not ahead:
+            config = suggest(trial, run.families)
         trial.set_user_attr("kernel", config.name)
         trial.set_user_attr("owner", f"{owner.host}:{owner.pid}")
         done = evaluate(db, backend, config, run.limits, run.peak_tflops, owner)

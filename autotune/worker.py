@@ -223,6 +223,11 @@ class WorkerBackend:
         return self._ready().explain
 
     @property
+    def compile_ahead(self) -> bool:
+        """GPU workers: the search compiles the next trial while this one measures (pipeline.py)."""
+        return self.worker_spec.kind == "cuda"
+
+    @property
     def provenance(self) -> dict:
         ready = self._ready()
         return {**ready.provenance, "worker": self.worker, "device": ready.device}
