@@ -19,7 +19,7 @@ def main(path: str) -> None:
         values = sorted(r[stage] for r in rows if r[stage] is not None)
         p90 = values[min(len(values) - 1, int(0.9 * len(values)))]
         print(f"  {stage:<12} {statistics.median(values):7.3f} {p90:7.3f}")
-    stamps = [r[0] for r in db.execute("select created_at from trials t join results r on r.id = t.result_id "
+    stamps = [r[0] for r in db.execute("select t.created_at from trials t join results r on r.id = t.result_id "
                                        "where t.cached = 0 and r.status != 'invalid' order by t.id")]
     print(f"  rows written between {stamps[0]} and {stamps[-1]}" if stamps else "")
 
