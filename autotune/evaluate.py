@@ -42,7 +42,7 @@ class Evaluated:
 
 
 def evaluate(db: sqlite_utils.Database, backend: Backend, config: Config, limits: Limits,
-             peak_tflops: float | None, owner: store.Owner | None = None) -> Evaluated | None:
+             peak_tflops: float | None, owner: store.Owner | None = None, ledger=None) -> Evaluated | None:
     """The config's row: refused, reused or measured. None when another live worker is measuring
     this very config right now (nothing is recorded; the caller moves on)."""
     start = time.perf_counter()
@@ -60,25 +60,42 @@ def evaluate(db: sqlite_utils.Database, backend: Backend, config: Config, limits
     if earlier:
         return Evaluated(earlier, cached=True)
     owner = owner or store.Owner(prov.get("worker", ""))
+    if ledger:  # hosts sharing a study: claim it there first (autotune/ledger.py)
+        state, shared = ledger.claim(key, owner)
+        if state == store.DONE:
+            return Evaluated(store.copy_result(db, shared, source), cached=True)
+        if state == store.TAKEN:
+            return None
     state = store.claim(db, key, owner)  # under the write lock: another worker may just have begun
     if state != store.MINE:
+        if ledger and state == store.DONE:
+            ledger.finish(key, store.find_key(db, key))  # measured here before the ledger knew it
+        elif ledger:
+            ledger.release(key, owner)
         return Evaluated(store.find_key(db, key), cached=True) if state == store.DONE else None
     base |= {"source_hash": source_hash, "template_hash": template_hash(config)}
     try:
         store.insert_source(db, source_hash, config.name, config.family.name, source)
         outcome = backend.measure(config, source)
     except Fault as fault:  # record the crash as a row, then let the caller stop this process
-        _record(db, backend, base, fault.outcome, None)
+        crashed = _record(db, backend, base, fault.outcome, None)
+        if ledger:
+            ledger.finish(key, crashed.row)
         raise
     except BaseException:  # interrupted: no row, so the next run measures it again
         store.release(db, key, owner)
+        if ledger:
+            ledger.release(key, owner)
         raise
     measured = time.perf_counter()
     base |= explain.for_result(db, backend, config, source, outcome.status)  # {} if it did not compile
     # where a new trial's time goes: the backend reports compile, verify and time; this is the rest
     base |= {"t_explain_s": round(time.perf_counter() - measured, 4),
              "t_trial_s": round(time.perf_counter() - start, 4)}
-    return _record(db, backend, base, outcome, peak_tflops)
+    done = _record(db, backend, base, outcome, peak_tflops)
+    if ledger:
+        ledger.finish(key, done.row)
+    return done
 
 
 def _record(db: sqlite_utils.Database, backend: Backend, base: dict, outcome: Outcome,

@@ -29,6 +29,7 @@ from optuna.trial import TrialState
 from . import store
 from .errors import AutotuneError
 from .evaluate import Backend, Evaluated, evaluate
+from .ledger import Ledger, wants_ledger
 from .outcome import INVALID, OK
 from .space import Config, Family, Limits, Value, iter_valid
 
@@ -174,6 +175,7 @@ class _Run:
     lock: threading.Condition = field(default_factory=threading.Condition)
     pending: int = 0
     error: BaseException | None = None
+    ledger: Ledger | None = None
 
     def take_slot(self) -> bool:
         """Whether this worker may start another trial; waits while the ones in flight decide it."""
@@ -225,12 +227,17 @@ def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], fam
     result = SearchResult(study=name, workers=len(backends))
     run = _Run(opt, families, limits, peak_tflops, result, trials, budget,
                time.monotonic() + timeout if timeout is not None else None, stop or threading.Event(), progress)
+    if isinstance(storage, str) and wants_ledger(storage):
+        run.ledger = Ledger(storage)  # several hosts: claims and rows shared through the server
     start = time.monotonic()
     try:
         _run_workers(run, db, backends)
     except KeyboardInterrupt:
         run.stop.set()
         result.interrupted = True
+    finally:
+        if run.ledger:
+            run.ledger.close()
     result.interrupted = result.interrupted or run.stop.is_set()
     result.seconds = time.monotonic() - start
     return result
@@ -302,7 +309,7 @@ def _one_trial(run: _Run, db: sqlite_utils.Database, backend: Backend, owner: st
             config = suggest(trial, run.families)
         trial.set_user_attr("kernel", config.name)
         trial.set_user_attr("owner", f"{owner.host}:{owner.pid}")
-        done = evaluate(db, backend, config, run.limits, run.peak_tflops, owner)
+        done = evaluate(db, backend, config, run.limits, run.peak_tflops, owner, run.ledger)
         if done is None:  # another worker is measuring it: no row, no value
             run.study.tell(trial, state=TrialState.PRUNED)
             return None

@@ -223,6 +223,19 @@ def alive(pid: int) -> bool:
     return True
 
 
+def copy_result(db: sqlite_utils.Database, row: dict[str, Any], source: str) -> dict[str, Any]:
+    """Another host's finished row (from the ledger) into this database, with its own worker,
+    device and date kept; its source too, so that export works here. Returns the local row."""
+    insert_source(db, row["source_hash"], row["kernel"], row["family"], source)
+    copy = {k: v for k, v in row.items() if k != "id"}
+    with immediate(db):
+        found = find_key(db, tuple(row[k] for k in KEY))  # a copy made meanwhile by another thread
+        if found:
+            return found
+        copy["id"] = db["results"].insert(copy, alter=True).last_pk
+    return copy
+
+
 def insert_source(db: sqlite_utils.Database, source_hash: str, kernel: str, family: str, source: str) -> None:
     with immediate(db):  # each write takes the lock first: a read-then-write could fail at once under WAL
         db["sources"].insert({"source_hash": source_hash, "kernel": kernel, "family": family, "source": source},
