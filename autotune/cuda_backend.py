@@ -47,12 +47,17 @@ def upload(dev, stream, host: np.ndarray):
     return buf
 
 
-def poisoned(dev, stream, M: int, N: int):
-    """An M x N output buffer full of NaN: outputs a kernel never writes stay NaN."""
+def poison(stream, buf, M: int, N: int) -> None:
+    """Fill an M x N output with NaN: outputs a kernel never writes stay NaN."""
     from cuda.bindings import driver
 
-    buf = dev.allocate(M * N * 4, stream=stream)
     _ok(driver.cuMemsetD32Async(int(buf.handle), NAN_BITS, M * N, stream.handle))
+
+
+def poisoned(dev, stream, M: int, N: int):
+    """A new M x N output buffer full of NaN."""
+    buf = dev.allocate(M * N * 4, stream=stream)
+    poison(stream, buf, M, N)
     return buf
 
 
@@ -96,9 +101,7 @@ class Problem:
         self.ref = self.download()
 
     def poison(self) -> None:
-        from cuda.bindings import driver
-
-        _ok(driver.cuMemsetD32Async(int(self.c.handle), NAN_BITS, self.M * self.N, self.stream.handle))
+        poison(self.stream, self.c, self.M, self.N)
 
     def download(self) -> np.ndarray:
         return download(self.stream, self.c, self.M, self.N)

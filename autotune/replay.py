@@ -111,7 +111,7 @@ class ReplayBackend:
         self.recorded_backend = rows[0]["backend"]  # "cuda" for GPU data, "fake" for synthetic data
         self._prov = {k: rows[0].get(k) for k in ("gpu_name", "gpu_uuid", "arch", "driver_version", "nvrtc_version")}
         self._prov["cublas_version"] = rows[0].get("cublas_version")
-        # the latest answer per config wins, as it would in store.find_result
+        # the latest answer per config wins, as it would in store.find_key
         self.rows: dict[str, dict] = {r["kernel"]: r for r in rows if r["status"] in REPLAYED}
         self.baseline = load_baseline(db_path, self.shape, self._prov["gpu_uuid"])
         self.simulated_s = 0.0  # running total over this backend's trials

@@ -254,12 +254,6 @@ def insert_baseline(db: sqlite_utils.Database, row: dict[str, Any]) -> None:
         db["baselines"].insert({**row, "created_at": now()})
 
 
-def find_result(db: sqlite_utils.Database, backend: str, gpu_name: str, shape: tuple[int, int, int],
-                kernel: str, source_hash: str) -> dict | None:
-    """The earlier measurement of this exact source on this GPU model and shape, if any."""
-    return find_key(db, (backend, gpu_name, *shape, kernel, source_hash))
-
-
 def results(db: sqlite_utils.Database, shape: tuple[int, int, int], backend: str = "cuda",
             gpu: str | None = None, status: str | None = None) -> Iterator[dict]:
     where = ["backend = ?", "M = ?", "N = ?", "K = ?"]
