@@ -16,7 +16,7 @@ from . import __version__, store
 from .errors import AutotuneError
 from .families import FAMILIES
 from .model import PRESETS
-from .space import Config, Limits, check_shape, make_config
+from .space import Config, Limits, check_shape, expand, make_config, narrow
 
 DB_HELP = "SQLite results database (default: $AUTOTUNE_DB or db/autotune.sqlite)"
 
@@ -89,14 +89,37 @@ def resolve_shape(M: int, N: int | None, K: int | None) -> tuple[int, int, int]:
     return shape
 
 
-def parse_params(params: tuple[str, ...]) -> dict[str, str]:
-    out = {}
+def parse_choices(params: tuple[str, ...]) -> dict[str, list[str]]:
+    """-p NAME=VALUE or -p NAME=V1,V2,...: the values given for each parameter."""
+    out: dict[str, list[str]] = {}
     for item in params:
         name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise AutotuneError(f"-p {item!r} is not NAME=VALUE (for example -p T=32)")
-        out[name.strip()] = value.strip()
+        values = [v.strip() for v in value.split(",") if v.strip()]
+        if not sep or not name.strip() or not values:
+            raise AutotuneError(f"-p {item!r} is not NAME=VALUE (for example -p T=32, or -p BM=64,128 in search/measure)")
+        out[name.strip()] = values
     return out
+
+
+def parse_params(params: tuple[str, ...]) -> dict[str, str]:
+    """One value per parameter (a command that names one config)."""
+    out = {}
+    for name, values in parse_choices(params).items():
+        if len(values) > 1:
+            raise AutotuneError(f"-p {name}={','.join(values)} gives several values; this command takes one "
+                                f"(search and measure take lists)")
+        out[name] = values[0]
+    return out
+
+
+def narrow_families(families: list, params: tuple[str, ...]) -> list:
+    """Restrict each family to the -p values of the parameters it has (search a sub-space)."""
+    choices = parse_choices(params)
+    for name in choices:
+        if not any(name in {p.name for p in f.params} for f in families):
+            raise AutotuneError(f"no family searched has a parameter {name!r}; "
+                                f"see `autotune space` for each family's parameters")
+    return [narrow(f, {n: v for n, v in choices.items() if n in {p.name for p in f.params}}) for f in families]
 
 
 def resolve_config(db_path: str, family: str | None, params: tuple[str, ...], result_id: int | None) -> Config | None:
@@ -133,6 +156,8 @@ KERNEL_TIMEOUT_HELP = ("seconds one kernel launch may take before the watchdog s
 @shape_options
 @click.option("--family", "family_text", default=",".join(FAMILIES), show_default=True,
               help="families to search, comma-separated")
+@click.option("-p", "--param", "params", multiple=True, metavar="NAME=V1,V2",
+              help="search only these values of a parameter (repeat for others), e.g. -p BM=128,256")
 @click.option("--sampler", type=click.Choice(["tpe", "random", "grid"]), default="tpe", show_default=True)
 @click.option("--trials", type=click.IntRange(min=1), default=60, show_default=True,
               help="new configs to measure (configs already in the database are reused, not counted)")
@@ -155,7 +180,7 @@ KERNEL_TIMEOUT_HELP = ("seconds one kernel launch may take before the watchdog s
 @click.option("--kernel-timeout", type=click.FloatRange(min=0, min_open=True), help=KERNEL_TIMEOUT_HELP)
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
 @friendly
-def search(M, N, K, family_text, sampler, trials, timeout, seed, device, devices_text, workers, backend, replay_db,
+def search(M, N, K, family_text, params, sampler, trials, timeout, seed, device, devices_text, workers, backend, replay_db,
            storage, study_name, kernel_timeout, db_path) -> None:
     """Generate, compile, verify, time and record SGEMM variants; Optuna picks which.
     Ctrl-C stops after the trials in flight and prints the summary (exit status 130)."""
@@ -165,7 +190,7 @@ def search(M, N, K, family_text, sampler, trials, timeout, seed, device, devices
     if study_name and not storage:
         raise AutotuneError("--study names a study kept in --storage; without --storage each search is a fresh "
                             "in-memory study (it still reuses every result in --db)")
-    options = SearchOptions(shape=resolve_shape(M, N, K), families=parse_families(family_text), db_path=db_path,
+    options = SearchOptions(shape=resolve_shape(M, N, K), families=narrow_families(parse_families(family_text), params), db_path=db_path,
                             sampler=sampler, trials=trials, timeout=timeout, seed=seed, kind=backend,
                             devices=parse_devices(devices_text, device), workers=workers, storage=storage,
                             study=study_name, kernel_timeout=kernel_timeout, replay_db=replay_db)
@@ -204,13 +229,18 @@ def best(M, N, K, family, gpu, backend, as_json, db_path) -> None:
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
 @friendly
 def measure(M, N, K, family, params, result_id, seed, device, backend, kernel_timeout, db_path) -> None:
-    """Verify and time one named config in a worker process (recorded like a search trial)."""
+    """Verify and time named configs in a worker process (recorded like search trials).
+    -p NAME=V1,V2 measures every combination of the listed values (others at their defaults)."""
     from .runs import measure_command
 
-    config = resolve_config(db_path, family, params, result_id)
-    if config is None:
-        raise AutotuneError("name a config: --family tiled -p T=32 ..., or --id N")
-    click.echo(measure_command(resolve_shape(M, N, K), [config], seed, device, db_path, backend, kernel_timeout))
+    if family and result_id is None:
+        configs = expand(FAMILIES[family], parse_choices(params))
+    else:
+        config = resolve_config(db_path, family, params, result_id)
+        if config is None:
+            raise AutotuneError("name a config: --family tiled -p T=32 ..., or --id N")
+        configs = [config]
+    click.echo(measure_command(resolve_shape(M, N, K), configs, seed, device, db_path, backend, kernel_timeout))
 
 
 @cli.command()

@@ -13,6 +13,7 @@ hosts can share it; without, it is in memory and re-learns from the results tabl
 """
 from __future__ import annotations
 
+import hashlib
 import itertools
 import logging
 import os
@@ -31,7 +32,7 @@ from .errors import AutotuneError
 from .evaluate import Backend, Evaluated, evaluate
 from .ledger import Ledger, wants_ledger
 from .outcome import INVALID, OK
-from .space import Config, Family, Limits, Value, iter_valid
+from .space import Config, Family, Limits, Value, iter_valid, within
 
 SAMPLERS = ("tpe", "random", "grid")
 MAX_TRIALS_PER_NEW = 10  # a sampler that keeps proposing measured configs stops eventually
@@ -123,8 +124,17 @@ def study_name(families: list[Family], shape: tuple[int, int, int], backend: str
     """A stored study is named by what it searches, so the same command continues it; an
     in-memory one by the run (the trials table keeps runs apart)."""
     M, N, K = shape
-    base = f"{'+'.join(f.name for f in families)}-{M}x{N}x{K}-{backend}"
+    base = f"{'+'.join(f.name + _narrowed_tag(f) for f in families)}-{M}x{N}x{K}-{backend}"
     return f"{base}-{sampler}" if persistent else f"{base}-{sampler}-seed{seed}-{store.now()}-{os.getpid()}"
+
+
+def _narrowed_tag(family: Family) -> str:
+    """A narrowed family (-p BM=128,256) keeps a study of its own: its distributions differ."""
+    from .families import FAMILIES
+
+    if FAMILIES.get(family.name) is family:
+        return ""
+    return "~" + hashlib.sha1(repr([p.values for p in family.params]).encode()).hexdigest()[:8]
 
 
 def warm_start(study: optuna.Study, db: sqlite_utils.Database, backend: Backend, families: list[Family]) -> set[str]:
@@ -135,7 +145,7 @@ def warm_start(study: optuna.Study, db: sqlite_utils.Database, backend: Backend,
     seen: set[str] = set()
     for row in store.results(db, backend.shape, backend.name, backend.provenance["gpu_name"]):
         family = names.get(row["family"])
-        if family is None or row["kernel"] in seen:
+        if family is None or row["kernel"] in seen or not within(family, row):  # outside a narrowed space
             continue
         seen.add(row["kernel"])
         if row["kernel"] in told:

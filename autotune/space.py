@@ -7,7 +7,7 @@ refused. Only configs built here (validated ints and enum strings) reach a templ
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator, Union
 
 from .errors import SpaceError
@@ -123,6 +123,30 @@ def make_config(family: Family, given: dict[str, Value]) -> Config:
     return Config(family, tuple((p.name, values[p.name]) for p in family.params))
 
 
+def narrow(family: Family, choices: dict[str, list[str]]) -> Family:
+    """The family with some parameters restricted to the given values (a sub-space to search or
+    measure: `-p BM=128,256`). Names, constraints and the template stay the same, so a config of
+    the narrowed family is the very config of the whole one."""
+    if not choices:
+        return family
+    allowed = {name: tuple(dict.fromkeys(family.param(name).parse(v) for v in values))
+               for name, values in choices.items()}
+    params = tuple(replace(p, values=allowed.get(p.name, p.values)) for p in family.params)
+    return replace(family, params=params)
+
+
+def within(family: Family, values: Params) -> bool:
+    """Whether every parameter value lies in the family's (possibly narrowed) values."""
+    return all(values.get(p.name) in p.values for p in family.params)
+
+
+def expand(family: Family, choices: dict[str, list[str]]) -> list[Config]:
+    """Every combination of the given values, the other parameters at their defaults."""
+    names = list(choices)
+    lists = [choices[n] for n in names]
+    return [make_config(family, dict(zip(names, combo))) for combo in itertools.product(*lists)]
+
+
 def violations(config: Config, limits: Limits = Limits()) -> list[str]:
     """The reasons this config is refused (empty if it is valid), shape aside."""
     v = config.values
@@ -196,23 +220,28 @@ def _undecided(pending: list[Constraint], bound: Params, limits: Limits) -> list
     return left
 
 
-_VALID: dict[tuple[str, Limits], tuple[Config, ...]] = {}
+def _key(family: Family, limits: Limits) -> tuple:
+    """A cache key that tells a narrowed family from the whole one."""
+    return (family.name, tuple(p.values for p in family.params), limits)
+
+
+_VALID: dict[tuple, tuple[Config, ...]] = {}
 
 
 def valid_configs(family: Family, limits: Limits = Limits()) -> list[Config]:
     """All valid configs of a family (kept once per process). Fine for naive and tiled; for
     the large blocked space prefer iter_valid, count_valid or random_valid."""
-    key = (family.name, limits)
+    key = _key(family, limits)
     if key not in _VALID:
         _VALID[key] = tuple(iter_valid(family, limits))
     return list(_VALID[key])
 
 
-_COUNTS: dict[tuple[str, Limits], int] = {}
+_COUNTS: dict[tuple, int] = {}
 
 
 def count_valid(family: Family, limits: Limits = Limits()) -> int:
-    key = (family.name, limits)
+    key = _key(family, limits)
     if key not in _COUNTS:
         _COUNTS[key] = sum(1 for _ in iter_valid(family, limits))
     return _COUNTS[key]
