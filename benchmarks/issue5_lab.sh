@@ -11,7 +11,7 @@ timeout 200 ncu --clock-control none --section SpeedOfLight --section WarpStateS
   -k regex:'gemm' python3 benchmarks/ncu_pair.py benchmarks/lab_best_split.json > "$OUT/ncu_cublas.txt" 2>&1
 echo "ncu cublas rc=$?"
 timeout 200 ncu --clock-control none --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
-  --section Occupancy --section LaunchStats --section InstructionStats --launch-skip 3 --launch-count 1 \
+  --section Occupancy --section LaunchStats --section InstructionStats --launch-skip 1 --launch-count 1 \
   -k regex:'sgemm_blocked' python3 benchmarks/ncu_pair.py benchmarks/lab_best_split.json > "$OUT/ncu_best.txt" 2>&1
 echo "ncu best rc=$?"
 grep -E "^  [a-z_0-9]+.*\(|Duration|Registers Per|Block Size|Grid Size|Shared Memory Config|Dynamic Shared|Achieved Occ|Issued Warp|No Eligible|Eligible Warps|Warp Cycles Per Issued|Active Warps Per" "$OUT/ncu_cublas.txt" | head -30
