@@ -1,17 +1,16 @@
 #!/usr/bin/env bash
 # Issue 5 lab: template variants side by side (benchmarks/kernel_lab.py), then Nsight Compute
-# on cuBLAS and the best variant (stall reasons, issue rates, launch shape of cuBLAS's kernel).
+# stall reasons on cuBLAS and on lab variants (NCU="file.json ..." picks them).
 set -o pipefail
 OUT="${OUT:-out}"; mkdir -p "$OUT"
 source benchmarks/device_setup.sh || { echo "setup failed"; exit 1; }
-LAB="${LAB:-benchmarks/lab1.json}"
-python3 benchmarks/kernel_lab.py --M 4096 --rounds 2 "$LAB" 2>&1 | tee "$OUT/lab.txt" | tail -20
-timeout 200 ncu --clock-control none --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
-  --section Occupancy --section LaunchStats --section InstructionStats --launch-skip 2 --launch-count 1 \
-  -k regex:'gemm' python3 benchmarks/ncu_pair.py benchmarks/lab_best_split.json > "$OUT/ncu_cublas.txt" 2>&1
-echo "ncu cublas rc=$?"
-timeout 200 ncu --clock-control none --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
-  --section Occupancy --section LaunchStats --section InstructionStats --launch-skip 1 --launch-count 1 \
-  -k regex:'sgemm_blocked' python3 benchmarks/ncu_pair.py benchmarks/lab_best_split.json > "$OUT/ncu_best.txt" 2>&1
-echo "ncu best rc=$?"
-grep -E "^  [a-z_0-9]+.*\(|Duration|Registers Per|Block Size|Grid Size|Shared Memory Config|Dynamic Shared|Achieved Occ|Issued Warp|No Eligible|Eligible Warps|Warp Cycles Per Issued|Active Warps Per" "$OUT/ncu_cublas.txt" | head -30
+LAB="${LAB:-benchmarks/lab2.json}"
+python3 benchmarks/kernel_lab.py --M 4096 --rounds 2 "$LAB" 2>&1 | tee "$OUT/lab.txt" | tail -16
+STALLS="--metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,smsp__issue_active.avg.per_cycle_active,smsp__inst_executed.sum,smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"
+for v in ${NCU:-benchmarks/lab_best.json benchmarks/lab_best_split.json}; do
+  name=$(basename "$v" .json)
+  timeout 150 ncu --clock-control none $STALLS --launch-skip 1 --launch-count 1 -k regex:'sgemm_blocked' \
+    python3 benchmarks/ncu_pair.py "$v" > "$OUT/ncu_$name.txt" 2>&1; echo "ncu $name rc=$?"
+done
+timeout 150 ncu --clock-control none $STALLS --launch-skip 2 --launch-count 1 -k regex:'xmma|sgemm_' \
+  python3 benchmarks/ncu_pair.py benchmarks/lab_best.json > "$OUT/ncu_cublas.txt" 2>&1; echo "ncu cublas rc=$?"
