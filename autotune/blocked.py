@@ -11,8 +11,10 @@ Global loads are 16 bytes (float4) wherever K, N and the pointers allow; A is st
 transposed in shared memory (As[k][m], rows padded by `pad` floats) so that the inner loop
 reads A as well as B with LDS.128. With ASYNC=0, STAGES=2 double-buffers shared memory, fed
 by loads held in registers while the previous tile is computed; with ASYNC=1, 2 to 4 stages
-are filled by cp.async copies that bypass registers (A transposed with 4-byte copies). GM groups block-rows for L2 reuse; MINB
-is the `__launch_bounds__` minimum of resident blocks (a register cap).
+are filled by cp.async copies that bypass registers (A transposed with 4-byte copies); a block
+whose tiles all lie inside the matrices copies from pointers computed once, without predicates.
+GM groups block-rows for L2 reuse; MINB is the `__launch_bounds__` minimum of resident blocks
+(a register cap).
 """
 from __future__ import annotations
 
