@@ -18,6 +18,7 @@ from .families import FAMILIES
 from .model import PRESETS
 from .space import Config, Limits, check_shape, expand, make_config, narrow
 
+SAMPLERS = ("tpe", "random", "grid", "tpe-mv", "qmc", "gp")  # search.SAMPLERS (not imported: it loads Optuna)
 DB_HELP = "SQLite results database (default: $AUTOTUNE_DB or db/autotune.sqlite)"
 
 
@@ -158,7 +159,9 @@ KERNEL_TIMEOUT_HELP = ("seconds one kernel launch may take before the watchdog s
               help="families to search, comma-separated")
 @click.option("-p", "--param", "params", multiple=True, metavar="NAME=V1,V2",
               help="search only these values of a parameter (repeat for others), e.g. -p BM=128,256")
-@click.option("--sampler", type=click.Choice(["tpe", "random", "grid"]), default="tpe", show_default=True)
+@click.option("--sampler", type=click.Choice(SAMPLERS), default="tpe", show_default=True,
+              help="tpe (default: it won the benchmark, docs/BENCHMARKS.md), random, grid (every valid config "
+                   "in order), tpe-mv (multivariate TPE), qmc (Sobol), gp (needs the bench extra)")
 @click.option("--trials", type=click.IntRange(min=1), default=60, show_default=True,
               help="new configs to measure (configs already in the database are reused, not counted)")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="stop after this many seconds")

@@ -34,7 +34,7 @@ from .ledger import Ledger, wants_ledger
 from .outcome import INVALID, OK
 from .space import Config, Family, Limits, Value, iter_valid, within
 
-SAMPLERS = ("tpe", "random", "grid")
+SAMPLERS = ("tpe", "random", "grid", "tpe-mv", "qmc", "gp")  # cli.py lists the same names
 MAX_TRIALS_PER_NEW = 10  # a sampler that keeps proposing measured configs stops eventually
 
 

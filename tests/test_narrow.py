@@ -75,3 +75,4 @@ def test_measure_list_on_the_emulator(tmp_path):
     assert result.exit_code == 0, result.output
     kernels = {r["kernel"] for r in store.open_db(db_path)["results"].rows}
     assert kernels == {"sgemm_tiled_T8_bx8_by8_xcols_pad0", "sgemm_tiled_T16_bx16_by16_xcols_pad0"}
+
