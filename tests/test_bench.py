@@ -99,3 +99,12 @@ def test_the_table_has_a_row_per_sampler_and_the_reasons_for_skips(full):
     assert "| random |" in text and "| grid |" in text and "1.00x" in text
     assert "cmaes" in skipped and "categorical" in text
     assert "exhaustive" in text and str(len(full.space)) in text
+
+
+def test_cli_offers_every_sampler_the_search_builds():
+    from autotune import cli as cli_module
+    from autotune.search import SAMPLERS, make_sampler
+
+    assert cli_module.SAMPLERS == SAMPLERS
+    for name in ("tpe", "random", "tpe-mv", "qmc"):
+        assert make_sampler(name, 0) is not None
