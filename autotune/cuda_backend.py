@@ -10,11 +10,12 @@ import time
 import numpy as np
 
 from . import compile as nvrtc
+from . import gpu_compare
 from .cublas import Cublas
 from .errors import AutotuneError
 from .device import DeviceInfo, device_info, sm_clock_mhz
 from .outcome import COMPILE_ERROR, OK, WRONG, Fault, Outcome, Timing
-from .reference import TOLERANCE, random_inputs, relative_error
+from .reference import TOLERANCE, random_inputs
 from .space import Config
 
 CHECK_SHAPE = (131, 67, 93)  # an odd shape every variant must also get right (tails)
@@ -61,10 +62,10 @@ def poisoned(dev, stream, M: int, N: int):
     return buf
 
 
-def download(stream, buf, M: int, N: int) -> np.ndarray:
+def download(stream, buf, M: int, N: int, dtype=np.float32) -> np.ndarray:
     from cuda.bindings import driver
 
-    out = np.empty((M, N), dtype=np.float32)
+    out = np.empty((M, N), dtype=dtype)
     stream.sync()
     _ok(driver.cuMemcpyDtoHAsync(out.ctypes.data, int(buf.handle), out.nbytes, stream.handle))
     stream.sync()
@@ -90,21 +91,46 @@ def launch_kernel(stream, kernel, geo, a, b, c, M: int, N: int, K: int) -> None:
 
 
 class Problem:
-    """Device buffers and the cuBLAS reference for one shape."""
+    """Device buffers and the cuBLAS reference for one shape: on the device (ref_dev, what
+    outputs are compared against) and on the host (ref)."""
 
     def __init__(self, dev, stream, blas: Cublas, M: int, N: int, K: int, seed: int):
         self.M, self.N, self.K, self.stream, self.dev = M, N, K, stream, dev
         A, B = random_inputs(M, N, K, seed)
         self.a, self.b = upload(dev, stream, A), upload(dev, stream, B)
         self.c = dev.allocate(M * N * 4, stream=stream)
-        blas.sgemm(int(self.a.handle), int(self.b.handle), int(self.c.handle), M, N, K)
-        self.ref = self.download()
+        self.ref_dev = dev.allocate(M * N * 4, stream=stream)
+        blas.sgemm(int(self.a.handle), int(self.b.handle), int(self.ref_dev.handle), M, N, K)
+        self.ref = download(stream, self.ref_dev, M, N)
 
     def poison(self) -> None:
         poison(self.stream, self.c, self.M, self.N)
 
     def download(self) -> np.ndarray:
         return download(self.stream, self.c, self.M, self.N)
+
+
+class GpuCompare:
+    """The relative error of a device output against a device reference, reduced on the GPU
+    (the kernel and its meaning: gpu_compare.py). Compiled once, through the cubin cache."""
+
+    def __init__(self, dev, stream, arch: str, device: int):
+        built = nvrtc.compile_source(gpu_compare.SOURCE, gpu_compare.NAME, arch)
+        if not built.ok:
+            raise AutotuneError(f"the comparison kernel does not compile for {arch}: {first_error(built.log)}")
+        self.kernel = load_kernel(built.cubin, gpu_compare.NAME, 0, device)
+        self.stream = stream
+        self.partials = dev.allocate(gpu_compare.MAX_BLOCKS * gpu_compare.SUMS * 8, stream=stream)
+
+    def relative_error(self, c, ref, n: int) -> float:
+        """||c - ref|| / ||ref|| over n floats; inf if any of c is NaN or infinite."""
+        from cuda.core import LaunchConfig, launch
+
+        blocks = gpu_compare.blocks_for(n)
+        config = LaunchConfig(grid=(blocks, 1, 1), block=(gpu_compare.THREADS, 1, 1))
+        launch(self.stream, config, self.kernel, c, ref, np.int64(n), self.partials)
+        return gpu_compare.error_from_partials(download(self.stream, self.partials, blocks, gpu_compare.SUMS,
+                                                        np.float64))
 
 
 def _nothing() -> None:
@@ -155,9 +181,9 @@ class Stopwatch:
 
 
 def bytes_needed(M: int, N: int, K: int) -> int:
-    """Device memory for one shape: A, B, C, and the odd-shape check problem beside them."""
+    """Device memory for one shape: A, B, C, the reference, and the odd-shape check problem beside them."""
     cm, cn, ck = CHECK_SHAPE
-    return 4 * (M * K + K * N + M * N + cm * ck + ck * cn + cm * cn)
+    return 4 * (M * K + K * N + 2 * M * N + cm * ck + ck * cn + 2 * cm * cn)
 
 
 def check_memory(M: int, N: int, K: int, total: int, device: int) -> None:
@@ -165,7 +191,7 @@ def check_memory(M: int, N: int, K: int, total: int, device: int) -> None:
     CUDA error, not a sentence). Keeps 10% for cuBLAS's workspace and the kernels."""
     need = bytes_needed(M, N, K)
     if need > 0.9 * total:
-        raise AutotuneError(f"{M}x{N}x{K} needs {need / 2**30:.1f} GiB for A, B and C but device {device} has "
+        raise AutotuneError(f"{M}x{N}x{K} needs {need / 2**30:.1f} GiB for A, B, C and the reference but device {device} has "
                             f"{total / 2**30:.1f} GiB: use a smaller shape")
 
 
@@ -196,6 +222,7 @@ class CudaBackend:
         self.dev.set_current()
         self.stream = self.dev.create_stream()
         self.blas = Cublas(int(self.stream.handle))
+        self.compare = GpuCompare(self.dev, self.stream, self.info.arch, self.info.index)
         self.shape = (M, N, K)
         self.main = Problem(self.dev, self.stream, self.blas, M, N, K, seed)
         self.check = Problem(self.dev, self.stream, self.blas, *CHECK_SHAPE, seed + 1)
@@ -242,7 +269,7 @@ class CudaBackend:
     def _verify(self, kernel, config: Config, p: Problem) -> float:
         p.poison()
         self._launch(kernel, config, p)
-        return relative_error(p.download(), p.ref)
+        return self.compare.relative_error(p.c, p.ref_dev, p.M * p.N)
 
 
 class RunError(Exception):
