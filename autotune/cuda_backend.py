@@ -261,6 +261,7 @@ class CudaBackend:
         except Exception as exc:  # a fault poisons the context; report it, then stop the process
             raise DeviceFault(f"{config.name}: {exc}") from exc
         extra["sm_clock_mhz"] = sm_clock_mhz(self.info.uuid)
+        stages["t_clock_s"] = clock.lap()  # nvidia-smi: a process per trial; recorded to see what it costs
         return Outcome(OK, err=err, timing=timing, extra={**extra, **stages})
 
     def _launch(self, kernel, config: Config, p: Problem) -> None:

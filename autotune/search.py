@@ -64,7 +64,8 @@ def distributions(families: list[Family]) -> dict[str, optuna.distributions.Base
 
 def suggest(trial: optuna.Trial, families: list[Family]) -> Config:
     dists = distributions(families)
-    family = next(f for f in families if f.name == trial.suggest_categorical("family", dists["family"].choices))
+    chosen = trial.suggest_categorical("family", dists["family"].choices)  # once: each call asks the sampler
+    family = next(f for f in families if f.name == chosen)
     values: dict[str, Value] = {}
     for p in family.params:
         key = f"{family.name}.{p.name}"
