@@ -83,6 +83,7 @@ def build(job: Job) -> dict[str, Any] | None:
 
 def _child_start(stop: Any, parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the search stops on Ctrl-C and closes the pool itself
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked since the spawn (see Compiler._submit)
     threading.Thread(target=_exit_when_done, args=(stop, parent), daemon=True).start()
     from .compile import nvrtc_version
 
@@ -134,11 +135,20 @@ class Compiler:
 
     def _submit(self, job: Job) -> Future:
         try:
-            return self._pool.submit(build, job)
+            return self._submit_quietly(job)
         except BrokenProcessPool:  # a child died (NVRTC crashed, say): its jobs failed; go on with a fresh pool
             self._pool.shutdown(wait=False)
             self._pool = self._start()
+            return self._submit_quietly(job)
+
+    def _submit_quietly(self, job: Job) -> Future:
+        """Submit; a child it starts inherits SIGINT blocked until _child_start ignores it, so that
+        a Ctrl-C while it imports does not end it with a traceback (it shares the terminal's group)."""
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
             return self._pool.submit(build, job)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def ready(work: Future | None, limit_s: float = WAIT_S) -> dict[str, Any] | None:

@@ -200,6 +200,19 @@ def test_close_leaves_no_process_behind():
     assert compiler.submit(Job(config.name, render(config), "sm_90", False)) is None  # closed
 
 
+def test_ctrl_c_in_the_terminal_does_not_stop_the_compile_processes():
+    compiler = Compiler(2)
+    try:
+        first = compiler.submit(Job("k0", 'extern "C" __global__ void k0() {}', "sm_90", False))
+        for child in mp.active_children():  # the terminal sends SIGINT to the whole process group
+            os.kill(child.pid, signal.SIGINT)
+        second = compiler.submit(Job("k1", 'extern "C" __global__ void k1() {}', "sm_90", False))
+        ready(first), ready(second)
+        assert first.exception() is None and second.exception() is None
+    finally:
+        compiler.close()
+
+
 def _descendants_alive(pids: list[int]) -> list[int]:
     return [p for p in pids if Path(f"/proc/{p}").exists() and "Z" not in _state(p)]
 
