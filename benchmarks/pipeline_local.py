@@ -125,10 +125,12 @@ def search(trials: int, jobs_list: list[int], gpu_s: float) -> None:
         wall = time.perf_counter() - start
         rows = list(db.query("select * from results where status = 'ok' and t_trial_s is not null"))
         waits = [r["t_wait_s"] for r in rows]
+        own = (wall - sum(waits) - gpu_s * len(rows)) / max(result.new, 1)  # neither waiting nor "GPU"
         print(f"search: {jobs} job(s), {gpu_s:g} s of GPU per trial: {result.new} new of {result.trials} trials in "
               f"{wall:.2f} s = {wall / max(result.new, 1):.2f} s per new trial; median t_trial_s "
               f"{statistics.median(r['t_trial_s'] for r in rows):.3f}, t_wait_s {statistics.median(waits):.3f}, "
-              f"t_explain_s {statistics.median(r['t_explain_s'] for r in rows):.4f}")
+              f"t_explain_s {statistics.median(r['t_explain_s'] for r in rows):.4f}; the loop's own time "
+              f"{1e3 * own:.0f} ms per new trial")
 
 
 def main() -> None:
