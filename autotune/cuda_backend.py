@@ -210,6 +210,7 @@ def first_error(log: str | None) -> str:
 
 class CudaBackend:
     name = "cuda"
+    compile_ahead = True  # NVRTC per trial: the search compiles the next trials meanwhile (pipeline.py)
 
     def __init__(self, M: int, N: int, K: int, device: int = 0, seed: int = 0):
         from cuda.core import Device

@@ -251,6 +251,78 @@ def test_a_killed_search_takes_its_compile_processes_with_it(tmp_path):
     assert not _descendants_alive(children)
 
 
+# --------------------------------------------------------------------------- a search process, signalled
+
+SEARCH = textwrap.dedent("""
+    import sys, threading
+    from autotune import store
+    from autotune.families import NAIVE
+    from autotune.pool import exit_status, stop_on_signals
+    from autotune.runs import summary
+    from autotune.search import run_search
+    from autotune.worker import WorkerSpec, start_workers
+
+    if __name__ == "__main__":
+        [worker] = start_workers([WorkerSpec("tests.fakes:compiling_fake", (256, 256, 256))])
+        db = store.open_db(sys.argv[1])
+        stop = threading.Event()
+        try:
+            with stop_on_signals(stop):
+                result = run_search(db, [worker], [NAIVE], worker.info.limits, sampler="random", trials=40,
+                                    seed=1, stop=stop, compile_jobs=2)
+        finally:
+            worker.close()
+        print(summary(db, worker, result))
+        sys.exit(exit_status(stop, result.interrupted))
+""")
+
+
+def start_search(tmp_path) -> tuple[subprocess.Popen, Path]:
+    """A search with a worker process and the compile pool, in a session of its own (as in a terminal)."""
+    script, db = tmp_path / "search.py", tmp_path / "search.sqlite"
+    script.write_text(SEARCH)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parent.parent), AUTOTUNE_CACHE=str(tmp_path / "cache"))
+    proc = subprocess.Popen([sys.executable, str(script), str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, start_new_session=True)
+    from tests.test_resume import wait_for
+
+    wait_for(db, 2, proc)
+    return proc, db
+
+
+def left_behind(tmp_path) -> list[int]:
+    """Processes of the search (the search, its worker, the compile pool) still alive after 10 s."""
+    from tests.test_resume import processes_using
+
+    deadline = time.monotonic() + 10
+    while (alive := [p for p in processes_using(tmp_path / "cache") if _state(p) != "Z"]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return alive
+
+
+def test_ctrl_c_stops_a_search_with_its_pool_cleanly(tmp_path):
+    from tests.test_resume import check_database
+
+    proc, db = start_search(tmp_path)
+    os.killpg(proc.pid, signal.SIGINT)  # what the terminal does: the search and the compile processes
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "(interrupted)" in out and "Traceback" not in err
+    assert not left_behind(tmp_path)
+    rows = check_database(db)
+    assert all(r["status"] in ("ok", "wrong", "invalid") for r in rows)
+
+
+def test_a_killed_search_leaves_no_process_behind(tmp_path):
+    from tests.test_resume import check_database
+
+    proc, db = start_search(tmp_path)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    assert not left_behind(tmp_path)  # the worker and the compile processes noticed and left
+    check_database(db)
+
+
 # --------------------------------------------------------------------------- in the search
 
 def test_the_next_trials_are_compiled_while_this_one_measures(db):
