@@ -82,6 +82,7 @@ def build(job: Job) -> dict[str, Any] | None:
 
 
 def _child_start(stop: Any, parent: int) -> None:
+    """A pool process's first step: deaf to Ctrl-C, gone with the pool or the search, NVRTC loaded."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the search stops on Ctrl-C and closes the pool itself
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked since the spawn (see Compiler._submit)
     threading.Thread(target=_exit_when_done, args=(stop, parent), daemon=True).start()
@@ -209,7 +210,11 @@ class Ahead:
         if not self.queue:
             self._ask()
         asked = self.queue.popleft()
-        self._fill()
+        try:
+            self._fill()
+        except BaseException:  # interrupted while asking more: this one was not evaluated either
+            self.queue.appendleft(asked)  # close() tells it pruned
+            raise
         return asked
 
     def close(self) -> None:

@@ -145,6 +145,28 @@ def test_trials_asked_ahead_are_pruned_on_close():
     assert states == [TrialState.COMPLETE] + [TrialState.PRUNED] * 3
 
 
+class Interrupted(BaseException):
+    """Stands for KeyboardInterrupt (which pytest itself would catch)."""
+
+
+def test_a_trial_taken_while_asking_more_fails_is_pruned_too():
+    calls = {"n": 0}
+
+    def interrupted_on_the_fourth(config):
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise Interrupted
+        return build_all(config)
+
+    a, study, _ = ahead(interrupted_on_the_fourth, depth=2)
+    study.tell(a.take().trial, 1.0)  # trial 0 evaluated; 1 and 2 asked ahead
+    with pytest.raises(Interrupted):
+        a.take()  # takes 1, then asking 3 is interrupted
+    a.close()
+    states = [t.state for t in study.trials]
+    assert states == [TrialState.COMPLETE, TrialState.PRUNED, TrialState.PRUNED, TrialState.FAIL]
+
+
 def test_ready_waits_and_swallows_failures():
     done, failed, late = Future(), Future(), Future()
     done.set_result({"ffma": 4})
