@@ -39,13 +39,18 @@ def _ok(result: tuple) -> tuple:
 
 
 def upload(dev, stream, host: np.ndarray):
+    host = np.ascontiguousarray(host, dtype=np.float32)
+    buf = dev.allocate(max(host.nbytes, 4), stream=stream)
+    upload_into(stream, buf, host)
+    return buf
+
+
+def upload_into(stream, buf, host: np.ndarray) -> None:
     from cuda.bindings import driver
 
     host = np.ascontiguousarray(host, dtype=np.float32)
-    buf = dev.allocate(max(host.nbytes, 4), stream=stream)
     _ok(driver.cuMemcpyHtoDAsync(int(buf.handle), host.ctypes.data, host.nbytes, stream.handle))
     stream.sync()
-    return buf
 
 
 def poison(stream, buf, M: int, N: int) -> None:
@@ -92,7 +97,8 @@ def launch_kernel(stream, kernel, geo, a, b, c, M: int, N: int, K: int) -> None:
 
 class Problem:
     """Device buffers and the cuBLAS reference for one shape: on the device (ref_dev, what
-    outputs are compared against) and on the host (ref)."""
+    outputs are compared against) and on the host (ref, to restore ref_dev from). ref_sums:
+    what the comparison sums of ref_dev while it is intact (set by the backend)."""
 
     def __init__(self, dev, stream, blas: Cublas, M: int, N: int, K: int, seed: int):
         self.M, self.N, self.K, self.stream, self.dev = M, N, K, stream, dev
@@ -102,6 +108,10 @@ class Problem:
         self.ref_dev = dev.allocate(M * N * 4, stream=stream)
         blas.sgemm(int(self.a.handle), int(self.b.handle), int(self.ref_dev.handle), M, N, K)
         self.ref = download(stream, self.ref_dev, M, N)
+        self.ref_sums: tuple[float, float] | None = None
+
+    def restore_reference(self) -> None:
+        upload_into(self.stream, self.ref_dev, self.ref)
 
     def poison(self) -> None:
         poison(self.stream, self.c, self.M, self.N)
@@ -122,15 +132,17 @@ class GpuCompare:
         self.stream = stream
         self.partials = dev.allocate(gpu_compare.MAX_BLOCKS * gpu_compare.SUMS * 8, stream=stream)
 
-    def relative_error(self, c, ref, n: int) -> float:
-        """||c - ref|| / ||ref|| over n floats; inf if any of c is NaN or infinite."""
+    def compare(self, c, ref, n: int) -> gpu_compare.Comparison:
+        """||c - ref|| / ||ref|| over n floats (inf if any of c is NaN or infinite), and ref's own sums."""
         from cuda.core import LaunchConfig, launch
 
         blocks = gpu_compare.blocks_for(n)
         config = LaunchConfig(grid=(blocks, 1, 1), block=(gpu_compare.THREADS, 1, 1))
         launch(self.stream, config, self.kernel, c, ref, np.int64(n), self.partials)
-        return gpu_compare.error_from_partials(download(self.stream, self.partials, blocks, gpu_compare.SUMS,
-                                                        np.float64))
+        return gpu_compare.from_partials(download(self.stream, self.partials, blocks, gpu_compare.SUMS, np.float64))
+
+    def relative_error(self, c, ref, n: int) -> float:
+        return self.compare(c, ref, n).error
 
 
 def _nothing() -> None:
@@ -227,6 +239,8 @@ class CudaBackend:
         self.shape = (M, N, K)
         self.main = Problem(self.dev, self.stream, self.blas, M, N, K, seed)
         self.check = Problem(self.dev, self.stream, self.blas, *CHECK_SHAPE, seed + 1)
+        for p in (self.main, self.check):
+            p.ref_sums = self.compare.compare(p.ref_dev, p.ref_dev, p.M * p.N).ref_sums
         p = self.main
         self.baseline = time_ms(lambda: self.blas.sgemm(int(p.a.handle), int(p.b.handle), int(p.c.handle), M, N, K),
                                 self.stream, min_reps=20)
@@ -250,11 +264,9 @@ class CudaBackend:
                                  self.info.index)
             extra = {"num_regs": kernel.attributes.num_regs, "static_shared": kernel.attributes.shared_size_bytes}
             for problem in (self.check, self.main):
-                err = self._verify(kernel, config, problem)
-                if not err <= TOLERANCE:
-                    shape = "x".join(map(str, (problem.M, problem.N, problem.K)))
-                    return Outcome(WRONG, reason=f"relative error {err:.3g} > {TOLERANCE:g} at {shape}", err=err,
-                                   extra=extra)
+                err, wrong = self._verify(kernel, config, problem)
+                if wrong:
+                    return Outcome(WRONG, reason=wrong, err=err, extra=extra)
                 self.tick()
             stages["t_verify_s"] = clock.lap()
             timing = time_ms(lambda: self._launch(kernel, config, self.main), self.stream, tick=self.tick)
@@ -268,10 +280,18 @@ class CudaBackend:
     def _launch(self, kernel, config: Config, p: Problem) -> None:
         launch_kernel(self.stream, kernel, config.geometry(p.M, p.N), p.a, p.b, p.c, p.M, p.N, p.K)
 
-    def _verify(self, kernel, config: Config, p: Problem) -> float:
+    def _verify(self, kernel, config: Config, p: Problem) -> tuple[float, str | None]:
+        """The output's relative error, and why it is wrong (None: it is right)."""
         p.poison()
         self._launch(kernel, config, p)
-        return self.compare.relative_error(p.c, p.ref_dev, p.M * p.N)
+        result = self.compare.compare(p.c, p.ref_dev, p.M * p.N)
+        shape = "x".join(map(str, (p.M, p.N, p.K)))
+        if result.ref_sums != p.ref_sums:  # it wrote past its output, over the reference: put that back
+            p.restore_reference()
+            return float("inf"), f"wrote outside its output at {shape} (over the reference, now restored)"
+        if not result.error <= TOLERANCE:
+            return result.error, f"relative error {result.error:.3g} > {TOLERANCE:g} at {shape}"
+        return result.error, None
 
 
 class RunError(Exception):

@@ -24,10 +24,11 @@ def test_blocks_cover_small_and_large_outputs():
 
 
 def test_the_host_adds_the_blocks_sums_as_relative_error_would():
-    # two blocks: diff^2 = 3 + 1, ref^2 = 10 + 6, no bad values -> sqrt(4 / 16)
-    assert gpu_compare.error_from_partials(np.array([[3.0, 10.0, 0.0], [1.0, 6.0, 0.0]])) == 0.5
-    assert gpu_compare.error_from_partials(np.array([[3.0, 10.0, 0.0], [1.0, 6.0, 1.0]])) == math.inf
-    assert gpu_compare.error_from_partials(np.array([[4.0, 0.0, 0.0]])) == 2.0  # zero reference: absolute
+    # two blocks: diff^2 = 3 + 1, ref^2 = 10 + 6, no bad values -> sqrt(4 / 16); sum ref = 2 - 5
+    two = gpu_compare.from_partials(np.array([[3.0, 10.0, 0.0, 2.0], [1.0, 6.0, 0.0, -5.0]]))
+    assert two.error == 0.5 and two.ref_sums == (16.0, -3.0)
+    assert gpu_compare.from_partials(np.array([[3.0, 10.0, 0.0, 1.0], [1.0, 6.0, 1.0, 1.0]])).error == math.inf
+    assert gpu_compare.from_partials(np.array([[4.0, 0.0, 0.0, 0.0]])).error == 2.0  # zero reference: absolute
 
 
 def _cases() -> dict[str, tuple[np.ndarray, np.ndarray]]:
