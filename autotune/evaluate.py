@@ -41,12 +41,12 @@ class Evaluated:
         return self.row["tflops"] if self.row["status"] == OK else 0.0
 
 
-Ready = Callable[[], "dict[str, Any] | None"]  # waits for a config's compile-ahead work: its SASS counts, or None
+AheadWork = Callable[[], "dict[str, Any] | None"]  # waits for a config's compile-ahead work: its SASS counts, or None
 
 
 def evaluate(db: sqlite_utils.Database, backend: Backend, config: Config, limits: Limits,
              peak_tflops: float | None, owner: store.Owner | None = None, ledger=None,
-             ahead: Ready | None = None) -> Evaluated | None:
+             ahead: AheadWork | None = None) -> Evaluated | None:
     """The config's row: refused, reused or measured. None when another live worker is measuring
     this very config right now (nothing is recorded; the caller moves on). `ahead` (the search's
     compile-ahead, pipeline.py) is waited for just before the GPU: the cubin is then in the disk
