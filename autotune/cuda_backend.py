@@ -203,8 +203,8 @@ def check_memory(M: int, N: int, K: int, total: int, device: int) -> None:
     CUDA error, not a sentence). Keeps 10% for cuBLAS's workspace and the kernels."""
     need = bytes_needed(M, N, K)
     if need > 0.9 * total:
-        raise AutotuneError(f"{M}x{N}x{K} needs {need / 2**30:.1f} GiB for A, B, C and the reference but device {device} has "
-                            f"{total / 2**30:.1f} GiB: use a smaller shape")
+        raise AutotuneError(f"{M}x{N}x{K} needs {need / 2**30:.1f} GiB for A, B, C and the reference but device "
+                            f"{device} has {total / 2**30:.1f} GiB: use a smaller shape")
 
 
 def total_memory(device: int) -> int:

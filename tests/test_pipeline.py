@@ -317,9 +317,11 @@ def left_behind(tmp_path) -> list[int]:
     from tests.test_resume import processes_using
 
     deadline = time.monotonic() + 10
-    while (alive := [p for p in processes_using(tmp_path / "cache") if _state(p) != "Z"]) and time.monotonic() < deadline:
+    while True:
+        alive = [p for p in processes_using(tmp_path / "cache") if _state(p) != "Z"]
+        if not alive or time.monotonic() > deadline:
+            return alive
         time.sleep(0.1)
-    return alive
 
 
 def test_ctrl_c_stops_a_search_with_its_pool_cleanly(tmp_path):
