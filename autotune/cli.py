@@ -181,10 +181,14 @@ KERNEL_TIMEOUT_HELP = ("seconds one kernel launch may take before the watchdog s
                    "a journal file for one host (default: in memory, re-learnt from the database)")
 @click.option("--study", "study_name", help="the study's name in --storage (default: families-shape-backend-sampler)")
 @click.option("--kernel-timeout", type=click.FloatRange(min=0, min_open=True), help=KERNEL_TIMEOUT_HELP)
+@click.option("--compile-jobs", type=click.IntRange(min=1), metavar="N",
+              help="CPU processes that compile (NVRTC) and disassemble the next trials' kernels while the GPU "
+                   "measures; as many trials are asked ahead (default: one per CPU core but one, at most 8; "
+                   "GPU backend only)")
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
 @friendly
-def search(M, N, K, family_text, params, sampler, trials, timeout, seed, device, devices_text, workers, backend, replay_db,
-           storage, study_name, kernel_timeout, db_path) -> None:
+def search(M, N, K, family_text, params, sampler, trials, timeout, seed, device, devices_text, workers, backend,
+           replay_db, storage, study_name, kernel_timeout, compile_jobs, db_path) -> None:
     """Generate, compile, verify, time and record SGEMM variants; Optuna picks which.
     Ctrl-C stops after the trials in flight and prints the summary (exit status 130)."""
     from .pool import parse_devices
@@ -193,10 +197,12 @@ def search(M, N, K, family_text, params, sampler, trials, timeout, seed, device,
     if study_name and not storage:
         raise AutotuneError("--study names a study kept in --storage; without --storage each search is a fresh "
                             "in-memory study (it still reuses every result in --db)")
-    options = SearchOptions(shape=resolve_shape(M, N, K), families=narrow_families(parse_families(family_text), params), db_path=db_path,
+    families = narrow_families(parse_families(family_text), params)
+    options = SearchOptions(shape=resolve_shape(M, N, K), families=families, db_path=db_path,
                             sampler=sampler, trials=trials, timeout=timeout, seed=seed, kind=backend,
                             devices=parse_devices(devices_text, device), workers=workers, storage=storage,
-                            study=study_name, kernel_timeout=kernel_timeout, replay_db=replay_db)
+                            study=study_name, kernel_timeout=kernel_timeout, replay_db=replay_db,
+                            compile_jobs=compile_jobs)
     sys.exit(search_command(options))
 
 

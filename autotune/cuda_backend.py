@@ -10,11 +10,12 @@ import time
 import numpy as np
 
 from . import compile as nvrtc
+from . import gpu_compare
 from .cublas import Cublas
 from .errors import AutotuneError
 from .device import DeviceInfo, device_info, sm_clock_mhz
 from .outcome import COMPILE_ERROR, OK, WRONG, Fault, Outcome, Timing
-from .reference import TOLERANCE, random_inputs, relative_error
+from .reference import TOLERANCE, random_inputs
 from .space import Config
 
 CHECK_SHAPE = (131, 67, 93)  # an odd shape every variant must also get right (tails)
@@ -38,13 +39,18 @@ def _ok(result: tuple) -> tuple:
 
 
 def upload(dev, stream, host: np.ndarray):
+    host = np.ascontiguousarray(host, dtype=np.float32)
+    buf = dev.allocate(max(host.nbytes, 4), stream=stream)
+    upload_into(stream, buf, host)
+    return buf
+
+
+def upload_into(stream, buf, host: np.ndarray) -> None:
     from cuda.bindings import driver
 
     host = np.ascontiguousarray(host, dtype=np.float32)
-    buf = dev.allocate(max(host.nbytes, 4), stream=stream)
     _ok(driver.cuMemcpyHtoDAsync(int(buf.handle), host.ctypes.data, host.nbytes, stream.handle))
     stream.sync()
-    return buf
 
 
 def poison(stream, buf, M: int, N: int) -> None:
@@ -61,10 +67,10 @@ def poisoned(dev, stream, M: int, N: int):
     return buf
 
 
-def download(stream, buf, M: int, N: int) -> np.ndarray:
+def download(stream, buf, M: int, N: int, dtype=np.float32) -> np.ndarray:
     from cuda.bindings import driver
 
-    out = np.empty((M, N), dtype=np.float32)
+    out = np.empty((M, N), dtype=dtype)
     stream.sync()
     _ok(driver.cuMemcpyDtoHAsync(out.ctypes.data, int(buf.handle), out.nbytes, stream.handle))
     stream.sync()
@@ -90,21 +96,53 @@ def launch_kernel(stream, kernel, geo, a, b, c, M: int, N: int, K: int) -> None:
 
 
 class Problem:
-    """Device buffers and the cuBLAS reference for one shape."""
+    """Device buffers and the cuBLAS reference for one shape: on the device (ref_dev, what
+    outputs are compared against) and on the host (ref, to restore ref_dev from). ref_sums:
+    what the comparison sums of ref_dev while it is intact (set by the backend)."""
 
     def __init__(self, dev, stream, blas: Cublas, M: int, N: int, K: int, seed: int):
         self.M, self.N, self.K, self.stream, self.dev = M, N, K, stream, dev
         A, B = random_inputs(M, N, K, seed)
         self.a, self.b = upload(dev, stream, A), upload(dev, stream, B)
         self.c = dev.allocate(M * N * 4, stream=stream)
-        blas.sgemm(int(self.a.handle), int(self.b.handle), int(self.c.handle), M, N, K)
-        self.ref = self.download()
+        self.ref_dev = dev.allocate(M * N * 4, stream=stream)
+        blas.sgemm(int(self.a.handle), int(self.b.handle), int(self.ref_dev.handle), M, N, K)
+        self.ref = download(stream, self.ref_dev, M, N)
+        self.ref_sums: tuple[float, float] | None = None
+
+    def restore_reference(self) -> None:
+        upload_into(self.stream, self.ref_dev, self.ref)
 
     def poison(self) -> None:
         poison(self.stream, self.c, self.M, self.N)
 
     def download(self) -> np.ndarray:
         return download(self.stream, self.c, self.M, self.N)
+
+
+class GpuCompare:
+    """The relative error of a device output against a device reference, reduced on the GPU
+    (the kernel and its meaning: gpu_compare.py). Compiled once, through the cubin cache."""
+
+    def __init__(self, dev, stream, arch: str, device: int):
+        built = nvrtc.compile_source(gpu_compare.SOURCE, gpu_compare.NAME, arch)
+        if not built.ok:
+            raise AutotuneError(f"the comparison kernel does not compile for {arch}: {first_error(built.log)}")
+        self.kernel = load_kernel(built.cubin, gpu_compare.NAME, 0, device)
+        self.stream = stream
+        self.partials = dev.allocate(gpu_compare.MAX_BLOCKS * gpu_compare.SUMS * 8, stream=stream)
+
+    def compare(self, c, ref, n: int) -> gpu_compare.Comparison:
+        """||c - ref|| / ||ref|| over n floats (inf if any of c is NaN or infinite), and ref's own sums."""
+        from cuda.core import LaunchConfig, launch
+
+        blocks = gpu_compare.blocks_for(n)
+        config = LaunchConfig(grid=(blocks, 1, 1), block=(gpu_compare.THREADS, 1, 1))
+        launch(self.stream, config, self.kernel, c, ref, np.int64(n), self.partials)
+        return gpu_compare.from_partials(download(self.stream, self.partials, blocks, gpu_compare.SUMS, np.float64))
+
+    def relative_error(self, c, ref, n: int) -> float:
+        return self.compare(c, ref, n).error
 
 
 def _nothing() -> None:
@@ -155,9 +193,9 @@ class Stopwatch:
 
 
 def bytes_needed(M: int, N: int, K: int) -> int:
-    """Device memory for one shape: A, B, C, and the odd-shape check problem beside them."""
+    """Device memory for one shape: A, B, C, the reference, and the odd-shape check problem beside them."""
     cm, cn, ck = CHECK_SHAPE
-    return 4 * (M * K + K * N + M * N + cm * ck + ck * cn + cm * cn)
+    return 4 * (M * K + K * N + 2 * M * N + cm * ck + ck * cn + 2 * cm * cn)
 
 
 def check_memory(M: int, N: int, K: int, total: int, device: int) -> None:
@@ -165,8 +203,8 @@ def check_memory(M: int, N: int, K: int, total: int, device: int) -> None:
     CUDA error, not a sentence). Keeps 10% for cuBLAS's workspace and the kernels."""
     need = bytes_needed(M, N, K)
     if need > 0.9 * total:
-        raise AutotuneError(f"{M}x{N}x{K} needs {need / 2**30:.1f} GiB for A, B and C but device {device} has "
-                            f"{total / 2**30:.1f} GiB: use a smaller shape")
+        raise AutotuneError(f"{M}x{N}x{K} needs {need / 2**30:.1f} GiB for A, B, C and the reference but device "
+                            f"{device} has {total / 2**30:.1f} GiB: use a smaller shape")
 
 
 def total_memory(device: int) -> int:
@@ -184,6 +222,7 @@ def first_error(log: str | None) -> str:
 
 class CudaBackend:
     name = "cuda"
+    compile_ahead = True  # NVRTC per trial: the search compiles the next trials meanwhile (pipeline.py)
 
     def __init__(self, M: int, N: int, K: int, device: int = 0, seed: int = 0):
         from cuda.core import Device
@@ -196,9 +235,12 @@ class CudaBackend:
         self.dev.set_current()
         self.stream = self.dev.create_stream()
         self.blas = Cublas(int(self.stream.handle))
+        self.compare = GpuCompare(self.dev, self.stream, self.info.arch, self.info.index)
         self.shape = (M, N, K)
         self.main = Problem(self.dev, self.stream, self.blas, M, N, K, seed)
         self.check = Problem(self.dev, self.stream, self.blas, *CHECK_SHAPE, seed + 1)
+        for p in (self.main, self.check):
+            p.ref_sums = self.compare.compare(p.ref_dev, p.ref_dev, p.M * p.N).ref_sums
         p = self.main
         self.baseline = time_ms(lambda: self.blas.sgemm(int(p.a.handle), int(p.b.handle), int(p.c.handle), M, N, K),
                                 self.stream, min_reps=20)
@@ -222,11 +264,9 @@ class CudaBackend:
                                  self.info.index)
             extra = {"num_regs": kernel.attributes.num_regs, "static_shared": kernel.attributes.shared_size_bytes}
             for problem in (self.check, self.main):
-                err = self._verify(kernel, config, problem)
-                if not err <= TOLERANCE:
-                    shape = "x".join(map(str, (problem.M, problem.N, problem.K)))
-                    return Outcome(WRONG, reason=f"relative error {err:.3g} > {TOLERANCE:g} at {shape}", err=err,
-                                   extra=extra)
+                err, wrong = self._verify(kernel, config, problem)
+                if wrong:
+                    return Outcome(WRONG, reason=wrong, err=err, extra=extra)
                 self.tick()
             stages["t_verify_s"] = clock.lap()
             timing = time_ms(lambda: self._launch(kernel, config, self.main), self.stream, tick=self.tick)
@@ -234,15 +274,24 @@ class CudaBackend:
         except Exception as exc:  # a fault poisons the context; report it, then stop the process
             raise DeviceFault(f"{config.name}: {exc}") from exc
         extra["sm_clock_mhz"] = sm_clock_mhz(self.info.uuid)
+        stages["t_clock_s"] = clock.lap()  # nvidia-smi: a process per trial; recorded to see what it costs
         return Outcome(OK, err=err, timing=timing, extra={**extra, **stages})
 
     def _launch(self, kernel, config: Config, p: Problem) -> None:
         launch_kernel(self.stream, kernel, config.geometry(p.M, p.N), p.a, p.b, p.c, p.M, p.N, p.K)
 
-    def _verify(self, kernel, config: Config, p: Problem) -> float:
+    def _verify(self, kernel, config: Config, p: Problem) -> tuple[float, str | None]:
+        """The output's relative error, and why it is wrong (None: it is right)."""
         p.poison()
         self._launch(kernel, config, p)
-        return relative_error(p.download(), p.ref)
+        result = self.compare.compare(p.c, p.ref_dev, p.M * p.N)
+        shape = "x".join(map(str, (p.M, p.N, p.K)))
+        if result.ref_sums != p.ref_sums:  # it wrote past its output, over the reference: put that back
+            p.restore_reference()
+            return float("inf"), f"wrote outside its output at {shape} (over the reference, now restored)"
+        if not result.error <= TOLERANCE:
+            return result.error, f"relative error {result.error:.3g} > {TOLERANCE:g} at {shape}"
+        return result.error, None
 
 
 class RunError(Exception):

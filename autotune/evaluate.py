@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Callable, Protocol
 
 import sqlite_utils
 
@@ -41,21 +41,27 @@ class Evaluated:
         return self.row["tflops"] if self.row["status"] == OK else 0.0
 
 
+AheadWork = Callable[[], "dict[str, Any] | None"]  # waits for a config's compile-ahead work: its SASS counts, or None
+
+
 def evaluate(db: sqlite_utils.Database, backend: Backend, config: Config, limits: Limits,
-             peak_tflops: float | None, owner: store.Owner | None = None, ledger=None) -> Evaluated | None:
+             peak_tflops: float | None, owner: store.Owner | None = None, ledger=None,
+             ahead: AheadWork | None = None) -> Evaluated | None:
     """The config's row: refused, reused or measured. None when another live worker is measuring
-    this very config right now (nothing is recorded; the caller moves on)."""
+    this very config right now (nothing is recorded; the caller moves on). `ahead` (the search's
+    compile-ahead, pipeline.py) is waited for just before the GPU: the cubin is then in the disk
+    cache, and the SASS counts it returns spare the explain step a disassembly."""
     start = time.perf_counter()
     M, N, K = backend.shape
     prov = backend.provenance
     base = {"kernel": config.name, "family": config.family.name, "backend": backend.name,
             "M": M, "N": N, "K": K, **config.values, **prov}
-    bad = violations(config, limits) + shape_violations(config, M, N, limits)
+    bad = refusals(backend, config, limits)
     if bad:
         return _record(db, backend, {**base, "source_hash": ""}, Outcome(INVALID, reason="; ".join(bad)), None)
     source = render(config, limits)
     source_hash = sha256(source)
-    key = (backend.name, prov["gpu_name"], M, N, K, config.name, source_hash)
+    key = measurement_key(backend, config, source)
     earlier = store.find_key(db, key)  # the database before the GPU: a row there is reused
     if earlier:
         return Evaluated(earlier, cached=True)
@@ -76,6 +82,9 @@ def evaluate(db: sqlite_utils.Database, backend: Backend, config: Config, limits
     base |= {"source_hash": source_hash, "template_hash": template_hash(config)}
     try:
         store.insert_source(db, source_hash, config.name, config.family.name, source)
+        before_gpu = time.perf_counter()
+        counts = ahead() if ahead else None
+        waited = time.perf_counter()
         outcome = backend.measure(config, source)
     except Fault as fault:  # record the crash as a row, then let the caller stop this process
         crashed = _record(db, backend, base, fault.outcome, None)
@@ -88,14 +97,36 @@ def evaluate(db: sqlite_utils.Database, backend: Backend, config: Config, limits
             ledger.release(key, owner)
         raise
     measured = time.perf_counter()
-    base |= explain.for_result(db, backend, config, source, outcome.status)  # {} if it did not compile
+    base |= explain.for_result(db, backend, config, source, outcome.status, counts)  # {} if it did not compile
     # where a new trial's time goes: the backend reports compile, verify and time; this is the rest
-    base |= {"t_explain_s": round(time.perf_counter() - measured, 4),
+    # (render: rendering, the reuse lookup, the claim and the source row; wait: for the compile ahead)
+    base |= {"t_render_s": round(before_gpu - start, 4), "t_wait_s": round(waited - before_gpu, 4),
+             "t_explain_s": round(time.perf_counter() - measured, 4),
              "t_trial_s": round(time.perf_counter() - start, 4)}
     done = _record(db, backend, base, outcome, peak_tflops)
     if ledger:
         ledger.finish(key, done.row)
     return done
+
+
+def refusals(backend: Backend, config: Config, limits: Limits) -> list[str]:
+    """Why this config is refused at the backend's shape (empty: it is not)."""
+    M, N, _ = backend.shape
+    return violations(config, limits) + shape_violations(config, M, N, limits)
+
+
+def measurement_key(backend: Backend, config: Config, source: str) -> store.Key:
+    M, N, K = backend.shape
+    return (backend.name, backend.provenance["gpu_name"], M, N, K, config.name, sha256(source))
+
+
+def source_to_measure(db: sqlite_utils.Database, backend: Backend, config: Config, limits: Limits) -> str | None:
+    """The source evaluate() would send to the GPU, or None when it would refuse the config or
+    reuse a row: what is worth compiling ahead."""
+    if refusals(backend, config, limits):
+        return None
+    source = render(config, limits)
+    return None if store.find_key(db, measurement_key(backend, config, source)) else source
 
 
 def _record(db: sqlite_utils.Database, backend: Backend, base: dict, outcome: Outcome,

@@ -140,13 +140,30 @@ def measured_over_ceiling(row: dict[str, Any]) -> dict[str, Any]:
     return {"measured_over_ceiling": row["tflops"] / row["predicted_tflops"]}
 
 
-def for_result(db: sqlite_utils.Database, backend: Any, config: Config, source: str, status: str) -> dict[str, Any]:
-    """Explain columns for a results row: only for code that compiled, never an exception."""
+def wants_counts(backend: Any) -> bool:
+    """Whether rows of this backend get SASS counts (nvdisasm installed, and the backend explains)."""
+    return getattr(backend, "explain", True) and have_nvdisasm()
+
+
+def has_counts(db: sqlite_utils.Database, source: str, arch: str) -> bool:
+    return _cached(db, sha256(source), arch) is not None
+
+
+def for_result(db: sqlite_utils.Database, backend: Any, config: Config, source: str, status: str,
+               counts: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Explain columns for a results row: only for code that compiled, never an exception.
+    `counts`: made ahead by the search's compile processes (pipeline.py); saved here, once,
+    so that only the search process writes the kernels table. Without them the counts are
+    read from that table or, failing that, analysed now."""
     if status in (INVALID, COMPILE_ERROR, LAUNCH_ERROR) or not getattr(backend, "explain", True):
         return {}
     arch = backend.provenance.get("arch") or "sm_90"
+    spec = getattr(backend, "spec", None) or DEFAULT_SPEC
     try:
-        return explain(config, arch, getattr(backend, "spec", None), db, source)
+        if counts is not None:
+            save_counts(db, config, source, arch, counts)
+            return {**counts, **model_columns(config, counts, spec)}
+        return explain(config, arch, spec, db, source)
     except Exception as exc:  # the model is commentary: a failure here must never stop a search
         print(f"autotune: no SASS model for {config.name}: {exc}", file=sys.stderr)
         return {}

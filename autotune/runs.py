@@ -40,6 +40,7 @@ class SearchOptions:
     study: str | None = None
     kernel_timeout: float | None = None
     replay_db: str | None = None  # --backend replay: the recorded database that answers
+    compile_jobs: int | None = None  # processes compiling ahead for GPU workers (None: pipeline.default_jobs())
 
 
 def _start(specs: list, db_path: str) -> tuple[list, object]:
@@ -101,7 +102,8 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None) -> int
         with stop_on_signals(stop):
             result = run_search(db, workers, o.families, first.info.limits, sampler=o.sampler, trials=o.trials,
                                 timeout=o.timeout, seed=o.seed, peak_tflops=first.info.peak_tflops,
-                                progress=bar.update_with, storage=storage, study=o.study, stop=stop)
+                                progress=bar.update_with, storage=storage, study=o.study, stop=stop,
+                                compile_jobs=o.compile_jobs)
     finally:
         if bar:
             bar.close()

@@ -339,7 +339,12 @@ def analyze_source(config: Config, source: str, arch: str = "sm_90") -> SassRepo
     if not compiled.ok:
         first = compiled.log.strip().splitlines()[:1] or ["(no log)"]
         raise AutotuneError(f"{config} failed to compile for {arch}: {first[0]}")
-    text = disassemble(compiled.cubin)
-    loop, whole = count(text)[config.name], count(text, scope="kernel")[config.name]
-    res = resources(compiled.cubin, config.name, text)
-    return SassReport(config.name, arch, loop, whole, res, text)
+    return analyze_cubin(config.name, compiled.cubin, arch)
+
+
+def analyze_cubin(kernel: str, cubin: bytes, arch: str = "sm_90") -> SassReport:
+    """Disassemble and count a compiled kernel, known by its name (what a compile process
+    of the search has: a Config does not cross a process boundary)."""
+    text = disassemble(cubin)
+    loop, whole = count(text)[kernel], count(text, scope="kernel")[kernel]
+    return SassReport(kernel, arch, loop, whole, resources(cubin, kernel, text), text)

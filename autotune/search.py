@@ -21,7 +21,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import optuna
 import sqlite_utils
@@ -33,6 +33,9 @@ from .evaluate import Backend, Evaluated, evaluate
 from .ledger import Ledger, wants_ledger
 from .outcome import INVALID, OK
 from .space import Config, Family, Limits, Value, iter_valid, within
+
+if TYPE_CHECKING:
+    from .pipeline import Compiler
 
 SAMPLERS = ("tpe", "random", "grid", "tpe-mv", "qmc", "gp")  # cli.py lists the same names
 MAX_TRIALS_PER_NEW = 10  # a sampler that keeps proposing measured configs stops eventually
@@ -62,7 +65,8 @@ def distributions(families: list[Family]) -> dict[str, optuna.distributions.Base
 
 def suggest(trial: optuna.Trial, families: list[Family]) -> Config:
     dists = distributions(families)
-    family = next(f for f in families if f.name == trial.suggest_categorical("family", dists["family"].choices))
+    chosen = trial.suggest_categorical("family", dists["family"].choices)  # once: each call asks the sampler
+    family = next(f for f in families if f.name == chosen)
     values: dict[str, Value] = {}
     for p in family.params:
         key = f"{family.name}.{p.name}"
@@ -186,6 +190,13 @@ class _Run:
     pending: int = 0
     error: BaseException | None = None
     ledger: Ledger | None = None
+    compiler: Compiler | None = None  # the compile processes the GPU workers share (pipeline.py)
+    depth: int = 1  # trials with a kernel to build each GPU worker keeps asked ahead
+
+    def wanted(self) -> int:
+        """New measurements the search still needs beyond those in flight (what asking ahead can use)."""
+        with self.lock:
+            return self.trials - self.result.new - self.pending
 
     def take_slot(self) -> bool:
         """Whether this worker may start another trial; waits while the ones in flight decide it."""
@@ -217,9 +228,11 @@ def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], fam
                limits: Limits, *, sampler: str = "tpe", trials: int = 60, timeout: float | None = None,
                seed: int | None = 0, peak_tflops: float | None = None, progress=None,
                storage: str | optuna.storages.BaseStorage | None = None,
-               study: str | None = None, stop: threading.Event | None = None) -> SearchResult:
+               study: str | None = None, stop: threading.Event | None = None,
+               compile_jobs: int | None = None) -> SearchResult:
     """Search until `trials` new measurements, `timeout` seconds, or `stop` is set (the
-    trials in flight finish first). KeyboardInterrupt ends it at once, marked interrupted."""
+    trials in flight finish first). KeyboardInterrupt ends it at once, marked interrupted.
+    compile_jobs: processes compiling ahead for GPU workers (default pipeline.default_jobs())."""
     optuna.logging.set_verbosity(logging.WARNING)
     backends = backends if isinstance(backends, list) else [backends]
     first = backends[0]
@@ -241,11 +254,14 @@ def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], fam
         run.ledger = Ledger(storage)  # several hosts: claims and rows shared through the server
     start = time.monotonic()
     try:
+        _start_compiler(run, backends, compile_jobs)
         _run_workers(run, db, backends)
     except KeyboardInterrupt:
         run.stop.set()
         result.interrupted = True
     finally:
+        if run.compiler:
+            run.compiler.close()
         if run.ledger:
             run.ledger.close()
     result.interrupted = result.interrupted or run.stop.is_set()
@@ -262,6 +278,18 @@ def _enqueue_grid(study: optuna.Study, families: list[Family], limits: Limits, m
         # a shared study may hold these already (another worker's run): enqueue each once
         study.enqueue_trial(trial_params(config), skip_if_exists=shared)
     return len(todo)
+
+
+def _start_compiler(run: _Run, backends: list[Backend], jobs: int | None) -> None:
+    """GPU workers (compile_ahead) share one pool of compile processes; each keeps its share
+    of the jobs asked ahead. The emulator and replay have no NVRTC step worth hiding."""
+    ahead = sum(bool(getattr(b, "compile_ahead", False)) for b in backends)
+    if not ahead:
+        return
+    from .pipeline import Compiler, default_jobs
+
+    run.compiler = Compiler(jobs or default_jobs())
+    run.depth = -(-run.compiler.jobs // ahead)
 
 
 def _run_workers(run: _Run, db: sqlite_utils.Database, backends: list[Backend]) -> None:
@@ -292,10 +320,11 @@ def _guarded(run: _Run, path: str, backend: Backend, owner: store.Owner) -> None
 
 def _work(run: _Run, db: sqlite_utils.Database, backend: Backend, owner: store.Owner) -> None:
     ahead = None
-    if getattr(backend, "compile_ahead", False):  # GPU workers: compile the next trial meanwhile
-        from .pipeline import Ahead
+    if run.compiler and getattr(backend, "compile_ahead", False):  # GPU workers: compile the next trials meanwhile
+        from .pipeline import Ahead, planner
 
-        ahead = Ahead(run.study, run.families, run.limits, store.path_of(db), backend.provenance["arch"], suggest)
+        ahead = Ahead(run.study, lambda trial: suggest(trial, run.families), planner(db, backend, run.limits),
+                      run.compiler, run.depth, run.wanted)
     try:
         while run.take_slot():
             done = None
@@ -310,16 +339,14 @@ def _work(run: _Run, db: sqlite_utils.Database, backend: Backend, owner: store.O
 
 def _one_trial(run: _Run, db: sqlite_utils.Database, backend: Backend, owner: store.Owner,
                ahead=None) -> Evaluated | None:
-    if ahead:
-        trial, config = ahead.take()
-    else:
-        trial = run.study.ask()
+    asked = ahead.take() if ahead else None
+    trial = asked.trial if asked else run.study.ask()
     try:
-        if not ahead:
-            config = suggest(trial, run.families)
+        config = asked.config if asked else suggest(trial, run.families)
         trial.set_user_attr("kernel", config.name)
         trial.set_user_attr("owner", f"{owner.host}:{owner.pid}")
-        done = evaluate(db, backend, config, run.limits, run.peak_tflops, owner, run.ledger)
+        done = evaluate(db, backend, config, run.limits, run.peak_tflops, owner, run.ledger,
+                        asked.ready if asked else None)
         if done is None:  # another worker is measuring it: no row, no value
             run.study.tell(trial, state=TrialState.PRUNED)
             return None

@@ -50,6 +50,10 @@ def open_db(path: str | Path) -> sqlite_utils.Database:
         db.execute("PRAGMA schema_version").fetchone()  # fails here on a file that is not SQLite
         if db.journal_mode != "wal":
             _patiently(db.enable_wal)  # readers (best, report) never block a running search
+        # In WAL mode NORMAL syncs at checkpoints, not at every commit (a search commits a few
+        # times per trial): still safe against corruption and against a killed process; a power
+        # cut may lose the last rows, which the next search measures again.
+        db.execute("PRAGMA synchronous = NORMAL")
     except (OSError, sqlite3.DatabaseError) as exc:
         raise AutotuneError(f"cannot open database {path}: {exc}; pass --db with a writable SQLite file") from None
     try:

@@ -70,6 +70,7 @@ class Ready:
     launch_shapes: tuple[tuple[int, int], ...]
     device: str  # the CUDA device index, or the backend's name where there is no GPU
     launch_limit_s: float | None = None  # the backend's own limit per launch (the emulator's), if any
+    compile_ahead: bool = False  # it compiles with NVRTC per trial: the search compiles ahead (pipeline.py)
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,8 @@ def ready_of(backend) -> Ready:
                  dict(backend.provenance), getattr(backend, "explain", True),
                  info.limits if info else Limits(), info.peak_tflops if info else None,
                  tuple(tuple(s) for s in getattr(backend, "launch_shapes", [backend.shape[:2]])),
-                 str(info.index) if info else backend.name, getattr(backend, "timeout", None))
+                 str(info.index) if info else backend.name, getattr(backend, "timeout", None),
+                 bool(getattr(backend, "compile_ahead", False)))
 
 
 # --------------------------------------------------------------------------- the child
@@ -224,8 +226,8 @@ class WorkerBackend:
 
     @property
     def compile_ahead(self) -> bool:
-        """GPU workers: the search compiles the next trial while this one measures (pipeline.py)."""
-        return self.worker_spec.kind == "cuda"
+        """GPU workers: the search compiles the next trials while this one measures (pipeline.py)."""
+        return self._ready().compile_ahead
 
     @property
     def provenance(self) -> dict:

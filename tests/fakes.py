@@ -2,6 +2,7 @@
 configs deliberately wrong. It lets the search, store and CLI be tested in CI."""
 from __future__ import annotations
 
+import time
 import zlib
 
 from autotune.outcome import OK, WRONG, Outcome, Timing
@@ -39,3 +40,22 @@ class FakeBackend:
             return Outcome(WRONG, reason="relative error 0.5 > 1e-4", err=0.5, timing=None)
         ms = fake_ms(config)
         return Outcome(OK, err=1e-7, timing=Timing(ms, ms * 0.99, ms * 1.02, 5))
+
+
+class CompilingFake(FakeBackend):
+    """A GPU stand-in for a worker process: the search compiles its kernels ahead with NVRTC, as
+    for a CUDA worker, and each measurement takes `seconds`."""
+    compile_ahead = True
+
+    def __init__(self, M: int = 256, N: int = 256, K: int = 256, seconds: float = 0.3):
+        super().__init__(M, N, K)
+        self.seconds = seconds
+
+    def measure(self, config, source: str) -> Outcome:
+        time.sleep(self.seconds)
+        return super().measure(config, source)
+
+
+def compiling_fake(spec) -> CompilingFake:
+    """Worker factory: WorkerSpec("tests.fakes:compiling_fake", shape)."""
+    return CompilingFake(*spec.shape)

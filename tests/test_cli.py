@@ -27,6 +27,7 @@ def test_every_command_has_help(command):
 @pytest.mark.parametrize("args, message", [
     (["search", "--M", "0"], "M=0 must be at least 1"),
     (["search", "--M", "4", "--family", "bogus"], "unknown family 'bogus'"),
+    (["search", "--M", "4", "--compile-jobs", "0"], "0 is not in the range x>=1"),
     (["render", "--family", "tiled", "-p", "T=12"], "T=12 is outside the space"),
     (["render", "--family", "tiled", "-p", "T"], "is not NAME=VALUE"),
     (["render", "--family", "tiled", "-p", "Q=1"], "has no parameter 'Q'"),
@@ -154,3 +155,20 @@ def test_search_on_the_emulator_records_sim_rows(tmp_path):
 def test_search_on_the_emulator_refuses_large_shapes(tmp_path):
     result = run("search", "--backend", "sim", "--M", "4096", "--db", str(tmp_path / "x.sqlite"))
     assert result.exit_code == 2 and "too large for the emulator" in result.output
+
+
+def test_compile_jobs_reach_the_search(tmp_path, monkeypatch):
+    import autotune.search
+
+    seen = {}
+    real = autotune.search.run_search
+
+    def spy(*args, **kwargs):
+        seen["compile_jobs"] = kwargs.get("compile_jobs")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(autotune.search, "run_search", spy)
+    result = run("search", "--backend", "sim", "--M", "24", "--N", "20", "--K", "9", "--family", "tiled",
+                 "--trials", "1", "--compile-jobs", "3", "--db", str(tmp_path / "x.sqlite"))
+    assert result.exit_code == 0, result.output
+    assert seen["compile_jobs"] == 3  # the emulator compiles nothing ahead; a GPU search would use 3 processes

@@ -54,6 +54,17 @@ def test_a_wrong_kernel_is_reported_wrong(backend):
     assert outcome.status == "wrong" and "relative error" in outcome.reason
 
 
+def test_a_kernel_that_overwrites_the_reference_is_wrong_and_the_reference_restored(backend):
+    from autotune.cuda_backend import upload_into
+
+    config = make_config(NAIVE, {})
+    p = backend.main
+    upload_into(backend.stream, p.ref_dev, np.zeros_like(p.ref))  # what a kernel writing past its output could do
+    outcome = backend.measure(config, render(config))
+    assert outcome.status == "wrong" and "outside its output" in outcome.reason
+    assert backend.measure(config, render(config)).status == "ok"  # the reference was put back
+
+
 def test_unwritten_outputs_are_caught(backend):
     config = make_config(NAIVE, {})
     broken = render(config).replace("if (row >= M || col >= N) return;", "if (row >= M || col >= N - 1) return;")

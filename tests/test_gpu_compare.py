@@ -1,0 +1,89 @@
+"""The correctness check on the GPU (autotune/gpu_compare.py) means what reference.relative_error
+means on the host. Without a GPU: the kernel compiles and the host's last step is right; with
+one: the GPU's answer equals numpy's on outputs right, slightly off, NaN, inf, and against an
+all-zero reference."""
+import math
+
+import numpy as np
+import pytest
+
+from autotune import gpu_compare
+from autotune.compile import compile_source
+from autotune.reference import relative_error
+
+
+def test_the_comparison_kernel_compiles():
+    built = compile_source(gpu_compare.SOURCE, gpu_compare.NAME, "sm_90")
+    assert built.ok, built.log
+
+
+def test_blocks_cover_small_and_large_outputs():
+    assert gpu_compare.blocks_for(1) == 1
+    assert gpu_compare.blocks_for(gpu_compare.THREADS + 1) == 2
+    assert gpu_compare.blocks_for(4096 * 4096) == gpu_compare.MAX_BLOCKS
+
+
+def test_the_host_adds_the_blocks_sums_as_relative_error_would():
+    # two blocks: diff^2 = 3 + 1, ref^2 = 10 + 6, no bad values -> sqrt(4 / 16); sum ref = 2 - 5
+    two = gpu_compare.from_partials(np.array([[3.0, 10.0, 0.0, 2.0], [1.0, 6.0, 0.0, -5.0]]))
+    assert two.error == 0.5 and two.ref_sums == (16.0, -3.0)
+    assert gpu_compare.from_partials(np.array([[3.0, 10.0, 0.0, 1.0], [1.0, 6.0, 1.0, 1.0]])).error == math.inf
+    assert gpu_compare.from_partials(np.array([[4.0, 0.0, 0.0, 0.0]])).error == 2.0  # zero reference: absolute
+
+
+def _cases() -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    rng = np.random.default_rng(11)
+    M, N, K = 131, 67, 93  # an odd size: not a multiple of the block
+    A = rng.uniform(-1, 1, (M, K)).astype(np.float32)
+    B = rng.uniform(-1, 1, (K, N)).astype(np.float32)
+    ref = (A.astype(np.float64) @ B).astype(np.float32)
+    missing_term = (A[:, :-1].astype(np.float64) @ B[:-1]).astype(np.float32)  # one of K terms left out
+    one_off = ref.copy()
+    one_off[7, 5] += 1.0
+    nan, inf = ref.copy(), ref.copy()
+    nan[3, 3] = np.nan
+    inf[-1, -1] = np.inf
+    large = rng.uniform(-1, 1, (1500, 1300)).astype(np.float32)  # more elements than one pass of the grid
+    return {
+        "equal": (ref.copy(), ref),
+        "rounding": (ref + np.float32(1e-6) * rng.standard_normal(ref.shape).astype(np.float32), ref),
+        "one term missing": (missing_term, ref),
+        "one output off": (one_off, ref),
+        "nan": (nan, ref),
+        "inf": (inf, ref),
+        "zero reference": (ref, np.zeros_like(ref)),
+        "both zero": (np.zeros_like(ref), np.zeros_like(ref)),
+        "large": (large * np.float32(1.001), large),
+    }
+
+
+CASES = _cases()
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    from cuda.core import Device
+
+    from autotune.cuda_backend import GpuCompare
+    from autotune.device import device_info
+
+    info = device_info(0)
+    dev = Device(0)
+    dev.set_current()
+    stream = dev.create_stream()
+    return dev, stream, GpuCompare(dev, stream, info.arch, info.index)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_gpu_answers_what_numpy_answers(gpu, case):
+    from autotune.cuda_backend import upload
+
+    dev, stream, compare = gpu
+    C, ref = CASES[case]
+    on_gpu = compare.relative_error(upload(dev, stream, C), upload(dev, stream, ref), C.size)
+    on_host = relative_error(C, ref)
+    if math.isinf(on_host):
+        assert math.isinf(on_gpu)
+    else:
+        assert on_gpu == pytest.approx(on_host, rel=1e-9, abs=1e-300)
