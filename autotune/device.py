@@ -83,8 +83,37 @@ def device_info(index: int = 0) -> DeviceInfo:
 
 
 def sm_clock_mhz(uuid: str) -> int | None:
-    """The SM clock right now (read just after timing, while the GPU is still busy-hot)."""
-    return _smi_int("clocks.sm", uuid)
+    """The SM clock right now (read just after timing, while the GPU is still busy-hot).
+    NVML in-process (microseconds); nvidia-smi (tens of milliseconds a call) where NVML fails."""
+    clock = _nvml_sm_clock(uuid)
+    return clock if clock is not None else _smi_int("clocks.sm", uuid)
+
+
+_NVML: dict[str, object] = {}  # "lib": the loaded library or None; uuid: its device handle
+NVML_CLOCK_SM = 1
+
+
+def _nvml_sm_clock(uuid: str) -> int | None:
+    import ctypes
+
+    if "lib" not in _NVML:
+        try:
+            lib = ctypes.CDLL("libnvidia-ml.so.1")  # part of the driver, beside libcuda
+            _NVML["lib"] = lib if lib.nvmlInit_v2() == 0 else None
+        except (OSError, AttributeError):
+            _NVML["lib"] = None
+    lib = _NVML["lib"]
+    if lib is None:
+        return None
+    if uuid not in _NVML:
+        handle = ctypes.c_void_p()
+        name = ("GPU-" + uuid.removeprefix("GPU-")).encode()
+        _NVML[uuid] = handle if lib.nvmlDeviceGetHandleByUUID(name, ctypes.byref(handle)) == 0 else None
+    handle = _NVML[uuid]
+    clock = ctypes.c_uint()
+    if handle is None or lib.nvmlDeviceGetClockInfo(handle, NVML_CLOCK_SM, ctypes.byref(clock)) != 0:
+        return None
+    return int(clock.value)
 
 
 def _smi_int(field: str, uuid: str) -> int | None:

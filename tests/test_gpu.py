@@ -108,3 +108,27 @@ def test_search_and_export_round_trip(backend, tmp_path):
     stream.sync()
     assert relative_error(C, A.astype(np.float64) @ B) < 1e-5
     assert info["measured"]["id"] == store.best(db, SHAPE)["id"]
+
+
+def test_sm_clock_is_read_in_process(backend):
+    from autotune.device import _nvml_sm_clock, sm_clock_mhz
+
+    clock = _nvml_sm_clock(backend.info.uuid)  # NVML, not a nvidia-smi process per trial
+    assert clock is not None and 100 < clock < 5000
+    assert sm_clock_mhz(backend.info.uuid) > 0
+
+
+@pytest.mark.parametrize("params", [
+    {"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "ASYNC": 1, "STAGES": 3},
+    {"BM": 64, "BN": 128, "BK": 16, "WM": 32, "WN": 64, "ASYNC": 1, "STAGES": 2, "GM": 8},
+])
+def test_async_interior_blocks(params):
+    """Shapes that the tiles divide: the cp.async copies take the predicate-free interior path
+    (257x129x67 above only exercises the guarded one)."""
+    from autotune.cuda_backend import CudaBackend
+    from autotune.outcome import OK
+
+    config = make_config(FAMILIES["blocked"], params)
+    for shape in ((256, 512, 96), (384, 512, 100)):  # the second: interior rows, a K tail
+        out = CudaBackend(*shape, seed=3).measure(config, render(config))
+        assert out.status == OK, (shape, out.reason)
