@@ -32,7 +32,7 @@ from .outcome import OK, UNRECORDED, Outcome, Timing
 from .space import Config
 
 OVERHEAD_S = 1.0  # per new trial: render + compile + verify + bookkeeping (see the module doc)
-WARMUP_RUNS = 2  # untimed launches before the timed ones (cuda_backend)
+WARMUP_RUNS = 2  # untimed launches before the timed ones: the verify launch and cuda_backend.WARMUP
 REPLAYED = ("ok", "wrong", "compile_error", "launch_error")  # invalid rows are re-derived, not replayed
 _EXTRA = ("sm_clock_mhz", "num_regs", "static_shared")
 

@@ -32,7 +32,7 @@ from .errors import AutotuneError
 from .evaluate import Backend, Evaluated, evaluate
 from .ledger import Ledger, wants_ledger
 from .outcome import INVALID, OK
-from .space import Config, Family, Limits, Value, iter_valid, within
+from .space import Config, Family, Limits, Value, iter_valid, make_config, violations, within
 
 if TYPE_CHECKING:
     from .pipeline import Compiler
@@ -229,10 +229,12 @@ def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], fam
                seed: int | None = 0, peak_tflops: float | None = None, progress=None,
                storage: str | optuna.storages.BaseStorage | None = None,
                study: str | None = None, stop: threading.Event | None = None,
-               compile_jobs: int | None = None) -> SearchResult:
+               compile_jobs: int | None = None, start_from_defaults: bool = True) -> SearchResult:
     """Search until `trials` new measurements, `timeout` seconds, or `stop` is set (the
     trials in flight finish first). KeyboardInterrupt ends it at once, marked interrupted.
-    compile_jobs: processes compiling ahead for GPU workers (default pipeline.default_jobs())."""
+    compile_jobs: processes compiling ahead for GPU workers (default pipeline.default_jobs()).
+    start_from_defaults: measure each family's default config first (the sampler benchmark
+    turns it off to compare samplers alone)."""
     optuna.logging.set_verbosity(logging.WARNING)
     backends = backends if isinstance(backends, list) else [backends]
     first = backends[0]
@@ -247,6 +249,8 @@ def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], fam
     budget = trials * MAX_TRIALS_PER_NEW
     if sampler == "grid":
         budget = _enqueue_grid(opt, families, limits, measured, trials, persistent is not None)
+    elif start_from_defaults:
+        _enqueue_defaults(opt, families, limits, measured, persistent is not None)
     result = SearchResult(study=name, workers=len(backends))
     run = _Run(opt, families, limits, peak_tflops, result, trials, budget,
                time.monotonic() + timeout if timeout is not None else None, stop or threading.Event(), progress)
@@ -278,6 +282,17 @@ def _enqueue_grid(study: optuna.Study, families: list[Family], limits: Limits, m
         # a shared study may hold these already (another worker's run): enqueue each once
         study.enqueue_trial(trial_params(config), skip_if_exists=shared)
     return len(todo)
+
+
+def _enqueue_defaults(study: optuna.Study, families: list[Family], limits: Limits, measured: set[str],
+                      shared: bool) -> None:
+    """Each family's default config (for blocked: the best a search found on the H200, see
+    autotune/blocked.py) as the first trials, so the sampler starts from a good kernel and
+    looks around it instead of finding that region by luck."""
+    for family in families:
+        config = make_config(family, {})
+        if within(family, config.values) and config.name not in measured and not violations(config, limits):
+            study.enqueue_trial(trial_params(config), skip_if_exists=shared)
 
 
 def _start_compiler(run: _Run, backends: list[Backend], jobs: int | None) -> None:

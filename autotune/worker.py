@@ -37,7 +37,7 @@ from .space import Config, Launch, Limits
 SLOWDOWN = 1000  # a launch may take this many times cuBLAS's time at the shape...
 MIN_LAUNCH_S = 1.0  # ...but never less than this (first-launch module loading, a busy node)
 COMPILE_S = 120.0  # NVRTC or g++ for one kernel, cache cold, on a loaded host
-LAUNCHES_PER_BEAT = 3  # the most launches between two beats: two warm-ups and a timed run
+LAUNCHES_PER_BEAT = 3  # the most launches between two beats (a warm-up and a timed run; one spare)
 START_S = 600.0  # building a backend: cuBLAS handle, inputs, the reference and its timing
 STOP_S = 5.0  # a child asked to stop gets this long before it is killed
 

@@ -79,3 +79,22 @@ def test_tpe_finds_the_fast_region(db):
     backend = FakeBackend()
     result = search(db, backend, sampler="tpe", trials=60, families=[TILED])
     assert result.best["T"] >= 32  # the fake makes big tiles fast
+
+
+def test_a_search_starts_from_each_familys_default(tmp_path):
+    from autotune.space import make_config
+
+    db = store.open_db(tmp_path / "r.sqlite")
+    run_search(db, FakeBackend(), [NAIVE, TILED], Limits(), sampler="random", trials=3, seed=5)
+    first = [r["kernel"] for r in db.query("SELECT r.kernel FROM trials t JOIN results r ON r.id = t.result_id "
+                                           "ORDER BY t.id LIMIT 2")]
+    assert first == [make_config(NAIVE, {}).name, make_config(TILED, {}).name]
+
+
+def test_the_sampler_benchmark_can_leave_the_defaults_out(tmp_path):
+    from autotune.space import make_config
+
+    db = store.open_db(tmp_path / "r.sqlite")
+    run_search(db, FakeBackend(), [TILED], Limits(), sampler="random", trials=3, seed=5, start_from_defaults=False)
+    first = next(db.query("SELECT r.kernel FROM trials t JOIN results r ON r.id = t.result_id ORDER BY t.id LIMIT 1"))
+    assert first["kernel"] != make_config(TILED, {}).name  # random's first draw, seed 5
