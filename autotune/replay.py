@@ -60,7 +60,8 @@ def _connect(db_path: str | Path) -> sqlite3.Connection:
 
 
 def load_rows(db_path: str | Path, shape: tuple[int, int, int], gpu: str | None = None) -> list[dict]:
-    """The recorded rows for one shape and one GPU (any, if the dataset holds only one). Rows of
+    """The recorded rows for one shape and one GPU model (any, if the dataset holds only one;
+    several boards of one model are one dataset, as they are one key for reuse). Rows of
     earlier replays are never a dataset; any other backend is (cuda; fake for synthetic data)."""
     conn = _connect(db_path)
     try:
@@ -72,21 +73,22 @@ def load_rows(db_path: str | Path, shape: tuple[int, int, int], gpu: str | None 
         conn.close()
     if gpu:
         rows = [r for r in rows if gpu in (r["gpu_uuid"], r["gpu_name"])]
-    uuids = sorted({f"{r['backend']}:{r['gpu_uuid']}" for r in rows})
+    models = sorted({f"{r['backend']}:{r['gpu_name']}" for r in rows})
     if not rows:
         raise AutotuneError(f"{db_path} has no GPU results for {'x'.join(map(str, shape))}"
                             + (f" on {gpu}" if gpu else ""))
-    if len(uuids) > 1:
-        raise AutotuneError(f"{db_path} holds {len(uuids)} GPUs for this shape ({', '.join(uuids)}); choose one")
+    if len(models) > 1:
+        raise AutotuneError(f"{db_path} holds {len(models)} GPU models for this shape ({', '.join(models)}); "
+                            f"choose one")
     return rows
 
 
-def load_baseline(db_path: str | Path, shape: tuple[int, int, int], gpu_uuid: str) -> Timing | None:
-    """cuBLAS as recorded: the median of the recorded medians (one per search that ran)."""
+def load_baseline(db_path: str | Path, shape: tuple[int, int, int], gpu_name: str) -> Timing | None:
+    """cuBLAS as recorded: the median of the recorded medians (one per search and board)."""
     conn = _connect(db_path)
     try:
-        rows = conn.execute("SELECT time_ms, time_ms_min, time_ms_max FROM baselines WHERE gpu_uuid = ? "
-                            "AND M = ? AND N = ? AND K = ?", (gpu_uuid, *shape)).fetchall()
+        rows = conn.execute("SELECT time_ms, time_ms_min, time_ms_max FROM baselines WHERE gpu_name = ? "
+                            "AND M = ? AND N = ? AND K = ?", (gpu_name, *shape)).fetchall()
     except sqlite3.DatabaseError:
         rows = []
     finally:
@@ -113,7 +115,7 @@ class ReplayBackend:
         self._prov["cublas_version"] = rows[0].get("cublas_version")
         # the latest answer per config wins, as it would in store.find_key
         self.rows: dict[str, dict] = {r["kernel"]: r for r in rows if r["status"] in REPLAYED}
-        self.baseline = load_baseline(db_path, self.shape, self._prov["gpu_uuid"])
+        self.baseline = load_baseline(db_path, self.shape, self._prov["gpu_name"])
         self.simulated_s = 0.0  # running total over this backend's trials
         self.measured: list[str] = []  # kernel names in the order they were asked for
 

@@ -26,12 +26,12 @@ DATA = ROOT / "benchmarks" / "data"
 CEILINGS = DATA / "model-ceilings-sm90-h200.json"
 SYNTHETIC_LABEL = ("SYNTHETIC: times from tests/fakes.py's FakeBackend (bigger tiles faster, padding slower, "
                    "a hash jitter), not a GPU; it checks the machinery, not the samplers' worth on real kernels")
-# name -> (file, families, label or "" to read it from the data)
+# name -> (file, families, label or "" to read it from the data, M = N = K)
 DATASETS = {
-    "synthetic": ("synthetic-fake-naive-tiled-4096.sqlite", "naive,tiled", SYNTHETIC_LABEL),
-    "h200-naive-tiled": ("h200-4096-issue2-run1.sqlite", "naive,tiled", ""),
-    "h200-blocked-probe": ("h200-4096-blocked-probe.sqlite", "blocked", ""),
-    "h200-blocked-search2": ("h200-4096-blocked-search2.sqlite", "blocked", ""),
+    "h200-gt-4096": ("h200-gt-naive-tiled-4096.sqlite", "naive,tiled", "", 4096),
+    "h200-gt-2048": ("h200-gt-naive-tiled-2048.sqlite", "naive,tiled", "", 2048),
+    "h200-blocked-sample": ("h200-gt-blocked-4096.sqlite", "blocked", "", 4096),
+    "synthetic": ("synthetic-fake-naive-tiled-4096.sqlite", "naive,tiled", SYNTHETIC_LABEL, 4096),
 }
 
 
@@ -64,17 +64,16 @@ def main() -> None:
     if args.make_synthetic:
         make_synthetic(Path(args.make_synthetic))
         return
-    shape = (args.M,) * 3
     if args.replay_db:
-        specs = [(Path(args.replay_db).stem, Path(args.replay_db), args.family, "")]
+        specs = [(Path(args.replay_db).stem, Path(args.replay_db), args.family, "", args.M)]
     else:
         names = args.only.split(",") if args.only else list(DATASETS)
-        specs = [(n, DATA / DATASETS[n][0], DATASETS[n][1], DATASETS[n][2]) for n in names]
+        specs = [(n, DATA / DATASETS[n][0], *DATASETS[n][1:]) for n in names]
     ceilings = bench.load_ceilings(args.ceilings if Path(args.ceilings).exists() else None)
     seeds = list(range(args.seeds))
     parts = []
-    for name, path, fams, label in specs:
-        ds = bench.load_dataset(path, shape, [FAMILIES[f] for f in fams.split(",")], name, label)
+    for name, path, fams, label, size in specs:
+        ds = bench.load_dataset(path, (size,) * 3, [FAMILIES[f] for f in fams.split(",")], name, label)
         runs, skipped = bench.bench(ds, args.samplers.split(","), seeds, ceilings,
                                     log=lambda s: print(s, file=sys.stderr, flush=True))
         parts.append(bench.table(ds, runs, skipped))
