@@ -29,7 +29,7 @@ class SearchOptions:
     shape: tuple[int, int, int]
     families: list[Family]
     db_path: str
-    sampler: str = "tpe"
+    sampler: str = "tpe-mv"
     trials: int = 60
     timeout: float | None = None
     seed: int = 0

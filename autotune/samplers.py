@@ -7,6 +7,8 @@ Names:
             rest is sampled at random; over one family it models every parameter.
   tpe-mv    TPE with multivariate=True, group=True: the joint distribution of each family's
             parameters (conditional spaces split into groups) instead of one parameter at a time.
+            The search's default: it needed the fewest trials of the samplers that work on any
+            space on both exhaustive H200 datasets (docs/BENCHMARKS.md).
   qmc       Optuna's QMCSampler (Sobol, scrambled), a space-filling baseline.
   model     our own, `ModelSampler`: bound to predicted ceilings by `bind()`, see its doc.
 CMA-ES does not apply: every parameter here is categorical (a choice among listed values),
@@ -49,7 +51,8 @@ def _gp(seed: int | None) -> BaseSampler:
 
 BUILTIN: dict[str, Factory] = {
     "gp": _gp,
-    "tpe-mv": lambda seed: optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True),
+    # constant_liar: trials asked ahead (compile-ahead, other workers) count as pending, as for tpe
+    "tpe-mv": lambda seed: optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True, constant_liar=True),
     "qmc": lambda seed: optuna.samplers.QMCSampler(seed=seed, scramble=True, warn_independent_sampling=False),
 }
 _BOUND: dict[str, Factory] = {}
