@@ -225,7 +225,7 @@ class _Run:
 
 
 def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], families: list[Family],
-               limits: Limits, *, sampler: str = "tpe", trials: int = 60, timeout: float | None = None,
+               limits: Limits, *, sampler: str = "tpe-mv", trials: int = 60, timeout: float | None = None,
                seed: int | None = 0, peak_tflops: float | None = None, progress=None,
                storage: str | optuna.storages.BaseStorage | None = None,
                study: str | None = None, stop: threading.Event | None = None,
