@@ -61,7 +61,7 @@ def evaluate(db: sqlite_utils.Database, backend: Backend, config: Config, limits
         return _record(db, backend, {**base, "source_hash": ""}, Outcome(INVALID, reason="; ".join(bad)), None)
     source = render(config, limits)
     source_hash = sha256(source)
-    key = measurement_key(backend, config, source)
+    key = measurement_key(backend, config, source_hash)
     earlier = store.find_key(db, key)  # the database before the GPU: a row there is reused
     if earlier:
         return Evaluated(earlier, cached=True)
@@ -115,9 +115,9 @@ def refusals(backend: Backend, config: Config, limits: Limits) -> list[str]:
     return violations(config, limits) + shape_violations(config, M, N, limits)
 
 
-def measurement_key(backend: Backend, config: Config, source: str) -> store.Key:
+def measurement_key(backend: Backend, config: Config, source_hash: str) -> store.Key:
     M, N, K = backend.shape
-    return (backend.name, backend.provenance["gpu_name"], M, N, K, config.name, sha256(source))
+    return (backend.name, backend.provenance["gpu_name"], M, N, K, config.name, source_hash)
 
 
 def source_to_measure(db: sqlite_utils.Database, backend: Backend, config: Config, limits: Limits) -> str | None:
@@ -126,7 +126,7 @@ def source_to_measure(db: sqlite_utils.Database, backend: Backend, config: Confi
     if refusals(backend, config, limits):
         return None
     source = render(config, limits)
-    return None if store.find_key(db, measurement_key(backend, config, source)) else source
+    return None if store.find_key(db, measurement_key(backend, config, sha256(source))) else source
 
 
 def _record(db: sqlite_utils.Database, backend: Backend, base: dict, outcome: Outcome,
