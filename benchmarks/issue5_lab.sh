@@ -5,7 +5,7 @@ set -o pipefail
 OUT="${OUT:-out}"; mkdir -p "$OUT"
 source benchmarks/device_setup.sh || { echo "setup failed"; exit 1; }
 LAB="${LAB:-benchmarks/lab_issue5.json}"
-python3 benchmarks/kernel_lab.py --M 4096 --rounds 2 "$LAB" 2>&1 | tee "$OUT/lab.txt" | tail -16
+python3 benchmarks/kernel_lab.py --M 4096 --rounds "${ROUNDS:-2}" "$LAB" 2>&1 | tee "$OUT/lab.txt" | tail -16
 STALLS="--metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,smsp__issue_active.avg.per_cycle_active,smsp__inst_executed.sum,smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"
 for v in ${NCU:-benchmarks/lab_best.json benchmarks/lab_async.json}; do
   name=$(basename "$v" .json)
