@@ -13,6 +13,10 @@ reads A as well as B with LDS.128. With ASYNC=0, STAGES=2 double-buffers shared 
 by loads held in registers while the previous tile is computed; with ASYNC=1, 2 to 4 stages
 are filled by cp.async copies that bypass registers (A transposed with 4-byte copies); a block
 whose tiles all lie inside the matrices copies from pointers computed once, without predicates.
+Interior tiles of the register path likewise load through one pointer per matrix, advanced once
+per tile, and the inner loop reads fragments at constant offsets from per-thread origins, so
+the unrolled loop holds almost nothing but LDS and FFMA. BSWAP=1 stores B's columns swapped in
+pairs, which moves B fragments to registers of the other bank than their accumulators.
 GM groups block-rows for L2 reuse; MINB is the `__launch_bounds__` minimum of resident blocks
 (a register cap).
 """
@@ -63,17 +67,26 @@ def _loads_even(p: Params) -> bool:
     return t > 0 and (p["BM"] * p["BK"] // 4) % t == 0 and (p["BK"] * p["BN"] // 4) % t == 0
 
 
+def _can_swap(p: Params) -> bool:
+    return p["ASYNC"] == 0 and p["TN"] % 4 == 0
+
+
+def _rows_apart(p: Params) -> bool:
+    t = threads(p)
+    return t > 0 and t % (p["BK"] // 4) == 0 and t % (p["BN"] // 4) == 0
+
+
 BLOCKED = Family(
     name="blocked",
     doc="register blocking: warp tiles of thread tiles, float4 loads, A transposed in shared memory",
     params=(
-        # The defaults are the best config the search found at 4096^3 on the H200 (docs/BENCHMARKS.md,
-        # 2.98 ms = 92% of cuBLAS); `autotune search` measures them first, then looks around them.
+        # The defaults are the best config measured at 4096^3 on the H200 (docs/BENCHMARKS.md, session 3:
+        # 2.81 ms = 96.7% of cuBLAS); `autotune search` measures them first, then looks around them.
         Param("BM", (32, 64, 128, 256), 128, "rows of C per block"),
         Param("BN", (32, 64, 128, 256), 256, "columns of C per block"),
         Param("BK", (8, 16, 32), 16, "K step: the width of the A tile and height of the B tile"),
-        Param("WM", (16, 32, 64, 128), 32, "rows of C per warp"),
-        Param("WN", (16, 32, 64, 128), 128, "columns of C per warp"),
+        Param("WM", (16, 32, 64, 128), 64, "rows of C per warp"),
+        Param("WN", (16, 32, 64, 128), 64, "columns of C per warp"),
         Param("WNITER", (1, 2, 4), 2, "sub-tiles of a warp tile along N"),
         Param("TM", (1, 2, 4, 8), 8, "rows of a thread's block of outputs in one sub-tile"),
         Param("TN", (1, 2, 4, 8), 4, "columns of a thread's block of outputs in one sub-tile"),
@@ -82,6 +95,8 @@ BLOCKED = Family(
         Param("pad", (0, 4), 4, "floats of padding per row of the transposed A tile (bank conflicts)"),
         Param("GM", (1, 8), 1, "block-rows grouped together for L2 reuse (1 = plain row-major order)"),
         Param("MINB", (1, 2), 1, "__launch_bounds__ minimum resident blocks per SM (caps registers)"),
+        Param("BSWAP", (0, 1), lambda p: int(_can_swap(p)),
+              "1: B's columns swapped in pairs in shared memory (register banks of the FFMA operands)", absent=0),
     ),
     constraints=(
         Constraint("warp tiles must tile the block tile (BM % WM == 0 and BN % WN == 0)", lambda p, _: tiles_fit(p)),
@@ -99,8 +114,12 @@ BLOCKED = Family(
                    lambda p, lim: shared_bytes(p) <= lim.max_shared_optin),
         Constraint(f"MINB blocks of this many threads must fit one SM ({MAX_THREADS_PER_SM} threads)",
                    lambda p, _: p["MINB"] * threads(p) <= MAX_THREADS_PER_SM),
+        Constraint("threads per block must be a multiple of BK/4 and of BN/4, so that a thread's float4 loads "
+                   "of a tile lie whole rows apart", lambda p, _: _rows_apart(p)),
+        Constraint("BSWAP=1 needs ASYNC=0 (cp.async copies B's 16 bytes as they are) and TN a multiple of 4 "
+                   "(B fragments read as float4)", lambda p, _: p["BSWAP"] == 0 or _can_swap(p)),
     ),
     template="blocked.cu.j2",
     geometry=_geometry,
-    tags={"WNITER": "WNI", "STAGES": "S", "ASYNC": "AS", "MINB": "LB"},
+    tags={"WNITER": "WNI", "STAGES": "S", "ASYNC": "AS", "MINB": "LB", "BSWAP": "BSW"},
 )

@@ -30,8 +30,9 @@ from pathlib import Path
 from statistics import median
 
 from .errors import AutotuneError
+from .families import FAMILIES
 from .outcome import OK, UNRECORDED, Outcome, Timing
-from .space import Config
+from .space import Config, make_config
 
 OVERHEAD_S = 0.3  # per new trial: render + compile wait + verify + bookkeeping (see the module doc)
 WARMUP_RUNS = 2  # untimed launches before the timed ones: the verify launch and cuda_backend.WARMUP
@@ -85,6 +86,17 @@ def load_rows(db_path: str | Path, shape: tuple[int, int, int], gpu: str | None 
     return rows
 
 
+def current_name(row: dict) -> str:
+    """The row's kernel name under today's parameters: a parameter added since the row was
+    recorded (no column, or NULL) takes the value older kernels had (`Param.absent`)."""
+    family = FAMILIES.get(row.get("family") or "")
+    missing = [p for p in family.params if row.get(p.name) is None] if family else []
+    if not missing or any(p.absent is None for p in missing):
+        return row["kernel"]
+    values = {p.name: row[p.name] for p in family.params if row.get(p.name) is not None}
+    return make_config(family, {**values, **{p.name: p.absent for p in missing}}).name
+
+
 def load_baseline(db_path: str | Path, shape: tuple[int, int, int], gpu_name: str) -> Timing | None:
     """cuBLAS as recorded: the median of the recorded medians (one per search and board)."""
     conn = _connect(db_path)
@@ -116,7 +128,7 @@ class ReplayBackend:
         self._prov = {k: rows[0].get(k) for k in ("gpu_name", "gpu_uuid", "arch", "driver_version", "nvrtc_version")}
         self._prov["cublas_version"] = rows[0].get("cublas_version")
         # the latest answer per config wins, as it would in store.find_key
-        self.rows: dict[str, dict] = {r["kernel"]: r for r in rows if r["status"] in REPLAYED}
+        self.rows: dict[str, dict] = {current_name(r): r for r in rows if r["status"] in REPLAYED}
         self.baseline = load_baseline(db_path, self.shape, self._prov["gpu_name"])
         self.simulated_s = 0.0  # running total over this backend's trials
         self.measured: list[str] = []  # kernel names in the order they were asked for

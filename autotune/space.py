@@ -47,6 +47,10 @@ class Param:
     values: tuple[Value, ...]
     default: Value | Callable[[Params], Value]
     doc: str
+    # For a parameter added after results were recorded: the value those older kernels had.
+    # A recorded row without the column is read as this value (replay.py), so old datasets
+    # keep their meaning under the new names.
+    absent: Value | None = None
 
     def parse(self, text: Value) -> Value:
         """Turn a command-line string into an allowed value, or say what is allowed."""

@@ -90,3 +90,19 @@ def test_cli_search_replays_without_touching_the_dataset(dataset, tmp_path):
     assert same.exit_code == 2 and "same file" in same.output
     missing = CliRunner().invoke(cli, ["search", "--M", "256", "--backend", "replay", "--db", str(out)])
     assert missing.exit_code == 2 and "--replay-db" in missing.output
+
+
+def test_rows_recorded_before_a_parameter_existed_keep_their_meaning():
+    """A blocked row from before BSWAP existed (no column) is the BSWAP=0 kernel of today."""
+    from autotune.families import FAMILIES
+    from autotune.replay import current_name
+    from autotune.space import make_config
+
+    old = make_config(FAMILIES["blocked"], {"BSWAP": 0})
+    row = {k: v for k, v in old.values.items() if k != "BSWAP"}
+    row.update(family="blocked", kernel=old.name.replace("_BSW0", ""))
+    assert current_name(row) == old.name
+    new = make_config(FAMILIES["blocked"], {"BSWAP": 1})
+    assert current_name({**row, "BSWAP": 1, "kernel": new.name}) == new.name  # recorded with it: as stored
+    naive = {"family": "naive", "kernel": "sgemm_naive_x", "bx": 8}  # nothing missing that has an `absent`
+    assert current_name(naive) == "sgemm_naive_x"

@@ -8,7 +8,7 @@ from autotune.codegen import render
 from autotune.families import FAMILIES
 from autotune.space import Launch, make_config
 from autotune.sim import SimError, run, run_kernel
-from autotune.verify import (SHAPES, TOLERANCE, possible_pairs, reference, relative_error, sample_configs,
+from autotune.verify import (SHAPES, TOLERANCE, check, possible_pairs, reference, relative_error, sample_configs,
                              verify_configs)
 
 SAMPLE = 12  # per family: enough to cover every value of every parameter
@@ -103,3 +103,15 @@ def test_dynamic_shared_memory() -> None:
     with pytest.raises(SimError) as caught:
         _dynamic(DYNAMIC, 36)  # one float short of what the kernel uses
     assert caught.value.kind == "out_of_bounds" and "dynamic __shared__ memory" in str(caught.value)
+
+
+@pytest.mark.parametrize("bswap", [0, 1])
+def test_blocked_interior_and_edge_tiles(bswap: int) -> None:
+    """The default blocked tile (128x256, BK=16) at shapes with whole interior tiles, where loads
+    take the one-pointer fast path, beside edge tiles that take the guarded one; K % 4 != 0 and
+    N % 4 != 0 turn the float4 path off entirely."""
+    config = make_config(FAMILIES["blocked"], {"BSWAP": bswap})
+    source = render(config)
+    for shape in ((200, 300, 40), (130, 257, 35)):
+        row = check(config, source, shape, run)
+        assert row.status == "ok" and row.error <= TOLERANCE, (shape, row.status, row.reason)
