@@ -14,7 +14,7 @@ import click
 
 from . import __version__, store
 from .errors import AutotuneError
-from .families import FAMILIES
+from .families import FAMILIES, config_of_row
 from .model import PRESETS
 from .space import Config, Limits, check_shape, expand, make_config, narrow
 
@@ -127,9 +127,7 @@ def resolve_config(db_path: str, family: str | None, params: tuple[str, ...], re
     if result_id is not None and (family or params):
         raise AutotuneError("give either --id or --family/-p, not both")
     if result_id is not None:
-        row = store.result_by_id(store.open_db(db_path), result_id)
-        fam = FAMILIES[row["family"]]
-        return make_config(fam, {p.name: row[p.name] for p in fam.params})
+        return config_of_row(store.result_by_id(store.open_db(db_path), result_id))
     if params and not family:
         raise AutotuneError("-p needs --family (for example --family tiled -p T=32)")
     return make_config(FAMILIES[family], parse_params(params)) if family else None

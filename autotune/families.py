@@ -18,7 +18,10 @@ tiled  the chapter's shared-memory kernel (sections 5-6), generalised. A block c
 """
 from __future__ import annotations
 
-from .space import Constraint, Family, Launch, Limits, Param, Params, ceil_div
+from typing import Any, Mapping
+
+from .errors import SpaceError
+from .space import Config, Constraint, Family, Launch, Limits, Param, Params, ceil_div, make_config
 
 POW2_BLOCK = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 X_OVER = ("cols", "rows")
@@ -96,3 +99,16 @@ TILED = Family(
 from .blocked import BLOCKED  # noqa: E402 (it builds on the helpers above)
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (NAIVE, TILED, BLOCKED)}
+
+
+def config_of_row(row: Mapping[str, Any]) -> Config:
+    """The config a stored result row was measured for. A parameter added after the row was
+    written (no column, or NULL) takes the value the kernels had before it (`Param.absent`)."""
+    family = FAMILIES[row["family"]]
+    values = {}
+    for p in family.params:
+        value = row.get(p.name)
+        if value is None and p.absent is None:
+            raise SpaceError(f"result {row.get('id')} ({row.get('kernel')}) has no value for {p.name}")
+        values[p.name] = p.absent if value is None else value
+    return make_config(family, values)

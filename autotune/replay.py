@@ -29,10 +29,10 @@ import sqlite3
 from pathlib import Path
 from statistics import median
 
-from .errors import AutotuneError
-from .families import FAMILIES
+from .errors import AutotuneError, SpaceError
+from .families import FAMILIES, config_of_row
 from .outcome import OK, UNRECORDED, Outcome, Timing
-from .space import Config, make_config
+from .space import Config
 
 OVERHEAD_S = 0.3  # per new trial: render + compile wait + verify + bookkeeping (see the module doc)
 WARMUP_RUNS = 2  # untimed launches before the timed ones: the verify launch and cuda_backend.WARMUP
@@ -87,14 +87,15 @@ def load_rows(db_path: str | Path, shape: tuple[int, int, int], gpu: str | None 
 
 
 def current_name(row: dict) -> str:
-    """The row's kernel name under today's parameters: a parameter added since the row was
-    recorded (no column, or NULL) takes the value older kernels had (`Param.absent`)."""
+    """The row's kernel name under today's parameters (families.config_of_row); a row that is
+    not a config of today's space keeps its recorded name, and simply matches nothing."""
     family = FAMILIES.get(row.get("family") or "")
-    missing = [p for p in family.params if row.get(p.name) is None] if family else []
-    if not missing or any(p.absent is None for p in missing):
+    if family is None or all(row.get(p.name) is not None for p in family.params):
         return row["kernel"]
-    values = {p.name: row[p.name] for p in family.params if row.get(p.name) is not None}
-    return make_config(family, {**values, **{p.name: p.absent for p in missing}}).name
+    try:
+        return config_of_row(row).name
+    except SpaceError:
+        return row["kernel"]
 
 
 def load_baseline(db_path: str | Path, shape: tuple[int, int, int], gpu_name: str) -> Timing | None:

@@ -24,7 +24,7 @@ from . import explain as ex
 from . import store
 from .codegen import render
 from .errors import AutotuneError
-from .families import FAMILIES
+from .families import FAMILIES, config_of_row
 from .model import PRESETS, DeviceSpec
 from .outcome import OK, tflops
 from .space import Config, make_config
@@ -98,11 +98,6 @@ def open_copy(db_path: str, into: Path) -> sqlite_utils.Database:
     return db
 
 
-def config_of(row: dict[str, Any]) -> Config:
-    family = FAMILIES[row["family"]]
-    return make_config(family, {p.name: row[p.name] for p in family.params})
-
-
 def model_for(db: sqlite_utils.Database, config: Config, row: dict[str, Any] | None, spec: DeviceSpec,
               arch: str) -> dict[str, Any]:
     """Model columns under the report's spec, from the row's counts or the stored source."""
@@ -146,7 +141,8 @@ def ranked_lines(db: sqlite_utils.Database, shape: tuple[int, int, int], gpu: st
                  arch: str, n: int = 10) -> list[Line]:
     """The n fastest verified rows; the first is store.best()."""
     rows = sorted(store.results(db, shape, gpu=gpu, status=OK), key=lambda r: r["time_ms"])[:n]
-    return [Line(f"#{i + 1}", config_of(r), r, model_for(db, config_of(r), r, spec, arch)) for i, r in enumerate(rows)]
+    configs = [config_of_row(r) for r in rows]
+    return [Line(f"#{i + 1}", c, r, model_for(db, c, r, spec, arch)) for i, (c, r) in enumerate(zip(configs, rows))]
 
 
 def cublas(db: sqlite_utils.Database, shape: tuple[int, int, int], gpu: str | None) -> dict[str, Any] | None:

@@ -197,8 +197,7 @@ def summary(db, backend, result) -> str:
 
 
 def export_command(db_path: str, shape: tuple[int, int, int], config: Config | None, output: str):
-    from .families import FAMILIES
-    from .space import make_config
+    from .families import config_of_row
 
     db = store.open_db(db_path)
     row = None
@@ -207,10 +206,15 @@ def export_command(db_path: str, shape: tuple[int, int, int], config: Config | N
         if row is None:
             raise AutotuneError(f"no verified result for {'x'.join(map(str, shape))} to export; run "
                                 f"`autotune search` first or name a config with --family/-p")
-        family = FAMILIES[row["family"]]
-        config = make_config(family, {p.name: row[p.name] for p in family.params})
-    source = render(config)
-    source_hash = sha256(source)
+        config = config_of_row(row)
+    # The measured source as it was stored, not today's render of the config: the templates
+    # evolve, and the numbers in the manifest belong to the code that was timed.
+    source = store.source(db, row["source_hash"]) if row else None
+    if source is None:
+        source = render(config)
+        if row is not None and sha256(source) != row["source_hash"]:
+            row = None  # not stored, and the template has changed since: export it unmeasured
+    source_hash = row["source_hash"] if row else sha256(source)
     if row is None:  # a named config: attach its measurement at this shape if there is one
         row = next((r for r in store.results(db, shape, status=OK) if r["source_hash"] == source_hash), None)
     info = manifest(config, config.geometry(shape[0], shape[1]), shape, source_hash, row)

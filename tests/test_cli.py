@@ -172,3 +172,15 @@ def test_compile_jobs_reach_the_search(tmp_path, monkeypatch):
                  "--trials", "1", "--compile-jobs", "3", "--db", str(tmp_path / "x.sqlite"))
     assert result.exit_code == 0, result.output
     assert seen["compile_jobs"] == 3  # the emulator compiles nothing ahead; a GPU search would use 3 processes
+
+
+def test_export_writes_the_source_that_was_measured(filled_db, tmp_path):
+    """After a template change the best row's stored source, not today's render, is exported."""
+    path, db = filled_db
+    best = store.best(db, (64, 64, 64))
+    recorded = "// as timed, before a template change\n" + store.source(db, best["source_hash"])
+    db["sources"].update(best["source_hash"], {"source": recorded})
+    out = tmp_path / "best.cu"
+    assert run("export", "--M", "64", "--db", str(path), "-o", str(out)).exit_code == 0
+    assert out.read_text() == recorded
+    assert json.loads(out.with_suffix(".json").read_text())["source_hash"] == best["source_hash"]

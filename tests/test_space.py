@@ -97,3 +97,15 @@ def test_blocked_space_is_counted_without_materialising_it():
     c = random_valid(BLOCKED, rng, fixed={"ASYNC": 1, "STAGES": 4})
     assert c.values["ASYNC"] == 1 and c.values["STAGES"] == 4 and not violations(c)
     assert random_valid(BLOCKED, rng, fixed={"ASYNC": 0, "STAGES": 4}, tries=200) is None
+
+
+def test_a_row_written_before_a_parameter_existed_reads_as_the_kernel_it_was():
+    from autotune.errors import SpaceError
+    from autotune.families import FAMILIES, config_of_row
+
+    old = make_config(FAMILIES["blocked"], {"BSWAP": 0})
+    row = {"id": 7, "family": "blocked", "kernel": "k", **{k: v for k, v in old.values.items() if k != "BSWAP"}}
+    assert config_of_row(row) == old  # no BSWAP column: the unswapped kernel recorded then
+    assert config_of_row({**row, "BSWAP": 1}).values["BSWAP"] == 1
+    with pytest.raises(SpaceError, match="result 7 .* has no value for BM"):
+        config_of_row({**row, "BM": None})  # BM has no `absent`: a broken row, said in one line
