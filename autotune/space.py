@@ -48,8 +48,8 @@ class Param:
     default: Value | Callable[[Params], Value]
     doc: str
     # For a parameter added after results were recorded: the value those older kernels had.
-    # A recorded row without the column is read as this value (replay.py), so old datasets
-    # keep their meaning under the new names.
+    # A recorded row without the column is read as this value (families.config_of_row, used by
+    # export, report and replay), so old databases keep their meaning under the new names.
     absent: Value | None = None
 
     def parse(self, text: Value) -> Value:

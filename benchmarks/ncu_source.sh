@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Per-instruction SASS with Nsight Compute's warp-state samples (source page), for one lab
-# variant (VARIANT=file.json) and for cuBLAS's SGEMM kernel, to see which instructions stall.
+# Per-instruction SASS with Nsight Compute's warp-state samples (source page), for lab
+# variants (VARIANTS="a.json b.json", default benchmarks/lab_best.json) and for cuBLAS's SGEMM kernel, to see which instructions stall.
 set -o pipefail
 OUT="${OUT:-out}"; mkdir -p "$OUT"
 source benchmarks/device_setup.sh || { echo "setup failed"; exit 1; }
