@@ -102,13 +102,18 @@ def open_storage(url: str | optuna.storages.BaseStorage | None) -> optuna.storag
                             ) from None
 
 
+# What losing the race to create Optuna's schema looks like: a table made by the other worker,
+# or its alembic version row already inserted (SQLite's and PostgreSQL's wording).
+_SCHEMA_RACE = ("already exists", "UNIQUE constraint failed", "duplicate key value")
+
+
 def _rdb(url: str, attempts: int = 3) -> optuna.storages.RDBStorage:
     """Workers starting together race to create Optuna's tables; the loser finds them made."""
     for attempt in range(attempts):
         try:
             return optuna.storages.RDBStorage(url)
         except Exception as exc:
-            if attempt == attempts - 1 or "already exists" not in str(exc):
+            if attempt == attempts - 1 or not any(m in str(exc) for m in _SCHEMA_RACE):
                 raise
             time.sleep(0.5 * (attempt + 1))
     raise AssertionError("unreachable")

@@ -79,3 +79,31 @@ def test_two_hosts_measure_each_config_once(tmp_path, which):
         assert all(k in other.measured for k in copied)  # a row not measured here came from the other host
         copies += len(copied)
     assert copies > 0  # the hosts did propose the same configs, and the second one copied instead
+
+
+@pytest.mark.parametrize("message", [
+    "(sqlite3.OperationalError) table studies already exists",
+    "(sqlite3.IntegrityError) UNIQUE constraint failed: alembic_version.version_num",
+    "(psycopg2.errors.UniqueViolation) duplicate key value violates unique constraint",
+])
+def test_a_worker_that_loses_the_schema_race_opens_the_storage(monkeypatch, tmp_path, message):
+    """Two workers starting on a fresh storage race to create Optuna's tables; each way of
+    losing (seen in CI with two threads on one SQLite file) is retried, anything else is not."""
+    import optuna
+
+    from autotune import search
+
+    real, calls = optuna.storages.RDBStorage, []
+
+    def flaky(url):
+        calls.append(url)
+        if len(calls) == 1:
+            raise RuntimeError(message)
+        return real(url)
+
+    monkeypatch.setattr(optuna.storages, "RDBStorage", flaky)
+    monkeypatch.setattr(search.time, "sleep", lambda s: None)
+    assert search._rdb(f"sqlite:///{tmp_path / 's.sqlite'}") is not None and len(calls) == 2
+    monkeypatch.setattr(optuna.storages, "RDBStorage", lambda url: (_ for _ in ()).throw(RuntimeError("no server")))
+    with pytest.raises(RuntimeError, match="no server"):
+        search._rdb("postgresql://nobody@127.0.0.1:1/x")
