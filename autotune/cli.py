@@ -12,13 +12,13 @@ from typing import Iterator
 
 import click
 
-from . import __version__, store
-from .errors import AutotuneError
-from .families import FAMILIES, config_of_row
-from .model import PRESETS
-from .space import Config, Limits, check_shape, expand, make_config, narrow
+from autotune import __version__, store
+from autotune.errors import AutotuneError
+from autotune.explain.model import PRESETS
+from autotune.families import FAMILIES, config_of_row
+from autotune.search import SAMPLERS
+from autotune.space import Config, Limits, check_shape, expand, make_config, narrow
 
-SAMPLERS = ("tpe", "random", "grid", "tpe-mv", "qmc", "gp")  # search.SAMPLERS (not imported: it loads Optuna)
 DB_HELP = "SQLite results database (default: $AUTOTUNE_DB or db/autotune.sqlite)"
 
 
@@ -190,8 +190,8 @@ def search(M, N, K, family_text, params, sampler, trials, timeout, seed, device,
            replay_db, storage, study_name, kernel_timeout, compile_jobs, db_path) -> None:
     """Generate, compile, verify, time and record SGEMM variants; Optuna picks which.
     Ctrl-C stops after the trials in flight and prints the summary (exit status 130)."""
-    from .pool import parse_devices
-    from .runs import SearchOptions, search_command
+    from autotune.api.commands import SearchOptions, search_command
+    from autotune.backends.pool import parse_devices
 
     if study_name and not storage:
         raise AutotuneError("--study names a study kept in --storage; without --storage each search is a fresh "
@@ -216,7 +216,7 @@ def search(M, N, K, family_text, params, sampler, trials, timeout, seed, device,
 @friendly
 def best(M, N, K, family, gpu, backend, as_json, db_path) -> None:
     """The best verified config for a shape: its time, TFLOP/s and % of cuBLAS."""
-    from .runs import format_row
+    from autotune.api.commands import format_row
 
     shape = resolve_shape(M, N, K)
     row = store.best(store.open_db(db_path), shape, backend=backend, gpu=gpu, family=family)
@@ -239,7 +239,7 @@ def best(M, N, K, family, gpu, backend, as_json, db_path) -> None:
 def measure(M, N, K, family, params, result_id, seed, device, backend, kernel_timeout, db_path) -> None:
     """Verify and time named configs in a worker process (recorded like search trials).
     -p NAME=V1,V2 measures every combination of the listed values (others at their defaults)."""
-    from .runs import measure_command
+    from autotune.api.commands import measure_command
 
     if family and result_id is None:
         configs = expand(FAMILIES[family], parse_choices(params))
@@ -259,7 +259,7 @@ def measure(M, N, K, family, params, result_id, seed, device, backend, kernel_ti
 @friendly
 def export(M, N, K, family, params, result_id, output, db_path) -> None:
     """Write a kernel (default: the best for the shape) as CUDA source plus a JSON manifest."""
-    from .runs import export_command
+    from autotune.api.commands import export_command
 
     shape = resolve_shape(M, N, K)
     cu, js = export_command(db_path, shape, resolve_config(db_path, family, params, result_id), output)
@@ -272,7 +272,7 @@ def export(M, N, K, family, params, result_id, output, db_path) -> None:
 @friendly
 def render(family, params, result_id, db_path) -> None:
     """Print the CUDA source of one config (no GPU needed)."""
-    from .codegen import render as render_source
+    from autotune.codegen.render import render as render_source
 
     config = resolve_config(db_path, family, params, result_id)
     if config is None:
@@ -303,8 +303,8 @@ def parse_shape(text: str) -> tuple[int, int, int]:
 @friendly
 def verify(backend, family_text, limit, shapes, seed, device, as_json) -> None:
     """Check variants against a float64 reference over odd shapes; exit 1 if any fails."""
-    from .runs import verify_command, verify_table
-    from .verify import SHAPES
+    from autotune.api.commands import verify_command, verify_table
+    from autotune.backends.verify import SHAPES
 
     chosen = [parse_shape(s) for s in shapes] or list(SHAPES)
     rows = verify_command(backend, parse_families(family_text), limit, chosen, seed, device)
@@ -320,7 +320,7 @@ def verify(backend, family_text, limit, shapes, seed, device, as_json) -> None:
 @click.option("--family", type=click.Choice(sorted(FAMILIES)), help="one family only")
 def space(family) -> None:
     """The search space: parameters, values, defaults, constraints and how many configs are valid."""
-    from .runs import describe_space
+    from autotune.api.commands import describe_space
 
     for name in [family] if family else FAMILIES:
         click.echo(describe_space(FAMILIES[name], Limits()))
@@ -336,7 +336,7 @@ def space(family) -> None:
 @friendly
 def sass(family, params, result_id, arch, preset, full, db_path) -> None:
     """Offline SASS counts of one config (FFMA, LDS by width, ...) and its predicted ceilings; no GPU."""
-    from .explain import sass_command
+    from autotune.explain.counts import sass_command
 
     config = resolve_config(db_path, family, params, result_id)
     if config is None:
@@ -355,7 +355,7 @@ def sass(family, params, result_id, arch, preset, full, db_path) -> None:
 @friendly
 def report(M, N, K, db_path, output, preset, gpu, arch) -> None:
     """Write a markdown report with plots: the ladder, the ceilings against T, the search's progress."""
-    from .report import report_command
+    from autotune.explain.report import report_command
 
     click.echo(f"wrote {report_command(db_path, resolve_shape(M, N, K), output, preset, gpu, arch)}")
 

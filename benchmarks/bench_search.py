@@ -17,9 +17,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run from a checkout: tests.fakes builds the synthetic dataset
 
-from autotune import bench, store  # noqa: E402
+from autotune import store  # noqa: E402
 from autotune.families import FAMILIES, NAIVE, TILED  # noqa: E402
-from autotune.search import run_search  # noqa: E402
+from autotune.search import bench  # noqa: E402
+from autotune.search.loop import run_search  # noqa: E402
 from autotune.space import Limits  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data"

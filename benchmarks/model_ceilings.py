@@ -12,9 +12,9 @@ import argparse
 import json
 from concurrent.futures import ProcessPoolExecutor
 
-from autotune.explain import explain
+from autotune.explain.counts import explain
+from autotune.explain.model import PRESETS
 from autotune.families import NAIVE, TILED
-from autotune.model import PRESETS
 from autotune.space import valid_configs
 
 

@@ -9,7 +9,7 @@ def pytest_collection_modifyitems(config, items):
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if not gpu_items:
         return
-    from autotune.device import no_device_reason
+    from autotune.backends.cuda.device import no_device_reason
 
     reason = no_device_reason()
     if reason is None:

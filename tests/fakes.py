@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 import zlib
 
-from autotune.outcome import OK, WRONG, Outcome, Timing
+from autotune.backends.base import Backend
+from autotune.backends.outcome import OK, WRONG, Outcome, Timing
 from autotune.space import Config
 
 
@@ -18,7 +19,7 @@ def fake_ms(config: Config) -> float:
     return 40.0 / v["T"] + 0.5 * v["pad"] + jitter
 
 
-class FakeBackend:
+class FakeBackend(Backend):
     name = "fake"
     explain = False  # no SASS model by default: analysing hundreds of configs would slow every test
 

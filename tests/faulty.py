@@ -14,7 +14,7 @@ Worker faults (the process misbehaves; see FaultyBackend):
   devfault    the backend raises DeviceFault (a poisoned context)
   none        a healthy kernel: the search must still measure it after all of the above
 
-Use: monkeypatch autotune.evaluate.render with faulty_render (the parent renders), and
+Use: monkeypatch autotune.search.plan.render with faulty_render (the parent renders), and
 build the worker with WorkerSpec("tests.faulty:faulty_sim", ...) or kind "cuda".
 """
 from __future__ import annotations
@@ -23,9 +23,10 @@ import os
 import signal
 import time
 
-from autotune.codegen import render
-from autotune.cuda_backend import DeviceFault
-from autotune.families import NAIVE, THREADS
+from autotune.backends.cuda.backend import DeviceFault
+from autotune.codegen.render import render
+from autotune.families import NAIVE
+from autotune.families.common import THREADS
 from autotune.space import Config, Family, Limits, Param
 
 SOURCE_FAULTS = ("oob", "illegal", "misaligned", "hang", "wrong", "compile")
@@ -97,13 +98,13 @@ class FaultyBackend:
 
 
 def faulty_sim(spec):
-    from autotune.worker import WorkerSpec, build_backend
+    from autotune.backends.worker import WorkerSpec, build_backend
 
     return FaultyBackend(build_backend(WorkerSpec("sim", spec.shape, spec.seed, 0, spec.kernel_timeout)))
 
 
 def faulty_cuda(spec):
-    from autotune.worker import WorkerSpec, build_backend
+    from autotune.backends.worker import WorkerSpec, build_backend
 
     return FaultyBackend(build_backend(WorkerSpec("cuda", spec.shape, spec.seed, spec.device, spec.kernel_timeout)))
 
@@ -111,7 +112,7 @@ def faulty_cuda(spec):
 def logging_sim(spec):
     """A healthy emulator backend that appends each kernel it measures to $AUTOTUNE_TEST_LOG,
     so that a test can count measurements across processes."""
-    from autotune.worker import WorkerSpec, build_backend
+    from autotune.backends.worker import WorkerSpec, build_backend
 
     inner = build_backend(WorkerSpec("sim", spec.shape, spec.seed, 0, spec.kernel_timeout))
     log = os.environ["AUTOTUNE_TEST_LOG"]

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from autotune import store
+from autotune.backends.cuda.backend import check_memory
 from autotune.cli import cli
-from autotune.codegen import render
-from autotune.cuda_backend import check_memory
+from autotune.codegen.render import render
 from autotune.errors import AutotuneError, SpaceError
 from autotune.families import FAMILIES, NAIVE
 from autotune.space import make_config
@@ -63,7 +63,7 @@ def test_a_storage_password_is_never_printed(tmp_path):
 
 
 def test_more_workers_than_gpus(monkeypatch, tmp_path):
-    monkeypatch.setattr("autotune.device.device_count", lambda: 2)
+    monkeypatch.setattr("autotune.backends.cuda.device.device_count", lambda: 2)
     one_line_error(invoke("search", "--M", "64", "--workers", "3", "--db", str(tmp_path / "x.sqlite")),
                    "--workers 3 needs 3 GPUs but 2 are in use")
 
@@ -146,12 +146,12 @@ TOKENS = st.one_of(st.sampled_from(OPTIONS), st.sampled_from(["0", "-1", "64", "
 @given(command=st.sampled_from(COMMANDS), rest=st.lists(TOKENS, max_size=8))
 def test_random_command_lines_never_trace_back(command, rest, monkeypatch, tmp_path):
     # the work behind the commands is replaced: what is tested is the parsing and checking of input
-    monkeypatch.setattr("autotune.runs.search_command", lambda *a, **k: 0)
-    monkeypatch.setattr("autotune.runs.measure_command", lambda *a, **k: "")
-    monkeypatch.setattr("autotune.runs.describe_space", lambda *a, **k: "")
-    monkeypatch.setattr("autotune.runs.verify_command", lambda *a, **k: [])
-    monkeypatch.setattr("autotune.explain.sass_command", lambda *a, **k: "")
-    monkeypatch.setattr("autotune.report.report_command", lambda *a, **k: "report")
+    monkeypatch.setattr("autotune.api.commands.search_command", lambda *a, **k: 0)
+    monkeypatch.setattr("autotune.api.commands.measure_command", lambda *a, **k: "")
+    monkeypatch.setattr("autotune.api.commands.describe_space", lambda *a, **k: "")
+    monkeypatch.setattr("autotune.api.commands.verify_command", lambda *a, **k: [])
+    monkeypatch.setattr("autotune.explain.counts.sass_command", lambda *a, **k: "")
+    monkeypatch.setattr("autotune.explain.report.report_command", lambda *a, **k: "report")
     monkeypatch.setenv("AUTOTUNE_DB", str(tmp_path / "fuzz.sqlite"))
     monkeypatch.chdir(tmp_path)  # files the random arguments name land here
     result = CliRunner().invoke(cli, [command, *rest])

@@ -5,11 +5,12 @@ import zlib
 
 import pytest
 
-from autotune import bench, samplers, store
+from autotune import store
+from autotune.backends.outcome import OK, UNRECORDED, Outcome, Timing
+from autotune.backends.replay import OVERHEAD_S
 from autotune.families import NAIVE
-from autotune.outcome import OK, UNRECORDED, Outcome, Timing
-from autotune.replay import OVERHEAD_S
-from autotune.search import run_search
+from autotune.search import bench, samplers
+from autotune.search.loop import run_search
 from autotune.space import Limits, valid_configs
 from tests.fakes import FakeBackend
 
@@ -67,8 +68,8 @@ def test_same_seed_same_run(full, sampler):
 
 def test_a_partial_dataset_is_searched_within_what_it_recorded(partial, tmp_path):
     assert not partial.exhaustive and 0 < len(partial.recorded) < len(partial.valid)
-    from autotune.replay import ReplayBackend
-    from autotune.search import make_sampler
+    from autotune.backends.replay import ReplayBackend
+    from autotune.search.samplers import make_sampler
 
     db = store.open_db(tmp_path / "run.sqlite")
     factory = lambda seed: samplers.Restricted(make_sampler("tpe", seed), partial.space, seed)  # noqa: E731
@@ -104,7 +105,8 @@ def test_the_table_has_a_row_per_sampler_and_the_reasons_for_skips(full):
 
 def test_cli_offers_every_sampler_the_search_builds():
     from autotune import cli as cli_module
-    from autotune.search import SAMPLERS, make_sampler
+    from autotune.search import SAMPLERS
+    from autotune.search.samplers import make_sampler
 
     assert cli_module.SAMPLERS == SAMPLERS
     for name in ("tpe", "random", "tpe-mv", "qmc"):

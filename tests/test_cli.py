@@ -5,11 +5,11 @@ import sys
 import pytest
 from click.testing import CliRunner
 
+from autotune import store
 from autotune.cli import cli
 from autotune.families import NAIVE, TILED
-from autotune.search import run_search
+from autotune.search.loop import run_search
 from autotune.space import Limits
-from autotune import store
 from tests.fakes import FakeBackend
 
 
@@ -42,7 +42,7 @@ def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path):
 
 
 def test_search_without_gpu_says_so_in_one_line(tmp_path, monkeypatch):
-    monkeypatch.setattr("autotune.device.device_count", lambda: 0)
+    monkeypatch.setattr("autotune.backends.cuda.device.device_count", lambda: 0)
     result = run("search", "--M", "64", "--db", str(tmp_path / "x.sqlite"))
     assert result.exit_code == 2
     assert result.output.strip() == ("error: no CUDA device found: run on a machine with an NVIDIA GPU and "
@@ -158,16 +158,16 @@ def test_search_on_the_emulator_refuses_large_shapes(tmp_path):
 
 
 def test_compile_jobs_reach_the_search(tmp_path, monkeypatch):
-    import autotune.search
+    import autotune.search.loop
 
     seen = {}
-    real = autotune.search.run_search
+    real = autotune.search.loop.run_search
 
     def spy(*args, **kwargs):
         seen["compile_jobs"] = kwargs.get("compile_jobs")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(autotune.search, "run_search", spy)
+    monkeypatch.setattr(autotune.search.loop, "run_search", spy)
     result = run("search", "--backend", "sim", "--M", "24", "--N", "20", "--K", "9", "--family", "tiled",
                  "--trials", "1", "--compile-jobs", "3", "--db", str(tmp_path / "x.sqlite"))
     assert result.exit_code == 0, result.output

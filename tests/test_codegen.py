@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from autotune.codegen import render
+from autotune.codegen.render import render
 from autotune.errors import SpaceError
 from autotune.families import FAMILIES, NAIVE, TILED
 from autotune.space import combinations, make_config, random_valid, valid_configs

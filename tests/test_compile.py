@@ -1,8 +1,8 @@
 """NVRTC needs no GPU: every family compiles to an sm_90 cubin on a CPU-only machine."""
 import random
 
-from autotune.codegen import render
-from autotune.compile import cache_dir, compile_source
+from autotune.codegen.nvrtc import cache_dir, compile_source
+from autotune.codegen.render import render
 from autotune.families import FAMILIES
 from autotune.space import make_config, random_valid
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from autotune import explain as ex
+from autotune.explain import counts as ex
+from autotune.explain.model import PRESETS
+from autotune.explain.sass import find_nvdisasm
 from autotune.families import FAMILIES, NAIVE, TILED
-from autotune.model import PRESETS
-from autotune.sass import find_nvdisasm
-from autotune.search import run_search
+from autotune.search.loop import run_search
 from autotune.space import Limits, make_config
 from tests.fakes import FakeBackend
 
@@ -107,8 +107,8 @@ def test_sass_command_prints_counts_and_stores_them(tmp_path):
 def test_sass_without_nvdisasm_is_one_line(monkeypatch, tmp_path):
     from click.testing import CliRunner
 
-    from autotune import sass
     from autotune.cli import cli
+    from autotune.explain import sass
 
     def missing() -> str:
         raise sass.AutotuneError(sass.INSTALL_HINT)

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from autotune import store
+from autotune.backends.outcome import Timing
+from autotune.backends.worker import Ready, WorkerBackend, WorkerSpec, start_workers
 from autotune.errors import AutotuneError
-from autotune.outcome import Timing
-from autotune.search import run_search
+from autotune.search.loop import run_search
 from autotune.space import Limits
-from autotune.worker import Ready, WorkerBackend, WorkerSpec, start_workers
 from tests.faulty import faulty_family, faulty_render
 
 SHAPE = (24, 20, 9)
@@ -28,7 +27,7 @@ EXPECTED = {  # fault -> (status, words the reason must contain)
 
 @pytest.fixture(autouse=True)
 def broken_sources(monkeypatch):
-    monkeypatch.setattr("autotune.evaluate.render", faulty_render)
+    monkeypatch.setattr("autotune.search.plan.render", faulty_render)
 
 
 def test_every_fault_is_a_row_and_the_search_goes_on(db):
@@ -76,30 +75,8 @@ def test_watchdog_limits():
     assert worker.first_s() == pytest.approx(60 + 3 * 2.5 + 1)
     worker.info = Ready("cuda", (64,) * 3, Timing(0.01, 0.01, 0.01, 20), None, {}, True, Limits(), None, (), "0")
     assert worker.launch_s() == 1.0  # never below a second
-    worker.worker_spec = WorkerSpec("cuda", (64,) * 3, kernel_timeout=0.25)
+    worker.spec = WorkerSpec("cuda", (64,) * 3, kernel_timeout=0.25)
     assert worker.launch_s() == 0.25  # --kernel-timeout wins
-    worker.worker_spec = WorkerSpec("sim", (64,) * 3)
+    worker.spec = WorkerSpec("sim", (64,) * 3)
     worker.info = Ready("sim", (64,) * 3, None, None, {}, False, Limits(), None, (), "sim", 60.0)
     assert worker.launch_s() == 60.0  # the emulator's own limit: it stops an endless loop itself
-    assert not hasattr(worker, "spec")  # explain.for_result would take it for the device model
-
-
-def test_claims_let_one_worker_measure(db):
-    key = ("sim", "CPU emulator", 1, 2, 3, "k", "hash")
-    me, other = store.Owner("me"), store.Owner("other", host="elsewhere", pid=1)
-    assert store.claim(db, key, other) == store.MINE
-    assert store.claim(db, key, me) == store.TAKEN  # a live claim on another host
-    db.execute("update claims set expires = 0")
-    assert store.claim(db, key, me) == store.MINE  # expired: taken over
-    store.release(db, key, me)
-    assert db["claims"].count == 0
-
-
-def test_a_killed_workers_claim_is_taken_over(db):
-    import subprocess
-    import sys
-
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    key = ("sim", "CPU emulator", 1, 2, 3, "k", "hash")
-    assert store.claim(db, key, store.Owner("killed", pid=int(dead.stdout))) == store.MINE
-    assert store.claim(db, key, store.Owner("me")) == store.MINE  # same host, the pid is gone

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from autotune import store
-from autotune.codegen import render
+from autotune.backends.reference import relative_error
+from autotune.codegen.render import render
 from autotune.families import FAMILIES, NAIVE, TILED
-from autotune.reference import relative_error
 from autotune.space import make_config
 
 pytestmark = pytest.mark.gpu
@@ -17,13 +17,13 @@ SHAPE = (257, 129, 67)  # no tile size divides any of these
 
 @pytest.fixture(scope="module")
 def backend():
-    from autotune.cuda_backend import CudaBackend
+    from autotune.backends.cuda.backend import CudaBackend
 
     return CudaBackend(*SHAPE, seed=7)
 
 
 def test_cublas_reference_matches_float64(backend):
-    from autotune.reference import random_inputs
+    from autotune.backends.reference import random_inputs
 
     A, B = random_inputs(*SHAPE, 7)
     assert relative_error(backend.main.ref, A.astype(np.float64) @ B) < 1e-6
@@ -55,7 +55,7 @@ def test_a_wrong_kernel_is_reported_wrong(backend):
 
 
 def test_a_kernel_that_overwrites_the_reference_is_wrong_and_the_reference_restored(backend):
-    from autotune.cuda_backend import upload_into
+    from autotune.backends.cuda.backend import upload_into
 
     config = make_config(NAIVE, {})
     p = backend.main
@@ -74,13 +74,13 @@ def test_unwritten_outputs_are_caught(backend):
 def test_search_and_export_round_trip(backend, tmp_path):
     from cuda.core import Device, LaunchConfig, ObjectCode, Program, ProgramOptions, launch
 
-    from autotune.runs import export_command
-    from autotune.search import run_search
+    from autotune.api.commands import export_command
+    from autotune.search.loop import run_search
 
     path = tmp_path / "gpu.sqlite"
     db = store.open_db(path)
-    result = run_search(db, backend, [NAIVE, TILED], backend.info.limits, sampler="random", trials=6, seed=2,
-                        peak_tflops=backend.info.peak_tflops)
+    result = run_search(db, backend, [NAIVE, TILED], backend.limits, sampler="random", trials=6, seed=2,
+                        peak_tflops=backend.peak_tflops)
     assert result.new == 6 and result.best is not None
     cu, js = export_command(str(path), SHAPE, None, str(tmp_path / "best.cu"))
     info = json.loads(js.read_text())
@@ -111,7 +111,7 @@ def test_search_and_export_round_trip(backend, tmp_path):
 
 
 def test_sm_clock_is_read_in_process(backend):
-    from autotune.device import _nvml_sm_clock, sm_clock_mhz
+    from autotune.backends.cuda.device import _nvml_sm_clock, sm_clock_mhz
 
     clock = _nvml_sm_clock(backend.info.uuid)  # NVML, not a nvidia-smi process per trial
     assert clock is not None and 100 < clock < 5000
@@ -125,8 +125,8 @@ def test_sm_clock_is_read_in_process(backend):
 def test_async_interior_blocks(params):
     """Shapes that the tiles divide: the cp.async copies take the predicate-free interior path
     (257x129x67 above only exercises the guarded one)."""
-    from autotune.cuda_backend import CudaBackend
-    from autotune.outcome import OK
+    from autotune.backends.cuda.backend import CudaBackend
+    from autotune.backends.outcome import OK
 
     config = make_config(FAMILIES["blocked"], params)
     for shape in ((256, 512, 96), (384, 512, 100)):  # the second: K % BK != 0, the guarded path

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from autotune import gpu_compare
-from autotune.compile import compile_source
-from autotune.reference import relative_error
+from autotune.backends.cuda import compare as gpu_compare
+from autotune.backends.reference import relative_error
+from autotune.codegen.nvrtc import compile_source
 
 
 def test_the_comparison_kernel_compiles():
@@ -64,8 +64,8 @@ CASES = _cases()
 def gpu():
     from cuda.core import Device
 
-    from autotune.cuda_backend import GpuCompare
-    from autotune.device import device_info
+    from autotune.backends.cuda.backend import GpuCompare
+    from autotune.backends.cuda.device import device_info
 
     info = device_info(0)
     dev = Device(0)
@@ -77,7 +77,7 @@ def gpu():
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_the_gpu_answers_what_numpy_answers(gpu, case):
-    from autotune.cuda_backend import upload
+    from autotune.backends.cuda.backend import upload
 
     dev, stream, compare = gpu
     C, ref = CASES[case]

@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from autotune import store
-from autotune.search import run_search
-from autotune.worker import WorkerSpec, start_workers
+from autotune.backends.worker import WorkerSpec, start_workers
+from autotune.search.loop import run_search
 from tests.faulty import faulty_family, faulty_render
 
 pytestmark = pytest.mark.gpu
@@ -34,15 +34,15 @@ WORKER = {
 
 @pytest.fixture(autouse=True)
 def broken_sources(monkeypatch):
-    monkeypatch.setattr("autotune.evaluate.render", faulty_render)
+    monkeypatch.setattr("autotune.search.plan.render", faulty_render)
 
 
 def search_faults(db, kind: str, expected: dict) -> tuple[dict, object]:
     faults = tuple(expected)
     [worker] = start_workers([WorkerSpec(kind, SHAPE, seed=3, device=0, kernel_timeout=1.0)])
     try:
-        result = run_search(db, worker, [faulty_family(faults)], worker.info.limits, sampler="grid",
-                            trials=len(faults), peak_tflops=worker.info.peak_tflops)
+        result = run_search(db, worker, [faulty_family(faults)], worker.limits, sampler="grid",
+                            trials=len(faults), peak_tflops=worker.peak_tflops)
     finally:
         worker.close()
     assert result.new == len(faults) and not result.interrupted
@@ -69,7 +69,7 @@ def test_a_recorded_fault_is_not_run_again(db):
     search_faults(db, "cuda", {"illegal": SOURCE["illegal"], "none": SOURCE["none"]})
     [worker] = start_workers([WorkerSpec("cuda", SHAPE, seed=3, device=0, kernel_timeout=1.0)])
     try:
-        result = run_search(db, worker, [faulty_family(("illegal", "none"))], worker.info.limits, sampler="random",
+        result = run_search(db, worker, [faulty_family(("illegal", "none"))], worker.limits, sampler="random",
                             trials=2)
     finally:
         worker.close()

@@ -6,9 +6,9 @@ from types import SimpleNamespace
 import pytest
 
 from autotune.errors import AutotuneError
+from autotune.explain.model import PRESETS, DeviceSpec, occupancy, predict, wavefronts
+from autotune.explain.sass import SassCounts, find_nvdisasm
 from autotune.families import FAMILIES
-from autotune.model import PRESETS, DeviceSpec, occupancy, predict, wavefronts
-from autotune.sass import SassCounts, find_nvdisasm
 from autotune.space import Launch, make_config
 
 H200 = PRESETS["h200"]
@@ -26,7 +26,7 @@ def chapter_counts(T: int, merged: bool) -> SassCounts:
 
 def run(config, counts: SassCounts, regs: int = 32):
     launch = config.geometry(4096, 4096)
-    from autotune.families import tiled_shared_bytes
+    from autotune.families.tiled import tiled_shared_bytes
 
     shared = tiled_shared_bytes(config.values) if config.family.name == "tiled" else 0
     return predict(H200, counts, launch, regs, shared, config)
@@ -103,7 +103,7 @@ def test_real_sass_gives_the_flat_ceiling() -> None:
         find_nvdisasm()
     except AutotuneError:
         pytest.skip("nvdisasm absent: pip install 'autotune[sass]'")
-    from autotune.sass import analyze
+    from autotune.explain.sass import analyze
 
     preds = []
     for T in (8, 16, 32):

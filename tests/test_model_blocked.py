@@ -5,10 +5,17 @@ from __future__ import annotations
 import pytest
 
 from autotune.errors import AutotuneError
+from autotune.explain.model import (
+    PRESETS,
+    blocked_fragment_costs,
+    blocked_shape,
+    blocked_store_wavefronts,
+    intensity,
+    predict,
+    widest_load,
+)
+from autotune.explain.sass import SassCounts, find_nvdisasm
 from autotune.families import FAMILIES
-from autotune.model import (PRESETS, blocked_fragment_costs, blocked_shape, blocked_store_wavefronts, intensity,
-                            predict, widest_load)
-from autotune.sass import SassCounts, find_nvdisasm
 from autotune.space import make_config, violations
 
 H200 = PRESETS["h200"]
@@ -105,7 +112,7 @@ def _nvdisasm() -> None:
 
 def test_real_sass_loads_and_model_wavefronts_fall_with_the_thread_tile() -> None:
     _nvdisasm()
-    from autotune.sass import analyze
+    from autotune.explain.sass import analyze
 
     lds_per_ffma, per_ffma = [], []
     for params in (SMALL, MEDIUM, LARGE):
@@ -121,7 +128,7 @@ def test_real_sass_loads_and_model_wavefronts_fall_with_the_thread_tile() -> Non
 
 def test_explain_gives_model_columns_for_the_default_blocked_config() -> None:
     _nvdisasm()
-    from autotune import explain as ex
+    from autotune.explain import counts as ex
 
     cols = ex.explain(blocked())
     assert cols["ffma"] == 2048 and cols["lds128"] == 96

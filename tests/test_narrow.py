@@ -6,7 +6,7 @@ from autotune import store
 from autotune.cli import cli, narrow_families, parse_choices, parse_params
 from autotune.errors import AutotuneError
 from autotune.families import BLOCKED, TILED
-from autotune.search import study_name
+from autotune.search.loop import study_name
 from autotune.space import count_valid, expand, iter_valid, narrow, valid_configs, within
 
 

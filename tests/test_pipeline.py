@@ -17,13 +17,13 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from autotune import explain
-from autotune.codegen import render
-from autotune.compile import cache_dir, cache_key, compile_source
+from autotune.backends.outcome import COMPILE_ERROR, Outcome
+from autotune.codegen.nvrtc import cache_dir, cache_key, compile_source
+from autotune.codegen.render import render
+from autotune.explain import counts as explain
 from autotune.families import NAIVE, TILED
-from autotune.outcome import COMPILE_ERROR, Outcome
-from autotune.pipeline import Ahead, Compiler, Job, default_jobs, ready
-from autotune.search import run_search, suggest
+from autotune.search.loop import run_search, suggest
+from autotune.search.pipeline import Ahead, BuildJob, Compiler, default_jobs, ready
 from autotune.space import Limits, make_config
 from tests.fakes import FakeBackend
 
@@ -78,10 +78,10 @@ class FakeCompiler:
     """Records submissions; every job is done at once (or never, with `hold`)."""
 
     def __init__(self, hold: bool = False):
-        self.jobs: list[Job] = []
+        self.jobs: list[BuildJob] = []
         self.hold = hold
 
-    def submit(self, job: Job) -> Future:
+    def submit(self, job: BuildJob) -> Future:
         self.jobs.append(job)
         future = Future()
         if not self.hold:
@@ -92,11 +92,11 @@ class FakeCompiler:
 def ahead(plan, depth: int, compiler=None, wanted=lambda: 100):
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=3), direction="maximize")
     compiler = compiler or FakeCompiler()
-    return Ahead(study, lambda trial: suggest(trial, [NAIVE, TILED]), plan, compiler, depth, wanted), study, compiler
+    return Ahead(study, lambda trial: suggest(trial, [TILED]), plan, compiler, depth, wanted), study, compiler
 
 
 def build_all(config):
-    return Job(config.name, f"// {config.name}", "sm_90", False)  # the fake compiler never reads it
+    return BuildJob(config.name, f"// {config.name}", "sm_90", False)  # the fake compiler never reads it
 
 
 def test_depth_trials_with_work_are_asked_ahead_in_order():
@@ -189,20 +189,20 @@ def test_the_pool_compiles_and_returns_counts_once_per_source():
     source = render(config)
     compiler = Compiler(2)
     try:
-        first = compiler.submit(Job(config.name, source, "sm_90", True))
-        again = compiler.submit(Job(config.name, source, "sm_90", True))
+        first = compiler.submit(BuildJob(config.name, source, "sm_90", True))
+        again = compiler.submit(BuildJob(config.name, source, "sm_90", True))
         counts = ready(first)
     finally:
         compiler.close()
     assert again is first  # proposed twice, built once
-    assert counts == explain.count_columns(__import__("autotune.sass").sass.analyze_source(config, source))
+    assert counts == explain.count_columns(__import__("autotune.explain.sass").explain.sass.analyze_source(config, source))
     assert (cache_dir() / f"{cache_key(source, 'sm_90')}.cubin").exists()
 
 
 def test_a_failing_compile_in_the_pool_is_just_not_ready():
     compiler = Compiler(1)
     try:
-        work = compiler.submit(Job("broken", 'extern "C" __global__ void broken() { nonsense; }', "sm_90", True))
+        work = compiler.submit(BuildJob("broken", 'extern "C" __global__ void broken() { nonsense; }', "sm_90", True))
         assert ready(work) is None
     finally:
         compiler.close()
@@ -212,23 +212,23 @@ def test_close_leaves_no_process_behind():
     before = set(mp.active_children())
     compiler = Compiler(2)
     config = make_config(TILED, {})
-    compiler.submit(Job(config.name, render(config), "sm_90", False))
-    compiler.submit(Job("other", render(config).replace(config.name, "other"), "sm_90", False))
+    compiler.submit(BuildJob(config.name, render(config), "sm_90", False))
+    compiler.submit(BuildJob("other", render(config).replace(config.name, "other"), "sm_90", False))
     time.sleep(0.5)  # the children are starting or compiling
     start = time.monotonic()
     compiler.close()
     assert time.monotonic() - start < 5  # children stop mid-compile
     assert set(mp.active_children()) <= before
-    assert compiler.submit(Job(config.name, render(config), "sm_90", False)) is None  # closed
+    assert compiler.submit(BuildJob(config.name, render(config), "sm_90", False)) is None  # closed
 
 
 def test_ctrl_c_in_the_terminal_does_not_stop_the_compile_processes():
     compiler = Compiler(2)
     try:
-        first = compiler.submit(Job("k0", 'extern "C" __global__ void k0() {}', "sm_90", False))
+        first = compiler.submit(BuildJob("k0", 'extern "C" __global__ void k0() {}', "sm_90", False))
         for child in mp.active_children():  # the terminal sends SIGINT to the whole process group
             os.kill(child.pid, signal.SIGINT)
-        second = compiler.submit(Job("k1", 'extern "C" __global__ void k1() {}', "sm_90", False))
+        second = compiler.submit(BuildJob("k1", 'extern "C" __global__ void k1() {}', "sm_90", False))
         ready(first), ready(second)
         assert first.exception() is None and second.exception() is None
     finally:
@@ -249,12 +249,12 @@ def _state(pid: int) -> str:
 def test_a_killed_search_takes_its_compile_processes_with_it(tmp_path):
     script = textwrap.dedent("""
         import multiprocessing as mp, time
-        from autotune.pipeline import Compiler, Job
+        from autotune.search.pipeline import Compiler, BuildJob
 
         if __name__ == "__main__":
             compiler = Compiler(2)
             for i in range(4):
-                compiler.submit(Job(f"k{i}", 'extern "C" __global__ void k%d() {}' % i, "sm_90", False))
+                compiler.submit(BuildJob(f"k{i}", 'extern "C" __global__ void k%d() {}' % i, "sm_90", False))
             time.sleep(1.0)
             print(" ".join(str(p.pid) for p in mp.active_children()), flush=True)
             time.sleep(60)
@@ -279,10 +279,10 @@ SEARCH = textwrap.dedent("""
     import sys, threading
     from autotune import store
     from autotune.families import NAIVE
-    from autotune.pool import exit_status, stop_on_signals
-    from autotune.runs import summary
-    from autotune.search import run_search
-    from autotune.worker import WorkerSpec, start_workers
+    from autotune.backends.pool import exit_status, stop_on_signals
+    from autotune.api.commands import summary
+    from autotune.search.loop import run_search
+    from autotune.backends.worker import WorkerSpec, start_workers
 
     if __name__ == "__main__":
         [worker] = start_workers([WorkerSpec("tests.fakes:compiling_fake", (256, 256, 256))])
@@ -290,7 +290,7 @@ SEARCH = textwrap.dedent("""
         stop = threading.Event()
         try:
             with stop_on_signals(stop):
-                result = run_search(db, [worker], [NAIVE], worker.info.limits, sampler="random", trials=40,
+                result = run_search(db, [worker], [NAIVE], worker.limits, sampler="random", trials=40,
                                     seed=1, stop=stop, compile_jobs=2)
         finally:
             worker.close()
@@ -393,10 +393,10 @@ def test_counts_come_from_the_pool_and_are_saved_once(db, monkeypatch):
 
 
 def test_a_compile_that_fails_in_the_pool_is_a_compile_error_row(db, monkeypatch):
-    import autotune.evaluate
+    import autotune.search.plan
 
-    real_render = autotune.evaluate.render
-    monkeypatch.setattr(autotune.evaluate, "render",
+    real_render = autotune.search.plan.render
+    monkeypatch.setattr(autotune.search.plan, "render",
                         lambda config, limits=Limits(): real_render(config, limits) + "\n#error broken on purpose\n")
     result = run_search(db, CompilingGpu(0.0), [NAIVE], Limits(), sampler="random", trials=3, seed=9,
                         compile_jobs=2)

@@ -6,12 +6,12 @@ import pytest
 from click.testing import CliRunner
 
 from autotune import store
+from autotune.backends.outcome import OK, UNRECORDED
+from autotune.backends.replay import OVERHEAD_S, WARMUP_RUNS, ReplayBackend, trial_seconds
 from autotune.cli import cli
 from autotune.errors import AutotuneError
 from autotune.families import NAIVE, TILED
-from autotune.outcome import OK, UNRECORDED
-from autotune.replay import OVERHEAD_S, WARMUP_RUNS, ReplayBackend, trial_seconds
-from autotune.search import run_search
+from autotune.search.loop import run_search
 from autotune.space import Limits, valid_configs
 from tests.fakes import FakeBackend, fake_ms
 
@@ -94,8 +94,8 @@ def test_cli_search_replays_without_touching_the_dataset(dataset, tmp_path):
 
 def test_rows_recorded_before_a_parameter_existed_keep_their_meaning():
     """A blocked row from before BSWAP existed (no column) is the BSWAP=0 kernel of today."""
+    from autotune.backends.replay import current_name
     from autotune.families import FAMILIES
-    from autotune.replay import current_name
     from autotune.space import make_config
 
     old = make_config(FAMILIES["blocked"], {"BSWAP": 0})

@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from autotune import explain as ex
 from autotune import store
 from autotune.cli import cli
-from autotune.plots import write_plots
-from autotune.report import build, flat_ceiling, verdict
-from autotune.report_page import PLOTS, write_page
+from autotune.explain import counts as ex
+from autotune.explain.ladder import flat_ceiling, verdict
+from autotune.explain.page import PLOTS, write_page
+from autotune.explain.plots import write_plots
+from autotune.explain.report import build
 
 H200_DB = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "h200-4096-issue2-run1.sqlite"
 SHAPE = (4096, 4096, 4096)

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from autotune.errors import AutotuneError
+from autotune.explain.sass import count, find_nvdisasm, resources, width
 from autotune.families import FAMILIES
-from autotune.sass import count, find_nvdisasm, resources, width
 from autotune.space import make_config
 
 SAMPLE = """
@@ -81,7 +81,7 @@ def _need_nvdisasm() -> None:
 
 def _analyze(family: str, **params: object):
     _need_nvdisasm()
-    from autotune.sass import analyze
+    from autotune.explain.sass import analyze
 
     return analyze(make_config(FAMILIES[family], params))
 
@@ -120,8 +120,8 @@ def test_resources_of_the_chapter_kernel() -> None:
 
 
 def test_resources_naming_a_missing_kernel_says_which_exist() -> None:
-    from autotune.codegen import render
-    from autotune.compile import compile_source
+    from autotune.codegen.nvrtc import compile_source
+    from autotune.codegen.render import render
 
     config = make_config(FAMILIES["naive"], {})
     cubin = compile_source(render(config), config.name).cubin
@@ -133,7 +133,7 @@ def test_resources_naming_a_missing_kernel_says_which_exist() -> None:
 def test_missing_nvdisasm_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     import cuda.pathfinder
 
-    from autotune import sass
+    from autotune.explain import sass
 
     monkeypatch.setattr(cuda.pathfinder, "find_nvidia_binary_utility", lambda name: None)
     monkeypatch.setattr(sass, "_wheel_candidates", lambda: iter(()))

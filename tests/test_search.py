@@ -4,7 +4,7 @@ import pytest
 
 from autotune import store
 from autotune.families import NAIVE, TILED
-from autotune.search import run_search
+from autotune.search.loop import run_search
 from autotune.space import Limits, valid_configs
 from tests.fakes import FakeBackend
 

@@ -4,12 +4,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autotune.codegen import render
+from autotune.backends.sim import SimError, run, run_kernel
+from autotune.backends.verify import (
+    SHAPES,
+    TOLERANCE,
+    check,
+    possible_pairs,
+    reference,
+    relative_error,
+    sample_configs,
+    verify_configs,
+)
+from autotune.codegen.render import render
 from autotune.families import FAMILIES
 from autotune.space import Launch, make_config
-from autotune.sim import SimError, run, run_kernel
-from autotune.verify import (SHAPES, TOLERANCE, check, possible_pairs, reference, relative_error, sample_configs,
-                             verify_configs)
 
 SAMPLE = 12  # per family: enough to cover every value of every parameter
 

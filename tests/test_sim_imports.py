@@ -6,7 +6,7 @@ import sys
 
 PROBE = """
 import sys
-import autotune.sim, autotune.verify
+import autotune.backends.sim, autotune.backends.verify
 bad = sorted(m for m in sys.modules if m.split('.')[0] in ('cuda', 'cuda_core', 'cupy', 'pycuda', 'nvidia')
              or m.startswith('cuda'))
 print(' '.join(bad))

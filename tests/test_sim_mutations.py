@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autotune.codegen import render
+from autotune.backends.sim import SimError, run, run_kernel
+from autotune.backends.verify import check
+from autotune.codegen.render import render
 from autotune.families import FAMILIES
 from autotune.space import Config, make_config
-from autotune.sim import SimError, run, run_kernel
-from autotune.verify import check
 
 # K > T in both, so the tiled kernel runs several phases and a missing write-after-read
 # barrier matters; neither M nor N is a multiple of any tile, so tail guards run.

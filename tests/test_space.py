@@ -2,8 +2,15 @@ import pytest
 
 from autotune.errors import SpaceError
 from autotune.families import NAIVE, TILED
-from autotune.space import (Limits, check_shape, enumerate_space, make_config, shape_violations, valid_configs,
-                            violations)
+from autotune.space import (
+    Limits,
+    check_shape,
+    enumerate_space,
+    make_config,
+    shape_violations,
+    valid_configs,
+    violations,
+)
 
 
 def test_defaults_are_documented_values():
@@ -89,7 +96,7 @@ def test_lazy_enumeration_matches_brute_force():
 def test_blocked_space_is_counted_without_materialising_it():
     import random
 
-    from autotune.blocked import BLOCKED
+    from autotune.families.blocked import BLOCKED
     from autotune.space import combinations, count_valid, random_valid
 
     assert combinations(BLOCKED) == 4718592 and count_valid(BLOCKED) == 490976

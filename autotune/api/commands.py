@@ -1,0 +1,270 @@
+"""What the commands do, kept out of the CLI so that it stays a thin layer of options."""
+from __future__ import annotations
+
+import random
+import sys
+import threading
+from dataclasses import dataclass
+
+from autotune import store
+from autotune.api.export import manifest, write_export
+from autotune.backends.outcome import OK, Fault
+from autotune.backends.pool import check_same_model, exit_status, stop_on_signals, worker_specs
+from autotune.codegen.render import render, sha256
+from autotune.errors import AutotuneError
+from autotune.space import Config, Family, Limits, combinations, count_valid, enumerate_space, violations
+
+
+def format_row(row: dict) -> str:
+    shape = f"{row['M']}x{row['N']}x{row['K']}"
+    pct = f"{row['pct_cublas']:.1f}% of cuBLAS" if row.get("pct_cublas") else "no cuBLAS baseline"
+    peak = f", {row['pct_peak']:.1f}% of FP32 peak" if row.get("pct_peak") else ""
+    return (f"{row['kernel']}  (id {row['id']}, {row['gpu_name']}, {shape})\n"
+            f"  {row['time_ms']:.3f} ms median [{row['time_ms_min']:.3f} .. {row['time_ms_max']:.3f}], "
+            f"{row['tflops']:.2f} TFLOP/s, {pct}{peak}")
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    shape: tuple[int, int, int]
+    families: list[Family]
+    db_path: str
+    sampler: str = "tpe-mv"
+    trials: int = 60
+    timeout: float | None = None
+    seed: int = 0
+    kind: str = "cuda"
+    devices: tuple[int, ...] | None = None
+    workers: int | None = None
+    storage: str | None = None
+    study: str | None = None
+    kernel_timeout: float | None = None
+    replay_db: str | None = None  # --backend replay: the recorded database that answers
+    compile_jobs: int | None = None  # processes compiling ahead for GPU workers (None: pipeline.default_jobs())
+
+
+def _start(specs: list, db_path: str) -> tuple[list, object]:
+    """Workers first, the database second: a machine without a GPU, or a shape too large
+    for it, writes nothing."""
+    from autotune.backends.worker import start_workers
+
+    store.check_path(db_path)
+    workers = start_workers(specs)
+    try:
+        db = store.open_db(db_path)
+        for w in workers:
+            if w.baseline:
+                _record_baseline(db, w)
+    except BaseException:
+        for w in workers:
+            w.close()
+        raise
+    return workers, db
+
+
+def measure_command(shape: tuple[int, int, int], configs: list[Config], seed: int, device: int,
+                    db_path: str, kind: str = "cuda", kernel_timeout: float | None = None) -> str:
+    from autotune.backends.worker import WorkerSpec
+    from autotune.search.measure import evaluate
+
+    [worker], db = _start([WorkerSpec(kind, shape, seed, device, kernel_timeout)], db_path)
+    lines = []
+    try:
+        for config in configs:
+            done = evaluate(db, worker, config, worker.limits, worker.peak_tflops)
+            if done is None:
+                lines.append(f"{config.name}: another worker is measuring it right now; its row will be in {db_path}")
+                continue
+            row = done.row
+            lines.append(format_row(row) if row["status"] == OK else f"{config.name}: {row['status']}: {row['reason']}")
+    finally:
+        worker.close()
+    return "\n".join(lines)
+
+
+def search_command(o: SearchOptions, stop: threading.Event | None = None) -> int:
+    """Run the search; print the summary; return the exit status (see pool.exit_status)."""
+    from autotune.search.loop import open_storage, run_search
+
+    stop = stop or threading.Event()
+    if o.kind == "replay":
+        check_replay(o.replay_db, o.db_path)
+    specs = worker_specs(o.kind, o.shape, o.seed, o.devices, o.workers, o.kernel_timeout, o.replay_db)
+    preflight(o.families)
+    storage = open_storage(o.storage)  # before any worker starts: a wrong URL costs nothing
+    workers, db = _start(specs, o.db_path)
+    first = workers[0]
+    bar = None
+    try:
+        check_same_model(workers)
+        print(_header(o, workers), file=sys.stderr)
+        bar = _progress_bar(o.trials)
+        with stop_on_signals(stop):
+            result = run_search(db, workers, o.families, first.limits, sampler=o.sampler, trials=o.trials,
+                                timeout=o.timeout, seed=o.seed, peak_tflops=first.peak_tflops,
+                                progress=bar.update_with, storage=storage, study=o.study, stop=stop,
+                                compile_jobs=o.compile_jobs)
+    finally:
+        if bar:
+            bar.close()
+        for w in workers:
+            w.close()
+    print(summary(db, first, result), flush=True)
+    return exit_status(stop, result.interrupted)
+
+
+def check_replay(replay_db: str | None, db_path: str) -> None:
+    from pathlib import Path
+
+    if not replay_db:
+        raise AutotuneError("--backend replay needs --replay-db PATH (a recorded results database)")
+    if not Path(replay_db).is_file():
+        raise AutotuneError(f"replay database {replay_db} does not exist; pass --replay-db with a recorded results database")
+    if Path(replay_db).resolve() == Path(db_path).resolve():
+        raise AutotuneError("--replay-db and --db are the same file: a replay must not write into its dataset")
+
+
+def preflight(families: list[Family]) -> None:
+    """Render each family's default config once, so that a broken template is one error
+    before anything starts rather than a failure in the middle of a search."""
+    from autotune.space import make_config
+
+    for family in families:
+        config = make_config(family, {})
+        if not violations(config):
+            render(config)
+
+
+def _header(o: SearchOptions, workers: list) -> str:
+    prov, base = workers[0].provenance, workers[0].baseline
+    devices = ",".join(str(w.spec.device) for w in workers)
+    where = f"devices {devices}" if o.kind == "cuda" else f"{len(workers)} worker(s)"
+    cublas = f", cuBLAS {base.median_ms:.3f} ms" if base else ""
+    return (f"autotune: {prov['gpu_name']} ({prov['arch']}), {where}, shape {'x'.join(map(str, o.shape))}, "
+            f"families {', '.join(f.name for f in o.families)}, sampler {o.sampler}{cublas}")
+
+
+def _record_baseline(db, backend) -> None:
+    t, prov, (M, N, K) = backend.baseline, backend.provenance, backend.shape
+    store.insert_baseline(db, {"backend": backend.name, "gpu_uuid": prov["gpu_uuid"], "gpu_name": prov["gpu_name"],
+                               "M": M, "N": N, "K": K, "time_ms": t.median_ms, "time_ms_min": t.min_ms,
+                               "time_ms_max": t.max_ms, "tflops": 2.0 * M * N * K / t.median_ms / 1e9,
+                               "sm_clock_mhz": backend.baseline_clock,
+                               "library": f"cuBLAS {prov['cublas_version']} (pedantic FP32, no TF32)"})
+
+
+class _Bar:
+    """A tqdm bar over trials with the best so far; plain lines when tqdm is absent."""
+
+    def __init__(self, total: int):
+        from tqdm import tqdm
+
+        self._bar = tqdm(total=total, unit="new", desc="search", file=sys.stderr, dynamic_ncols=True)
+
+    def update_with(self, result, done) -> None:
+        if not done.cached and done.row["status"] != "invalid":
+            self._bar.update(1)
+        b = result.best
+        pct = f" ({b['pct_cublas']:.1f}% cuBLAS)" if b and b.get("pct_cublas") else ""
+        best = f"{b['tflops']:.4g} TFLOP/s{pct}" if b else "none yet"
+        self._bar.set_postfix_str(f"trial {result.trials}, best {best}, last {done.row['status']}")
+
+    def close(self) -> None:
+        self._bar.close()
+
+
+def _progress_bar(total: int) -> _Bar:
+    return _Bar(total)
+
+
+def summary(db, backend, result) -> str:
+    M, N, K = backend.shape
+    skipped = f", {result.skipped} skipped (being measured by another worker)" if result.skipped else ""
+    lines = [f"study {result.study}: {result.trials} trials, {result.new} new measurements{skipped} in "
+             f"{result.seconds:.1f} s by {result.workers} worker(s)" + (" (interrupted)" if result.interrupted else ""),
+             "statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(result.statuses.items())),
+             (f"cuBLAS (no TF32): {backend.baseline.median_ms:.3f} ms = "
+              f"{2.0 * M * N * K / backend.baseline.median_ms / 1e9:.2f} TFLOP/s" if backend.baseline
+              else f"backend {backend.name}: no cuBLAS baseline, times are not GPU times"),
+             "top configs for this GPU and shape (all searches so far):",
+             f"  {'id':>5}  {'ms':>8}  {'TFLOP/s':>8}  {'%cuBLAS':>7}  kernel"]
+    rows = sorted(store.results(db, backend.shape, backend.name, backend.provenance["gpu_name"], OK),
+                  key=lambda r: r["time_ms"])
+    for r in rows[:10]:
+        pct = f"{r['pct_cublas']:>7.1f}" if r["pct_cublas"] else f"{'-':>7}"
+        lines.append(f"  {r['id']:>5}  {r['time_ms']:>8.3f}  {r['tflops']:>8.4g}  {pct}  {r['kernel']}")
+    return "\n".join(lines)
+
+
+def export_command(db_path: str, shape: tuple[int, int, int], config: Config | None, output: str):
+    from autotune.families import config_of_row
+
+    db = store.open_db(db_path)
+    row = None
+    if config is None:
+        row = store.best(db, shape)
+        if row is None:
+            raise AutotuneError(f"no verified result for {'x'.join(map(str, shape))} to export; run "
+                                f"`autotune search` first or name a config with --family/-p")
+        config = config_of_row(row)
+    # The measured source as it was stored, not today's render of the config: the templates
+    # evolve, and the numbers in the manifest belong to the code that was timed.
+    source = store.source(db, row["source_hash"]) if row else None
+    if source is None:
+        source = render(config)
+        if row is not None and sha256(source) != row["source_hash"]:
+            row = None  # not stored, and the template has changed since: export it unmeasured
+    source_hash = row["source_hash"] if row else sha256(source)
+    if row is None:  # a named config: attach its measurement at this shape if there is one
+        row = next((r for r in store.results(db, shape, status=OK) if r["source_hash"] == source_hash), None)
+    info = manifest(config, config.geometry(shape[0], shape[1]), shape, source_hash, row)
+    return write_export(output, source, info)
+
+
+def describe_space(family: Family, limits: Limits) -> str:
+    total, valid = combinations(family), count_valid(family, limits)
+    lines = [f"{family.name}: {family.doc}", f"  {valid} valid of {total} combinations"]
+    for p in family.params:
+        default = "(see doc)" if callable(p.default) else p.default
+        lines.append(f"  {p.name:<7} {', '.join(map(str, p.values))}  default {default}: {p.doc}")
+    exact = total <= 200_000  # a large space gets its refusal shares from a random sample
+    if exact:
+        refused = [bad for _, bad in enumerate_space(family, limits)]
+    else:
+        rng = random.Random(0)
+        draws = [Config(family, tuple((p.name, rng.choice(p.values)) for p in family.params)) for _ in range(20000)]
+        refused = [violations(c, limits) for c in draws]
+    for c in family.constraints:
+        n = sum(1 for bad in refused if c.reason in bad)
+        lines.append(f"  constraint: {c.reason} (refuses {n})" if exact else
+                     f"  constraint: {c.reason} (refuses about {n / len(refused):.0%})")
+    return "\n".join(lines)
+
+def verify_command(kind: str, families: list[Family], limit: int, shapes: list[tuple[int, int, int]], seed: int,
+                   device: int) -> list:
+    """Every sampled variant of each family on every shape against the float64 reference."""
+    from autotune.backends.verify import sample_configs, verify_configs
+
+    if kind == "sim":
+        from autotune.backends.sim import run
+    else:
+        from autotune.backends.cuda.backend import GpuRunner
+
+        run = GpuRunner(device)
+    rows = []
+    for family in families:
+        try:
+            rows += verify_configs(sample_configs(family, limit, seed), shapes, run, seed)
+        except Fault as exc:
+            raise AutotuneError(f"a kernel faulted and the CUDA context is lost: {exc}") from None
+    return rows
+
+
+def verify_table(rows: list) -> str:
+    lines = [f"{'status':<14} {'error':>9}  {'shape':<14} kernel"]
+    for r in rows:
+        shape = "x".join(map(str, r.shape))
+        lines.append(f"{r.status:<14} {r.error:>9.2e}  {shape:<14} {r.config}" + (f"  ({r.reason})" if r.reason else ""))
+    bad = sum(r.status != "ok" for r in rows)
+    lines.append(f"{len(rows) - bad} passed, {bad} failed")
+    return "\n".join(lines)

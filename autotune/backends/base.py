@@ -1,0 +1,42 @@
+"""The Backend contract: what the search needs of a place that verifies and times kernels.
+
+Every backend (cuda, sim, replay, the worker process that hosts one, a test's fake) subclasses
+Backend, sets the attributes below in its constructor or as class attributes, and answers
+`measure`. Nothing reads a backend through getattr defaults: an attribute missing here is a
+missing attribute.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from autotune.backends.outcome import Outcome, Timing
+from autotune.space import Config, Limits
+
+
+class Backend(ABC):
+    name: str  # "cuda", "sim", "replay": rows of one backend never mix with another's
+    shape: tuple[int, int, int]  # (M, N, K) every measurement is at
+    baseline: Timing | None = None  # cuBLAS at this shape, timed in the same process; None without a GPU
+    baseline_clock: int | None = None  # SM clock (MHz) read right after the baseline
+    explain: bool = True  # rows get SASS counts and the ceiling model (only for GPU code)
+    compile_ahead: bool = False  # NVRTC per trial: the search compiles the next trials meanwhile
+    limits: Limits = Limits()  # what the device allows (constraints are checked against it)
+    peak_tflops: float | None = None  # FP32 FMA peak of the device, for % of peak
+    launch_limit_s: float | None = None  # the backend's own limit per launch, where it stops runs itself
+    device: str = ""  # the CUDA device index, or the backend's name where there is no GPU
+
+    @property
+    def launch_shapes(self) -> tuple[tuple[int, int], ...]:
+        """The (M, N) a measurement launches kernels at (the GPU adds an odd check shape)."""
+        return (self.shape[:2],)
+
+    @property
+    @abstractmethod
+    def provenance(self) -> dict[str, Any]:
+        """gpu_name, gpu_uuid, arch, driver and compiler versions: stored on every row."""
+
+    @abstractmethod
+    def measure(self, config: Config, source: str) -> Outcome:
+        """Compile, verify and time one kernel. A kernel's failure is an Outcome; a fault that
+        poisons the backend raises outcome.Fault (the worker then starts a fresh one)."""

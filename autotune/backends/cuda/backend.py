@@ -1,0 +1,335 @@
+"""The GPU backend: compile, verify against cuBLAS, then time with CUDA events.
+
+One CudaBackend serves one shape on one device: inputs, the cuBLAS reference and the
+cuBLAS time are made once, then every config is checked and timed against them.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from autotune.backends.base import Backend
+from autotune.backends.cuda import compare as gpu_compare
+from autotune.backends.cuda.cublas import Cublas
+from autotune.backends.cuda.device import DeviceInfo, device_info, sm_clock_mhz
+from autotune.backends.outcome import COMPILE_ERROR, OK, WRONG, Fault, Outcome, Timing
+from autotune.backends.reference import TOLERANCE, random_inputs
+from autotune.codegen import nvrtc as nvrtc
+from autotune.errors import AutotuneError
+from autotune.space import Config
+
+CHECK_SHAPE = (131, 67, 93)  # an odd shape every variant must also get right (tails)
+NAN_BITS = 0x7FC00000  # a quiet NaN: outputs never written stay NaN and fail the check
+TIME_BUDGET_MS = 600.0  # stop repeating once this much kernel time was measured...
+MIN_REPS, MAX_REPS = 3, 20  # ...but never fewer than MIN_REPS timed runs
+# untimed runs first: the verify launch at the search shape has already loaded the module and
+# woken the clocks, so one more is enough (slow naive kernels take 0.3 s a run)
+WARMUP = 1
+SETTLE_REPS, SETTLE_SPREAD = 5, 0.01  # ...and stop early once 5 runs agree within 1%
+
+
+class DeviceFault(Fault):
+    """The CUDA context is poisoned (illegal address, ...): this process cannot go on."""
+
+
+def _ok(result: tuple) -> tuple:
+    from cuda.bindings import driver
+
+    err = result[0]
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"CUDA driver call failed: {err}")
+    return result[1:]
+
+
+def upload(dev, stream, host: np.ndarray):
+    host = np.ascontiguousarray(host, dtype=np.float32)
+    buf = dev.allocate(max(host.nbytes, 4), stream=stream)
+    upload_into(stream, buf, host)
+    return buf
+
+
+def upload_into(stream, buf, host: np.ndarray) -> None:
+    from cuda.bindings import driver
+
+    host = np.ascontiguousarray(host, dtype=np.float32)
+    _ok(driver.cuMemcpyHtoDAsync(int(buf.handle), host.ctypes.data, host.nbytes, stream.handle))
+    stream.sync()
+
+
+def poison(stream, buf, M: int, N: int) -> None:
+    """Fill an M x N output with NaN: outputs a kernel never writes stay NaN."""
+    from cuda.bindings import driver
+
+    _ok(driver.cuMemsetD32Async(int(buf.handle), NAN_BITS, M * N, stream.handle))
+
+
+def poisoned(dev, stream, M: int, N: int):
+    """A new M x N output buffer full of NaN."""
+    buf = dev.allocate(M * N * 4, stream=stream)
+    poison(stream, buf, M, N)
+    return buf
+
+
+def download(stream, buf, M: int, N: int, dtype=np.float32) -> np.ndarray:
+    from cuda.bindings import driver
+
+    out = np.empty((M, N), dtype=dtype)
+    stream.sync()
+    _ok(driver.cuMemcpyDtoHAsync(out.ctypes.data, int(buf.handle), out.nbytes, stream.handle))
+    stream.sync()
+    return out
+
+
+def load_kernel(cubin: bytes, name: str, dynamic_shared: int, device: int):
+    from cuda.bindings import driver
+    from cuda.core import ObjectCode
+
+    kernel = ObjectCode.from_cubin(cubin, name=name).get_kernel(name)
+    if dynamic_shared > 48 * 1024:  # above 48 KiB a kernel must opt in before launch
+        attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        _ok(driver.cuKernelSetAttribute(attr, dynamic_shared, kernel.handle, driver.CUdevice(device)))
+    return kernel
+
+
+def launch_kernel(stream, kernel, geo, a, b, c, M: int, N: int, K: int) -> None:
+    from cuda.core import LaunchConfig, launch
+
+    cfg = LaunchConfig(grid=geo.grid, block=geo.block, shmem_size=geo.shared_bytes)
+    launch(stream, cfg, kernel, a, b, c, np.int32(M), np.int32(N), np.int32(K))
+
+
+class Problem:
+    """Device buffers and the cuBLAS reference for one shape: on the device (ref_dev, what
+    outputs are compared against) and on the host (ref, to restore ref_dev from). ref_sums:
+    what the comparison sums of ref_dev while it is intact (set by the backend)."""
+
+    def __init__(self, dev, stream, blas: Cublas, M: int, N: int, K: int, seed: int):
+        self.M, self.N, self.K, self.stream, self.dev = M, N, K, stream, dev
+        A, B = random_inputs(M, N, K, seed)
+        self.a, self.b = upload(dev, stream, A), upload(dev, stream, B)
+        self.c = dev.allocate(M * N * 4, stream=stream)
+        self.ref_dev = dev.allocate(M * N * 4, stream=stream)
+        blas.sgemm(int(self.a.handle), int(self.b.handle), int(self.ref_dev.handle), M, N, K)
+        self.ref = download(stream, self.ref_dev, M, N)
+        self.ref_sums: tuple[float, float] | None = None
+
+    def restore_reference(self) -> None:
+        upload_into(self.stream, self.ref_dev, self.ref)
+
+    def poison(self) -> None:
+        poison(self.stream, self.c, self.M, self.N)
+
+    def download(self) -> np.ndarray:
+        return download(self.stream, self.c, self.M, self.N)
+
+
+class GpuCompare:
+    """The relative error of a device output against a device reference, reduced on the GPU
+    (the kernel and its meaning: gpu_compare.py). Compiled once, through the cubin cache."""
+
+    def __init__(self, dev, stream, arch: str, device: int):
+        built = nvrtc.compile_source(gpu_compare.SOURCE, gpu_compare.NAME, arch)
+        if not built.ok:
+            raise AutotuneError(f"the comparison kernel does not compile for {arch}: {first_error(built.log)}")
+        self.kernel = load_kernel(built.cubin, gpu_compare.NAME, 0, device)
+        self.stream = stream
+        self.partials = dev.allocate(gpu_compare.MAX_BLOCKS * gpu_compare.SUMS * 8, stream=stream)
+
+    def compare(self, c, ref, n: int) -> gpu_compare.Comparison:
+        """||c - ref|| / ||ref|| over n floats (inf if any of c is NaN or infinite), and ref's own sums."""
+        from cuda.core import LaunchConfig, launch
+
+        blocks = gpu_compare.blocks_for(n)
+        config = LaunchConfig(grid=(blocks, 1, 1), block=(gpu_compare.THREADS, 1, 1))
+        launch(self.stream, config, self.kernel, c, ref, np.int64(n), self.partials)
+        return gpu_compare.from_partials(download(self.stream, self.partials, blocks, gpu_compare.SUMS, np.float64))
+
+    def relative_error(self, c, ref, n: int) -> float:
+        return self.compare(c, ref, n).error
+
+
+def _nothing() -> None:
+    pass
+
+
+def time_ms(run, stream, min_reps: int = MIN_REPS, max_reps: int = MAX_REPS, tick=_nothing) -> Timing:
+    """Median of repeated event-timed runs, after warm-up (module load, clocks ramping).
+    tick() after each synchronised run tells a watchdog that launches still finish."""
+    from cuda.core import EventOptions
+
+    opts = EventOptions(timing_enabled=True)
+    for _ in range(WARMUP):
+        run()
+    times: list[float] = []
+    def enough() -> bool:
+        return len(times) >= min_reps and (sum(times) >= TIME_BUDGET_MS or settled(times))
+
+    while len(times) < max_reps and not enough():
+        start = stream.record(options=opts)
+        run()
+        end = stream.record(options=opts)
+        end.sync()
+        times.append(end - start)
+        tick()
+    return Timing.of(times)
+
+
+def settled(times: list[float]) -> bool:
+    """Repeat only as long as the spread requires: stop once the last SETTLE_REPS runs lie
+    within SETTLE_SPREAD of their median (more runs would not move the median)."""
+    if len(times) < SETTLE_REPS:
+        return False
+    last = sorted(times[-SETTLE_REPS:])
+    return (last[-1] - last[0]) <= SETTLE_SPREAD * last[len(last) // 2]
+
+
+class Stopwatch:
+    """Seconds per stage of a trial (recorded with the row: where a trial's time goes)."""
+
+    def __init__(self) -> None:
+        self._last = time.perf_counter()
+
+    def lap(self) -> float:
+        now = time.perf_counter()
+        lap, self._last = now - self._last, now
+        return round(lap, 4)
+
+
+def bytes_needed(M: int, N: int, K: int) -> int:
+    """Device memory for one shape: A, B, C, the reference, and the odd-shape check problem beside them."""
+    cm, cn, ck = CHECK_SHAPE
+    return 4 * (M * K + K * N + 2 * M * N + cm * ck + ck * cn + 2 * cm * cn)
+
+
+def check_memory(M: int, N: int, K: int, total: int, device: int) -> None:
+    """Refuse a shape that cannot fit, before allocating (an allocation failure mid-way is a
+    CUDA error, not a sentence). Keeps 10% for cuBLAS's workspace and the kernels."""
+    need = bytes_needed(M, N, K)
+    if need > 0.9 * total:
+        raise AutotuneError(f"{M}x{N}x{K} needs {need / 2**30:.1f} GiB for A, B, C and the reference but device "
+                            f"{device} has {total / 2**30:.1f} GiB: use a smaller shape")
+
+
+def total_memory(device: int) -> int:
+    from cuda.bindings import driver
+
+    (mem,) = _ok(driver.cuDeviceTotalMem(driver.CUdevice(device)))
+    return int(mem)
+
+
+def first_error(log: str | None) -> str:
+    """The line of an NVRTC log that says what is wrong (the log ends in a NUL and a summary)."""
+    lines = [line.strip() for line in (log or "").replace("\x00", "").splitlines() if line.strip()]
+    return next((line for line in lines if "error" in line), lines[-1] if lines else "NVRTC failed")[:300]
+
+
+class CudaBackend(Backend):
+    name = "cuda"
+    compile_ahead = True  # NVRTC per trial: the search compiles the next trials meanwhile (pipeline.py)
+
+    def __init__(self, M: int, N: int, K: int, device: int = 0, seed: int = 0):
+        from cuda.core import Device
+
+        self.info: DeviceInfo = device_info(device)
+        check_memory(M, N, K, total_memory(device), device)
+        self.tick = _nothing  # a worker process sets this to report progress to its parent
+        self.dev = Device(device)
+        self.dev.set_current()
+        self.stream = self.dev.create_stream()
+        self.blas = Cublas(int(self.stream.handle))
+        self.compare = GpuCompare(self.dev, self.stream, self.info.arch, self.info.index)
+        self.shape = (M, N, K)
+        self.main = Problem(self.dev, self.stream, self.blas, M, N, K, seed)
+        self.check = Problem(self.dev, self.stream, self.blas, *CHECK_SHAPE, seed + 1)
+        for p in (self.main, self.check):
+            p.ref_sums = self.compare.compare(p.ref_dev, p.ref_dev, p.M * p.N).ref_sums
+        p = self.main
+        self.baseline = time_ms(lambda: self.blas.sgemm(int(p.a.handle), int(p.b.handle), int(p.c.handle), M, N, K),
+                                self.stream, min_reps=20)
+        self.baseline_clock = sm_clock_mhz(self.info.uuid)
+        self.limits, self.peak_tflops, self.device = self.info.limits, self.info.peak_tflops, str(self.info.index)
+
+    @property
+    def launch_shapes(self) -> tuple[tuple[int, int], ...]:
+        return (self.shape[:2], CHECK_SHAPE[:2])  # every kernel is also checked at an odd shape
+
+    @property
+    def provenance(self) -> dict:
+        i = self.info
+        return {"gpu_name": i.name, "gpu_uuid": i.uuid, "arch": i.arch, "driver_version": i.driver_version,
+                "nvrtc_version": nvrtc.nvrtc_version(), "cublas_version": self.blas.version()}
+
+    def measure(self, config: Config, source: str) -> Outcome:
+        clock = Stopwatch()
+        built = nvrtc.compile_source(source, config.name, self.info.arch)
+        if not built.ok:
+            return Outcome(COMPILE_ERROR, reason=first_error(built.log), extra={"compile_log": built.log})
+        self.tick()
+        stages = {"t_compile_s": clock.lap()}  # a cache hit when the search compiled it ahead
+        try:
+            kernel = load_kernel(built.cubin, config.name, config.geometry(*self.shape[:2]).shared_bytes,
+                                 self.info.index)
+            extra = {"num_regs": kernel.attributes.num_regs, "static_shared": kernel.attributes.shared_size_bytes}
+            for problem in (self.check, self.main):
+                err, wrong = self._verify(kernel, config, problem)
+                if wrong:
+                    return Outcome(WRONG, reason=wrong, err=err, extra=extra)
+                self.tick()
+            stages["t_verify_s"] = clock.lap()
+            timing = time_ms(lambda: self._launch(kernel, config, self.main), self.stream, tick=self.tick)
+            stages["t_time_s"] = clock.lap()
+        except Exception as exc:  # a fault poisons the context; report it, then stop the process
+            raise DeviceFault(f"{config.name}: {exc}") from exc
+        extra["sm_clock_mhz"] = sm_clock_mhz(self.info.uuid)
+        stages["t_clock_s"] = clock.lap()  # nvidia-smi: a process per trial; recorded to see what it costs
+        return Outcome(OK, err=err, timing=timing, extra={**extra, **stages})
+
+    def _launch(self, kernel, config: Config, p: Problem) -> None:
+        launch_kernel(self.stream, kernel, config.geometry(p.M, p.N), p.a, p.b, p.c, p.M, p.N, p.K)
+
+    def _verify(self, kernel, config: Config, p: Problem) -> tuple[float, str | None]:
+        """The output's relative error, and why it is wrong (None: it is right)."""
+        p.poison()
+        self._launch(kernel, config, p)
+        result = self.compare.compare(p.c, p.ref_dev, p.M * p.N)
+        shape = "x".join(map(str, (p.M, p.N, p.K)))
+        if result.ref_sums != p.ref_sums:  # it wrote past its output, over the reference: put that back
+            p.restore_reference()
+            return float("inf"), f"wrote outside its output at {shape} (over the reference, now restored)"
+        if not result.error <= TOLERANCE:
+            return result.error, f"relative error {result.error:.3g} > {TOLERANCE:g} at {shape}"
+        return result.error, None
+
+
+class RunError(Exception):
+    """A verify-run failure with a kind, like the emulator's SimError."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind, self.message = kind, message
+
+
+class GpuRunner:
+    """verify's runner on the GPU: one launch on a NaN-poisoned C, compared by the caller."""
+
+    def __init__(self, device: int = 0):
+        from cuda.core import Device
+
+        self.info = device_info(device)
+        self.dev = Device(device)
+        self.dev.set_current()
+        self.stream = self.dev.create_stream()
+
+    def __call__(self, config: Config, source: str, geo, A, B, M: int, N: int, K: int) -> np.ndarray:
+        built = nvrtc.compile_source(source, config.name, self.info.arch)
+        if not built.ok:
+            raise RunError("compile", first_error(built.log))
+        kernel = load_kernel(built.cubin, config.name, geo.shared_bytes, self.info.index)
+        a, b = upload(self.dev, self.stream, A), upload(self.dev, self.stream, B)
+        c = poisoned(self.dev, self.stream, M, N)
+        try:
+            launch_kernel(self.stream, kernel, geo, a, b, c, M, N, K)
+            return download(self.stream, c, M, N)
+        except Exception as exc:
+            raise DeviceFault(f"{config.name}: {exc}") from exc

@@ -1,0 +1,97 @@
+"""Which workers a search starts (devices, counts, the flags that conflict) and how it stops
+on a signal: the first SIGINT or SIGTERM lets the trials in flight finish, the second stops now."""
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
+from autotune.backends.worker import WorkerSpec
+from autotune.errors import AutotuneError, NoDeviceError
+
+NO_GPU = "no CUDA device found: run on a machine with an NVIDIA GPU and driver, or use --backend sim"
+
+
+def parse_devices(text: str | None, device: int | None) -> tuple[int, ...] | None:
+    """--devices 0,1 or --device 0 (one of them), as indices; None when neither was given."""
+    if text is not None and device is not None:
+        raise AutotuneError("give either --device or --devices, not both (--devices 0 is --device 0)")
+    if device is not None:
+        return (device,)
+    if text is None:
+        return None
+    parts = [p.strip() for p in text.split(",")]
+    if not parts or not all(p.isdigit() for p in parts):
+        raise AutotuneError(f"--devices {text!r} is not a list of device indices (for example --devices 0,1)")
+    devices = tuple(int(p) for p in parts)
+    if len(set(devices)) != len(devices):
+        raise AutotuneError(f"--devices {text!r} names a device twice: one worker per GPU")
+    return devices
+
+
+def visible_devices() -> tuple[int, ...]:
+    """Every GPU the driver shows (cuInit and a count: no context, nothing a kernel can poison)."""
+    from autotune.backends.cuda.device import device_count
+
+    count = device_count()
+    if count == 0:
+        raise NoDeviceError(NO_GPU)
+    return tuple(range(count))
+
+
+def worker_specs(kind: str, shape: tuple[int, int, int], seed: int, devices: tuple[int, ...] | None,
+                 workers: int | None, kernel_timeout: float | None, replay_db: str | None = None) -> list[WorkerSpec]:
+    """One spec per worker. On the GPU one worker per device: two workers timing on one GPU
+    would slow each other down and the times would say so."""
+    if kind in ("sim", "replay"):
+        if devices is not None:
+            raise AutotuneError(f"--device/--devices choose GPUs and do not apply to --backend {kind}; "
+                                f"use --workers N for {kind} workers")
+        return [WorkerSpec(kind, shape, seed, 0, kernel_timeout, replay_db) for _ in range(workers or 1)]
+    devices = devices if devices is not None else visible_devices()
+    count = workers or len(devices)
+    if count > len(devices):
+        raise AutotuneError(f"--workers {count} needs {count} GPUs but {len(devices)} are in use "
+                            f"({','.join(map(str, devices))}): workers sharing a GPU disturb each other's "
+                            f"times; use --workers {len(devices)} or list more --devices")
+    return [WorkerSpec(kind, shape, seed, d, kernel_timeout) for d in devices[:count]]
+
+
+def check_same_model(workers: list) -> None:
+    names = sorted({w.provenance["gpu_name"] for w in workers})
+    if len(names) > 1:
+        raise AutotuneError(f"the devices are different GPUs ({', '.join(names)}): times from different models "
+                            f"do not mix in one study; search one model at a time with --devices")
+
+
+@contextmanager
+def stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """First SIGINT/SIGTERM: set `stop` (the search ends after the trials in flight);
+    second: KeyboardInterrupt now (the trials in flight leave no row and are measured next time)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers belong to the main thread
+        return
+
+    def handler(signum, frame) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        stop.signum = signum  # type: ignore[attr-defined]
+        print(f"\nautotune: {signal.Signals(signum).name}: stopping after the trials in flight "
+              f"(send it again to stop at once)", file=sys.stderr, flush=True)
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def exit_status(stop: threading.Event, interrupted: bool) -> int:
+    """0 when the search ran to its end; 128 + the signal's number when a signal stopped it."""
+    if not interrupted:
+        return 0
+    return 128 + int(getattr(stop, "signum", signal.SIGINT))

@@ -1,0 +1,65 @@
+"""The emulator as a search backend: small shapes only, results recorded as backend "sim".
+
+Its "time" is the emulator's wall time, which says nothing about a GPU; it is recorded so
+that the whole search loop can run (and be tested) without one. Rows carry backend "sim"
+and a host name as the GPU, so they are never mixed with GPU results or offered as GPU bests.
+"""
+from __future__ import annotations
+
+import platform
+import time
+
+from autotune.backends import sim
+from autotune.backends.base import Backend
+from autotune.backends.outcome import COMPILE_ERROR, LAUNCH_ERROR, OK, TIMEOUT, WRONG, Outcome, Timing
+from autotune.backends.reference import TOLERANCE, random_inputs, reference, relative_error
+from autotune.backends.sim.build import build_kernel
+from autotune.backends.sim.runner import DEFAULT_TIMEOUT_S
+from autotune.errors import AutotuneError
+from autotune.space import Config
+
+MAX_WORK = 2**27  # M*N*K: about 512^3, a few seconds per variant on the emulator
+# What each emulator failure is recorded as: an endless loop is a timeout like on the GPU,
+# memory errors, barrier errors and crashes are what a GPU would report as a failed launch.
+STATUS_OF_KIND = {"compile": COMPILE_ERROR, "timeout": TIMEOUT, "barrier": LAUNCH_ERROR,
+                  "out_of_bounds": LAUNCH_ERROR, "crash": LAUNCH_ERROR}
+
+
+class SimBackend(Backend):
+    name = "sim"
+    baseline = None  # no cuBLAS on the CPU
+    explain = False  # the SASS model describes a GPU, not the emulator
+
+    def __init__(self, M: int, N: int, K: int, seed: int = 0, timeout: float = DEFAULT_TIMEOUT_S):
+        if M * N * K > MAX_WORK:
+            raise AutotuneError(f"{M}x{N}x{K} is too large for the emulator (M*N*K must be at most 2**27, "
+                                f"about 512^3): use a smaller shape or --backend cuda")
+        self.shape = (M, N, K)
+        self.timeout = timeout  # seconds one emulated launch may take (the kernel watchdog)
+        self.launch_limit_s = timeout  # the emulator stops a run itself
+        self.device = "sim"
+        self.A, self.B = random_inputs(M, N, K, seed)
+        self.ref = reference(self.A, self.B)
+        self.tick = lambda: None  # a worker process sets this to report progress to its parent
+
+    @property
+    def provenance(self) -> dict:
+        host = platform.node() or "host"
+        return {"gpu_name": "CPU emulator", "gpu_uuid": f"sim-{host}", "arch": "host",
+                "driver_version": "", "nvrtc_version": ""}
+
+    def measure(self, config: Config, source: str) -> Outcome:
+        M, N, K = self.shape
+        start = time.perf_counter()
+        try:
+            build_kernel(source, config.name)  # compile first (cached), so that a watchdog sees it done
+            self.tick()
+            C = sim.run_kernel(source, config.name, config.geometry(M, N), self.A, self.B, M, N, K,
+                               timeout=self.timeout)
+        except sim.SimError as exc:
+            return Outcome(STATUS_OF_KIND[exc.kind], reason=f"{exc.kind}: {exc.message}"[:300])
+        ms = (time.perf_counter() - start) * 1e3
+        err = relative_error(C, self.ref)
+        if not err <= TOLERANCE:
+            return Outcome(WRONG, reason=f"relative error {err:.3g} > {TOLERANCE:g}", err=err)
+        return Outcome(OK, err=err, timing=Timing(ms, ms, ms, 1))

@@ -1,0 +1,78 @@
+"""Run a rendered kernel on the CPU emulator: A and B in, C out, or a SimError.
+
+Each run is a subprocess, so a kernel that corrupts memory or never ends cannot take
+the caller down with it: AddressSanitizer reports the bad access and the process exits,
+or the timeout kills it.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from autotune.backends.sim.build import build_kernel, sim_cache
+from autotune.backends.sim.errors import SimError
+from autotune.backends.sim.report import ASAN_EXIT, failure
+from autotune.space import Config, Launch
+
+DEFAULT_TIMEOUT_S = 60.0
+# No leak checking (kernels do not allocate; LSan also fails under ptrace), and ASan's own
+# exit status so that its reports are told from the harness's.
+ASAN_OPTIONS = (
+    f"detect_leaks=0:exitcode={ASAN_EXIT}:halt_on_error=1:abort_on_error=0:"
+    "detect_stack_use_after_return=0:print_legend=0"
+)
+
+
+def run_kernel(
+    source: str,
+    name: str,
+    launch: Launch,
+    A: np.ndarray,
+    B: np.ndarray,
+    M: int,
+    N: int,
+    K: int,
+    timeout: float = DEFAULT_TIMEOUT_S,
+) -> np.ndarray:
+    """C = the kernel's output for A (M x K) and B (K x N), float32 (M, N).
+
+    C starts as NaN, so outputs the kernel never writes show up as NaN.
+    Raises SimError: compile, barrier, out_of_bounds, crash or timeout.
+    """
+    A32, B32 = _operand(A, (M, K), "A"), _operand(B, (K, N), "B")
+    exe = build_kernel(source, name)
+    header = np.array([M, N, K, *launch.grid, *launch.block, launch.shared_bytes], dtype=np.int32)
+    with tempfile.TemporaryDirectory(prefix="sim-run-", dir=sim_cache()) as tmp:
+        work = Path(tmp)
+        (work / "in.bin").write_bytes(header.tobytes() + A32.tobytes() + B32.tobytes())
+        _execute(exe, work, name, timeout)
+        C = np.fromfile(work / "out.bin", dtype=np.float32)
+    if C.size != M * N:
+        raise SimError("crash", f"kernel {name}: the emulator wrote {C.size} outputs, expected {M * N}")
+    return C.reshape(M, N)
+
+
+def run(config: Config, source: str, launch: Launch, A: np.ndarray, B: np.ndarray, M: int, N: int, K: int) -> np.ndarray:
+    """run_kernel in the shape verify.verify_configs expects of a backend."""
+    return run_kernel(source, config.name, launch, A, B, M, N, K)
+
+
+def _operand(X: np.ndarray, shape: tuple[int, int], label: str) -> np.ndarray:
+    if tuple(X.shape) != shape:
+        raise ValueError(f"{label} has shape {tuple(X.shape)}, expected {shape}")
+    return np.ascontiguousarray(X, dtype=np.float32)
+
+
+def _execute(exe: Path, work: Path, name: str, timeout: float) -> None:
+    env = dict(os.environ, ASAN_OPTIONS=ASAN_OPTIONS)
+    command = [str(exe), str(work / "in.bin"), str(work / "out.bin"), name]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        raise SimError("timeout", f"kernel {name} did not finish within {timeout:g} s (an endless loop?)") from None
+    if done.returncode != 0:
+        raise failure(done.returncode, done.stderr, name)

@@ -1,0 +1,135 @@
+"""Correctness checks for generated kernels, whatever runs them (the CPU emulator or a GPU).
+
+A backend is any function run(config, source, launch, A, B, M, N, K) -> C. It may raise
+an exception that carries a `.kind` (like autotune.backends.sim.SimError); that becomes the row's
+status. Nothing GPU-related is imported here.
+The tolerance and the reference live in autotune/reference.py, shared with the GPU backend.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from autotune.backends.reference import TOLERANCE, random_inputs, reference, relative_error  # noqa: F401 (re-exported)
+from autotune.codegen.render import render
+from autotune.space import Config, Family, Launch, combinations, random_valid, valid_configs
+
+# (M, N, K): the degenerate case, primes, and sizes that are not multiples of any tile
+# edge or block size, so that every tail guard runs; one power of two for the easy path.
+SHAPES: tuple[tuple[int, int, int], ...] = ((1, 1, 1), (17, 33, 9), (100, 37, 129), (64, 64, 64))
+
+Runner = Callable[[Config, str, Launch, np.ndarray, np.ndarray, int, int, int], np.ndarray]
+
+
+@dataclass(frozen=True)
+class VerifyRow:
+    config: str  # config.name
+    shape: tuple[int, int, int]
+    status: str  # "ok", "wrong", or the kind of the backend's error (e.g. "barrier")
+    error: float  # relative error against the reference; inf when none was computed
+    reason: str  # one line; empty when ok
+
+
+def check(config: Config, source: str, shape: tuple[int, int, int], run: Runner, seed: int = 0) -> VerifyRow:
+    """Run one config on one shape and compare it with the float64 reference."""
+    M, N, K = shape
+    A, B = random_inputs(M, N, K, seed)
+    try:
+        C = run(config, source, config.geometry(M, N), A, B, M, N, K)
+    except Exception as exc:  # a backend error with a kind is a result; anything else is a bug
+        kind = getattr(exc, "kind", None)
+        if not isinstance(kind, str):
+            raise
+        return VerifyRow(config.name, shape, kind, float("inf"), getattr(exc, "message", str(exc)))
+    ref = reference(A, B)
+    err = relative_error(C, ref)
+    if err <= TOLERANCE:
+        return VerifyRow(config.name, shape, "ok", err, "")
+    return VerifyRow(config.name, shape, "wrong", err, describe_wrong(C, ref, err))
+
+
+def describe_wrong(C: np.ndarray, ref: np.ndarray, err: float) -> str:
+    """One line: how wrong, how many outputs are unwritten (NaN), and the worst place."""
+    if C.shape != ref.shape:
+        return f"output has shape {C.shape}, expected {ref.shape}"
+    nan = int(np.count_nonzero(~np.isfinite(C)))
+    bad = np.where(np.isfinite(C), np.abs(C - ref), np.inf)
+    i, j = np.unravel_index(int(np.argmax(bad)), bad.shape)
+    where = f"worst at C[{i}][{j}] = {C[i, j]!r} (expected {ref[i, j]:.6g})"
+    nans = f"{nan} of {C.size} outputs NaN or inf (never written?); " if nan else ""
+    return f"relative error {err:.3g} > {TOLERANCE:g}: {nans}{where}"
+
+
+def verify_configs(
+    configs: Sequence[Config], shapes: Sequence[tuple[int, int, int]], run: Runner, seed: int = 0
+) -> list[VerifyRow]:
+    """Every config on every shape: one row each, in order (config-major)."""
+    rows = []
+    for config in configs:
+        source = render(config)
+        rows.extend(check(config, source, tuple(shape), run, seed) for shape in shapes)
+    return rows
+
+
+def sample_configs(family: Family, limit: int, seed: int = 0) -> list[Config]:
+    """Up to `limit` valid configs of a family that, when limit allows, cover every value
+    of every parameter that some valid config takes; the rest are picked at random."""
+    pool = _pool(family, seed)
+    chosen = _cover(pool, limit)
+    names = {c.name for c in chosen}
+    rest = [c for c in pool if c.name not in names]
+    return chosen + rest[: max(0, limit - len(chosen))]
+
+
+LARGE = 200_000  # combinations above which the pool is a random sample, not the whole space
+SAMPLED_POOL = 3000
+
+
+def _pool(family: Family, seed: int) -> list[Config]:
+    """The configs to choose from: all valid ones of a small family, shuffled; for a large
+    family, one random valid holder of every (parameter, value) pair plus random valid ones."""
+    rng = random.Random(seed)
+    if combinations(family) <= LARGE:
+        pool = valid_configs(family)
+        rng.shuffle(pool)
+        return pool
+    found: dict[str, Config] = {}
+    for p in family.params:
+        for v in p.values:
+            c = random_valid(family, rng, fixed={p.name: v})
+            if c is not None:
+                found.setdefault(c.name, c)
+    while len(found) < SAMPLED_POOL:
+        c = random_valid(family, rng)
+        found.setdefault(c.name, c)
+    return list(found.values())
+
+
+def possible_pairs(family: Family) -> set:
+    """Every (parameter, value) pair that some valid config takes."""
+    if combinations(family) <= LARGE:
+        return {pair for c in valid_configs(family) for pair in c.params}
+    rng = random.Random(0)
+    return {(p.name, v) for p in family.params for v in p.values
+            if random_valid(family, rng, fixed={p.name: v}, tries=100000) is not None}
+
+
+def _cover(pool: list[Config], limit: int) -> list[Config]:
+    """Greedy cover of the (parameter, value) pairs. Each step serves the pair the fewest
+    configs can cover (bx=1024 allows only by=1), with the config covering most new pairs;
+    plain most-new-pairs greedy wastes picks and needs more than the minimum."""
+    holders: dict = {}
+    for c in pool:
+        for pair in c.params:
+            holders.setdefault(pair, []).append(c)
+    uncovered = set(holders)
+    chosen: list[Config] = []
+    while uncovered and len(chosen) < limit:
+        rarest = min(sorted(uncovered, key=str), key=lambda pair: len(holders[pair]))
+        best = max(holders[rarest], key=lambda c: len(uncovered.intersection(c.params)))
+        chosen.append(best)
+        uncovered -= set(best.params)
+    return chosen

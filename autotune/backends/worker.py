@@ -1,0 +1,393 @@
+"""Kernel runs in a child process: a fault, a hang or a crash costs one row, never the search.
+
+The search (the parent) never touches CUDA. Each WorkerBackend starts a child process
+(multiprocessing, "spawn": no CUDA state is ever inherited) that builds one backend
+(CudaBackend for one shape and device, or SimBackend) and answers one request at a time
+over a pipe. The whole protocol:
+
+  parent -> child  ("measure", Job, source)  Job: the kernel's name and its launch geometries
+                   ("stop",)                 exit now
+  child -> parent  ("ready", Ready)          once, when the backend is built
+                   ("error", message)        instead of ready: the backend cannot be built
+                   ("beat",)                 progress inside a measurement (compiled, a launch ended)
+                   ("outcome", Outcome)      the answer to a measure
+                   ("fault", message)        the kernel poisoned the context; the child then exits
+
+The watchdog (in the parent): from the request to the first message a child may take
+`first_s` (compile plus a few launches), then `beat_s` between messages (a few launches).
+Past that the parent kills the child's process group and records `timeout`. A child that
+dies records `launch_error` with how it died; a fault records `launch_error` with its
+message. The next request starts a fresh child, so the search goes on.
+"""
+from __future__ import annotations
+
+import importlib
+import multiprocessing as mp
+import os
+import signal
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+
+from autotune.backends.base import Backend
+from autotune.backends.outcome import LAUNCH_ERROR, TIMEOUT, Fault, Outcome, Timing
+from autotune.errors import AutotuneError
+from autotune.space import Config, Launch, Limits
+
+SLOWDOWN = 1000  # a launch may take this many times cuBLAS's time at the shape...
+MIN_LAUNCH_S = 1.0  # ...but never less than this (first-launch module loading, a busy node)
+COMPILE_S = 120.0  # NVRTC or g++ for one kernel, cache cold, on a loaded host
+LAUNCHES_PER_BEAT = 3  # the most launches between two beats (a warm-up and a timed run; one spare)
+START_S = 600.0  # building a backend: cuBLAS handle, inputs, the reference and its timing
+STOP_S = 5.0  # a child asked to stop gets this long before it is killed
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """What a child builds. kind: "cuda", "sim", "replay", or "module:function" (a factory taking the
+    spec; tests use it to wrap a backend with injected faults)."""
+
+    kind: str
+    shape: tuple[int, int, int]
+    seed: int = 0
+    device: int = 0
+    kernel_timeout: float | None = None  # seconds per launch; None: derived (see launch_s)
+    replay_db: str | None = None  # kind "replay": the recorded results database it answers from
+
+
+@dataclass(frozen=True)
+class Ready:
+    """A child's backend, as the parent sees it."""
+
+    name: str
+    shape: tuple[int, int, int]
+    baseline: Timing | None
+    baseline_clock: int | None
+    provenance: dict
+    explain: bool
+    limits: Limits
+    peak_tflops: float | None
+    launch_shapes: tuple[tuple[int, int], ...]
+    device: str  # the CUDA device index, or the backend's name where there is no GPU
+    launch_limit_s: float | None = None  # the backend's own limit per launch (the emulator's), if any
+    compile_ahead: bool = False  # it compiles with NVRTC per trial: the search compiles ahead (pipeline.py)
+
+
+@dataclass(frozen=True)
+class _Family:
+    name: str
+
+
+@dataclass(frozen=True)
+class Job:
+    """A config as a backend reads it (name, values, geometry), without the family's
+    constraint functions, which cannot cross a process boundary."""
+
+    name: str
+    family: _Family
+    params: tuple[tuple[str, object], ...]
+    launches: tuple[tuple[tuple[int, int], Launch], ...]
+
+    @staticmethod
+    def of(config: Config, shapes: tuple[tuple[int, int], ...]) -> "Job":
+        launches = tuple(((M, N), config.geometry(M, N)) for M, N in shapes)
+        return Job(config.name, _Family(config.family.name), config.params, launches)
+
+    @property
+    def values(self) -> dict:
+        return dict(self.params)
+
+    def geometry(self, M: int, N: int) -> Launch:
+        return dict(self.launches)[(M, N)]
+
+
+def build_backend(spec: WorkerSpec):
+    M, N, K = spec.shape
+    if spec.kind == "cuda":
+        from autotune.backends.cuda.backend import CudaBackend
+
+        return CudaBackend(M, N, K, device=spec.device, seed=spec.seed)
+    if spec.kind == "replay":
+        from autotune.backends.replay import ReplayBackend
+
+        return ReplayBackend(spec.replay_db, spec.shape)
+    if spec.kind == "sim":
+        from autotune.backends.sim.backend import SimBackend
+        from autotune.backends.sim.runner import DEFAULT_TIMEOUT_S
+
+        return SimBackend(M, N, K, seed=spec.seed, timeout=spec.kernel_timeout or DEFAULT_TIMEOUT_S)
+    module, _, function = spec.kind.partition(":")
+    return getattr(importlib.import_module(module), function)(spec)
+
+
+def ready_of(backend: Backend) -> Ready:
+    return Ready(backend.name, tuple(backend.shape), backend.baseline, backend.baseline_clock,  # type: ignore[arg-type]
+                 dict(backend.provenance), backend.explain, backend.limits, backend.peak_tflops,
+                 tuple(tuple(s) for s in backend.launch_shapes), backend.device or backend.name,  # type: ignore[misc]
+                 backend.launch_limit_s, backend.compile_ahead)
+
+
+# --------------------------------------------------------------------------- the child
+
+def _leave_with_parent() -> None:
+    """Die with the parent, even one killed by SIGKILL: a kernel stuck in an endless loop must
+    not hold the GPU forever. Kills the child's own process group (the emulator's runs too)."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def child_main(conn, spec: WorkerSpec) -> None:
+    os.setsid()  # own process group: Ctrl-C in the terminal reaches the search, not the kernel in flight
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _leave_with_parent()
+    try:
+        backend = build_backend(spec)
+    except AutotuneError as exc:
+        conn.send(("error", str(exc)))
+        return
+    except Exception as exc:  # the parent turns it into one line and stops
+        conn.send(("error", f"{type(exc).__name__}: {exc}"))
+        return
+    backend.tick = lambda: conn.send(("beat",))
+    conn.send(("ready", ready_of(backend)))
+    _serve(conn, backend)
+
+
+def _serve(conn, backend) -> None:
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return  # the parent is gone
+        if message[0] != "measure":
+            return
+        _, job, source = message
+        try:
+            reply = ("outcome", backend.measure(job, source))
+        except Fault as fault:
+            conn.send(("fault", str(fault)))
+            return  # the context is poisoned: the parent starts a fresh child
+        except Exception as exc:  # unexpected: report it as this kernel's failure and start afresh
+            conn.send(("fault", f"{job.name}: {type(exc).__name__}: {exc}"))
+            return
+        conn.send(reply)
+
+
+# --------------------------------------------------------------------------- the parent
+
+def worker_name(index: int) -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:w{index}"
+
+
+@dataclass
+class WorkerBackend(Backend):
+    """A Backend whose measurements run in a child process."""
+
+    spec: WorkerSpec
+    worker: str = field(default_factory=lambda: worker_name(0))
+    compile_s: float = COMPILE_S
+    start_s: float = START_S
+    restarts: int = 0
+    info: Ready | None = None
+
+    def __post_init__(self) -> None:
+        self._proc = None
+        self._conn = None
+
+    # the Backend protocol
+    @property
+    def name(self) -> str:
+        return self._ready().name
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return self.spec.shape
+
+    @property
+    def baseline(self) -> Timing | None:
+        return self._ready().baseline
+
+    @property
+    def baseline_clock(self) -> int | None:
+        return self._ready().baseline_clock
+
+    @property
+    def explain(self) -> bool:
+        return self._ready().explain
+
+    @property
+    def compile_ahead(self) -> bool:  # type: ignore[override]
+        """GPU workers: the search compiles the next trials while this one measures (pipeline.py)."""
+        return self._ready().compile_ahead
+
+    @property
+    def limits(self) -> Limits:  # type: ignore[override]
+        return self._ready().limits
+
+    @property
+    def peak_tflops(self) -> float | None:  # type: ignore[override]
+        return self._ready().peak_tflops
+
+    @property
+    def launch_shapes(self) -> tuple[tuple[int, int], ...]:
+        return self._ready().launch_shapes
+
+    @property
+    def launch_limit_s(self) -> float | None:  # type: ignore[override]
+        return self._ready().launch_limit_s
+
+    @property
+    def device(self) -> str:  # type: ignore[override]
+        return self._ready().device
+
+    @property
+    def provenance(self) -> dict:
+        ready = self._ready()
+        return {**ready.provenance, "worker": self.worker, "device": ready.device}
+
+    def measure(self, config: Config, source: str) -> Outcome:
+        if self._proc is None:
+            self.start()
+            self.wait_ready()
+        job = Job.of(config, self.info.launch_shapes)
+        self._conn.send(("measure", job, source))
+        return self._answer(job.name)
+
+    # watchdog limits
+    def launch_s(self) -> float:
+        """Seconds one launch may take: --kernel-timeout, the backend's own limit (the emulator
+        stops a run itself), or SLOWDOWN x cuBLAS at this shape."""
+        if self.spec.kernel_timeout:
+            return self.spec.kernel_timeout
+        if self._ready().launch_limit_s:
+            return self._ready().launch_limit_s
+        base = self._ready().baseline
+        return max(SLOWDOWN * base.median_ms / 1e3, MIN_LAUNCH_S) if base else MIN_LAUNCH_S
+
+    def beat_s(self) -> float:
+        return LAUNCHES_PER_BEAT * self.launch_s() + 1.0
+
+    def first_s(self) -> float:
+        return self.compile_s + self.beat_s()
+
+    # the child's life
+    def start(self) -> None:
+        ctx = mp.get_context("spawn")
+        self._conn, theirs = ctx.Pipe()
+        self._proc = ctx.Process(target=child_main, args=(theirs, self.spec), daemon=True,
+                                 name=f"autotune-{self.worker}")
+        self._proc.start()
+        theirs.close()
+
+    def wait_ready(self) -> "WorkerBackend":
+        message = self._receive(self.start_s)
+        if message is not None and message[0] == "ready":
+            self.info = message[1]
+            return self
+        if message is None:
+            why = f"the worker for {self._where()} could not start ({self._death('while starting')})"
+        elif message[0] == "error":
+            why = message[1]
+        else:
+            why = f"the worker for {self._where()} did not start within {self.start_s:g} s"
+        self.close()
+        raise AutotuneError(why)
+
+    def close(self) -> None:
+        if self._proc is None:
+            return
+        try:
+            self._conn.send(("stop",))
+            self._proc.join(STOP_S)
+        except (OSError, ValueError, AssertionError):  # never started, or already gone
+            pass
+        self._kill()
+
+    def _ready(self) -> Ready:
+        if self.info is None:
+            raise RuntimeError("the worker is not started: call start() and wait_ready()")
+        return self.info
+
+    def _answer(self, kernel: str) -> Outcome:
+        limit = self.first_s()
+        while True:
+            message = self._receive(limit)
+            if message is None:
+                return self._replace(LAUNCH_ERROR, f"{kernel}: the worker died ({self._death('during the run')})")
+            if message == ("timeout",):
+                return self._replace(TIMEOUT, f"{kernel}: no progress for {limit:.3g} s; the watchdog stopped it "
+                                              f"(--kernel-timeout sets the seconds per launch)")
+            if message[0] == "beat":
+                limit = self.beat_s()
+            elif message[0] == "outcome":
+                return message[1]
+            else:  # fault
+                return self._replace(LAUNCH_ERROR, message[1])
+
+    def _receive(self, limit: float):
+        """The child's next message; ("timeout",) after `limit` seconds; None if it died."""
+        deadline = time.monotonic() + limit
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return ("timeout",)
+            try:
+                if self._conn.poll(min(left, 1.0)):
+                    return self._conn.recv()
+            except (EOFError, OSError):
+                return None
+            if not self._proc.is_alive() and not self._conn.poll(0):
+                return None
+
+    def _replace(self, status: str, reason: str) -> Outcome:
+        """Record-worthy outcome of a lost child; the next measure starts a fresh one."""
+        self._kill()
+        self.restarts += 1
+        return Outcome(status, reason=" ".join(reason.split())[:300])
+
+    def _kill(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.pid is not None and proc.is_alive():
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # the child and what it started (the emulator)
+            except OSError:
+                proc.kill()
+            proc.join(STOP_S)
+        self._conn.close()
+
+    def _death(self, when: str) -> str:
+        if self._proc is not None:
+            self._proc.join(1.0)  # a dead child's exit status is known once it is reaped
+        code = self._proc.exitcode if self._proc else None
+        if code is not None and code < 0:
+            return f"killed by {signal.Signals(-code).name} {when}"
+        return f"exit status {code} {when}"
+
+    def _where(self) -> str:
+        spec = self.spec
+        return f"device {spec.device}" if spec.kind == "cuda" else f"backend {spec.kind}"
+
+
+def start_workers(specs: list[WorkerSpec], names: list[str] | None = None, **kw) -> list[WorkerBackend]:
+    """Start every child at once (building a CUDA backend takes seconds), then wait for all."""
+    workers = [WorkerBackend(spec, (names or [])[i] if names else worker_name(i), **kw)
+               for i, spec in enumerate(specs)]
+    try:
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.wait_ready()
+    except BaseException:
+        for w in workers:
+            w.close()
+        raise
+    return workers

@@ -1,0 +1,58 @@
+"""Code generation: a validated config in, readable CUDA source out (Jinja2 templates)."""
+from __future__ import annotations
+
+import hashlib
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+import jinja2
+
+from autotune.errors import SpaceError
+from autotune.space import Config, Limits, violations
+
+
+@lru_cache(maxsize=1)
+def templates_dir() -> Path:
+    """Installed: the autotune.templates package; in a bare checkout: the top-level templates/."""
+    try:
+        return Path(str(resources.files("autotune.templates")))
+    except ModuleNotFoundError:
+        return Path(__file__).resolve().parent.parent / "templates"
+
+
+@lru_cache(maxsize=1)
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir())),
+        undefined=jinja2.StrictUndefined,  # a missing parameter is an error, not an empty string
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+
+
+def template_text(name: str) -> str:
+    return (templates_dir() / name).read_text()
+
+
+def template_hash(config: Config) -> str:
+    return sha256(template_text(config.family.template))
+
+
+def sha256(text: str | bytes) -> str:
+    data = text.encode() if isinstance(text, str) else text
+    return hashlib.sha256(data).hexdigest()
+
+
+def render(config: Config, limits: Limits = Limits()) -> str:
+    """The kernel's CUDA source. Refuses a config outside the space before rendering."""
+    bad = violations(config, limits)
+    if bad:
+        raise SpaceError(f"{config} is outside the space: {bad[0]}")
+    try:
+        template = _env().get_template(config.family.template)
+        return template.render(name=config.name, **config.values, **config.derived)
+    except jinja2.TemplateError as exc:
+        raise SpaceError(f"template {config.family.template} failed to render {config}: {exc}") from exc

@@ -1,0 +1,2 @@
+"""Explaining a number: SASS counts (explain.sass), the ceiling model (explain.model), the counts
+and model columns of a result row (explain.counts), and the report with its plots."""

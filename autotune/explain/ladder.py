@@ -1,0 +1,96 @@
+"""What a report says: one Line per kernel, the report's data, and the verdict on the flat
+shared-memory ceiling (the design card's claim) computed from them."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from autotune.backends.outcome import OK
+from autotune.explain.model import DeviceSpec
+from autotune.space import Config
+
+FLAT_TS = (8, 16, 32)  # the tile sizes the flat-ceiling claim is about
+BAND = (0.5, 1.0)  # the ceiling explains a kernel that reaches between half of it and all of it
+
+
+@dataclass
+class Line:
+    """One kernel of the report: its config, its measured row (if any) and its model columns."""
+
+    label: str
+    config: Config
+    row: dict[str, Any] | None
+    model: dict[str, Any]
+    command: str = ""  # how to measure it, when it is not measured
+
+    @property
+    def measured(self) -> bool:
+        return self.row is not None and self.row["status"] == OK
+
+    @property
+    def ratio(self) -> float | None:
+        if not self.measured or not self.model.get("predicted_tflops"):
+            return None
+        return self.row["tflops"] / self.model["predicted_tflops"]
+
+
+@dataclass
+class ReportData:
+    shape: tuple[int, int, int]
+    db_path: str
+    preset: str
+    spec: DeviceSpec
+    gpus: list[str]
+    ladder: list[Line]
+    best: Line | None
+    top: list[Line]
+    cublas: dict[str, Any] | None
+    progress: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+
+    def line(self, T: int, pad: int) -> Line:
+        return next(x for x in self.ladder if x.config.family.name == "tiled"
+                    and x.config.values["T"] == T and x.config.values["pad"] == pad)
+
+
+# --------------------------------------------------------------------------- the flat-ceiling verdict
+
+def flat_ceiling(data: ReportData, pad: int = 0) -> dict[int, float | None]:
+    return {T: data.line(T, pad).model.get("ceil_shared") for T in FLAT_TS}
+
+
+def verdict(data: ReportData) -> list[str]:
+    """Says, with the numbers, whether the data confirm the flat shared-memory ceiling."""
+    out = []
+    for pad in (0, 1):
+        ceilings = flat_ceiling(data, pad)
+        if None in ceilings.values():
+            out.append(f"pad={pad}: no SASS model (nvdisasm missing), so no shared ceiling to compare.")
+            continue
+        flat = max(ceilings.values()) - min(ceilings.values()) <= 1e-9 * max(ceilings.values())
+        nums = ", ".join(f"T={T}: {c:.2f}" for T, c in ceilings.items())
+        out.append(f"Shared-memory ceiling, pad={pad} ({nums} TFLOP/s): "
+                   + ("**identical for every T**." if flat else "**not flat**: it changes with T."))
+    out.append(_band_sentence(data))
+    out.append("Binding ceiling by T (pad 0): " + "; ".join(
+        f"T={T}: {ceiling_name(data.line(T, 0).model)}" for T in FLAT_TS) + ". Where it is not shared, "
+        "the model expects the global (DRAM) ceiling to cap the kernel before shared memory does.")
+    return out
+
+
+def ceiling_name(model: dict[str, Any]) -> str:
+    return f"{model['binding']} {model['predicted_tflops']:.2f} TFLOP/s" if model else "no model"
+
+
+def _band_sentence(data: ReportData) -> str:
+    parts, inside = [], True
+    for T in (16, 32):
+        line = data.line(T, 0)
+        if line.ratio is None or line.model.get("ceil_shared") is None:
+            return f"T={T} (pad 0) is not measured, so the band cannot be checked: run `{line.command}`."
+        share = line.row["tflops"] / line.model["ceil_shared"]
+        inside &= BAND[0] <= share <= BAND[1]
+        parts.append(f"T={T}: {line.row['tflops']:.2f} TFLOP/s = {100 * share:.0f}% of its shared ceiling")
+    flat = len({round(c or 0, 9) for c in flat_ceiling(data).values()}) == 1
+    word = "**confirm**" if inside and flat else "**do not confirm**"
+    return (f"Measured, pad 0: {'; '.join(parts)}. The data {word} the flat ceiling with the measured "
+            f"throughput between {BAND[0]:.0%} and {BAND[1]:.0%} of it.")

@@ -1,0 +1,32 @@
+"""The kernel families, one module each (its parameters, constraints with their reasons, derived
+geometry) plus its template in the top-level templates/ folder. A new family is one module
+here, one template, and one line in FAMILIES."""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from autotune.errors import SpaceError
+from autotune.families.blocked import BLOCKED
+from autotune.families.naive import NAIVE
+from autotune.families.tiled import TILED
+from autotune.space import Config, Family, make_config
+
+FAMILIES: dict[str, Family] = {f.name: f for f in (NAIVE, TILED, BLOCKED)}
+
+__all__ = ["BLOCKED", "FAMILIES", "NAIVE", "TILED", "config_of_row"]
+
+
+def config_of_row(row: Mapping[str, Any]) -> Config:
+    """The config a stored result row was measured for. A parameter added after the row was
+    written (no column, or NULL) takes the value the kernels had before it (`Param.absent`)."""
+    family = FAMILIES.get(row["family"])
+    if family is None:
+        raise SpaceError(f"result {row.get('id')} is of family {row['family']!r}, which this version does not "
+                         f"know; known: {', '.join(FAMILIES)}")
+    values = {}
+    for p in family.params:
+        value = row.get(p.name)
+        if value is None and p.absent is None:
+            raise SpaceError(f"result {row.get('id')} ({row.get('kernel')}) has no value for {p.name}")
+        values[p.name] = p.absent if value is None else value
+    return make_config(family, values)

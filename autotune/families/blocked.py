@@ -1,0 +1,137 @@
+"""The register-blocked family (seed chapter's "chapter 8" techniques) as one template.
+
+A block computes a BM x BN tile of C, walking K in BK-wide steps. Its (BM/WM)*(BN/WN) warps
+each own a WM x WN warp tile, split into WMITER x WNITER sub-tiles; inside a sub-tile the 32
+lanes form a (32/LANES_N) x LANES_N grid and each lane computes TM x TN outputs. So a thread
+holds (WMITER*TM) x (WNITER*TN) accumulators and, per k, reads WMITER*TM + WNITER*TN floats
+from shared memory for their product in FMAs. Plain 2D block tiling is the case where the
+warp tile is one sub-tile (WNITER = 1 and WMITER = 1).
+
+Global loads are 16 bytes (float4) wherever K, N and the pointers allow; A is stored
+transposed in shared memory (As[k][m], rows padded by `pad` floats) so that the inner loop
+reads A as well as B with LDS.128. With ASYNC=0, STAGES=2 double-buffers shared memory, fed
+by loads held in registers while the previous tile is computed; with ASYNC=1, 2 to 4 stages
+are filled by cp.async copies that bypass registers (A transposed with 4-byte copies); a block
+whose tiles all lie inside the matrices copies from pointers computed once, without predicates.
+Interior tiles of the register path likewise load through one pointer per matrix, advanced once
+per tile, and the inner loop reads fragments at constant offsets from per-thread origins, so
+the unrolled loop holds almost nothing but LDS and FFMA. BSWAP=1 stores B's columns swapped in
+pairs, which moves B fragments to registers of the other bank than their accumulators.
+GM groups block-rows for L2 reuse; MINB is the `__launch_bounds__` minimum of resident blocks
+(a register cap).
+"""
+from __future__ import annotations
+
+from autotune.space import Constraint, Family, Launch, Param, Params, ceil_div
+
+MAX_ACCUMULATORS = 128  # per thread; beyond it the kernel cannot stay within 255 registers
+MAX_THREADS_PER_SM = 2048
+WARP = 32
+TILE = ("BM", "BN", "WM", "WN")  # what the thread count reads
+LANES = ("WN", "WNITER", "TN", "WM", "TM")  # what the lane layout reads
+
+
+def lanes_n(p: Params) -> int:
+    """Lanes of a warp along N inside one sub-tile (0 if the shapes do not fit)."""
+    wsubn = p["WN"] // p["WNITER"]
+    return wsubn // p["TN"] if p["WN"] % p["WNITER"] == 0 and wsubn % p["TN"] == 0 else 0
+
+
+def wmiter(p: Params) -> int:
+    """Sub-tiles of a warp along M (0 if they do not fit exactly)."""
+    ln = lanes_n(p)
+    if ln == 0 or WARP % ln:
+        return 0
+    wsubm = (WARP // ln) * p["TM"]
+    return p["WM"] // wsubm if p["WM"] % wsubm == 0 else 0
+
+
+def tiles_fit(p: Params) -> bool:
+    return p["BM"] % p["WM"] == 0 and p["BN"] % p["WN"] == 0
+
+
+def threads(p: Params) -> int:
+    """Threads per block; 0 when the warp tiles do not tile the block tile."""
+    return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * WARP if tiles_fit(p) else 0
+
+
+def shared_bytes(p: Params) -> int:
+    return p["STAGES"] * p["BK"] * (p["BM"] + p["pad"] + p["BN"]) * 4
+
+
+def derive(p: Params) -> dict[str, int]:
+    """Everything the template, the launch and the model compute from a valid config."""
+    ln, t = lanes_n(p), threads(p)
+    return {"WSUBN": p["WN"] // p["WNITER"], "LANES_N": ln, "LANES_M": WARP // ln, "WSUBM": (WARP // ln) * p["TM"],
+            "WMITER": wmiter(p), "THREADS": t, "LA": (p["BM"] * p["BK"] // 4) // t,
+            "LB": (p["BK"] * p["BN"] // 4) // t, "SMEM": shared_bytes(p)}
+
+
+def _geometry(p: Params, M: int, N: int) -> Launch:
+    tiles_m, tiles_n = ceil_div(M, p["BM"]), ceil_div(N, p["BN"])
+    grid = (tiles_n, tiles_m, 1) if p["GM"] == 1 else (tiles_n * tiles_m, 1, 1)
+    return Launch(grid=grid, block=(threads(p), 1, 1), shared_bytes=shared_bytes(p))
+
+
+def _loads_even(p: Params) -> bool:
+    t = threads(p)
+    return t > 0 and (p["BM"] * p["BK"] // 4) % t == 0 and (p["BK"] * p["BN"] // 4) % t == 0
+
+
+def _can_swap(p: Params) -> bool:
+    return p["ASYNC"] == 0 and p["TN"] % 4 == 0
+
+
+def _rows_apart(p: Params) -> bool:
+    t = threads(p)
+    return t > 0 and t % (p["BK"] // 4) == 0 and t % (p["BN"] // 4) == 0
+
+
+BLOCKED = Family(
+    name="blocked",
+    doc="register blocking: warp tiles of thread tiles, float4 loads, A transposed in shared memory",
+    params=(
+        # The defaults are the best config measured at 4096^3 on the H200 (docs/BENCHMARKS.md, session 3:
+        # 2.81 ms = 96.7% of cuBLAS); `autotune search` measures them first, then looks around them.
+        Param("BM", (32, 64, 128, 256), 128, "rows of C per block"),
+        Param("BN", (32, 64, 128, 256), 256, "columns of C per block"),
+        Param("BK", (8, 16, 32), 16, "K step: the width of the A tile and height of the B tile"),
+        Param("WM", (16, 32, 64, 128), 64, "rows of C per warp"),
+        Param("WN", (16, 32, 64, 128), 64, "columns of C per warp"),
+        Param("WNITER", (1, 2, 4), 2, "sub-tiles of a warp tile along N"),
+        Param("TM", (1, 2, 4, 8), 8, "rows of a thread's block of outputs in one sub-tile"),
+        Param("TN", (1, 2, 4, 8), 4, "columns of a thread's block of outputs in one sub-tile"),
+        Param("STAGES", (1, 2, 3, 4), 2, "shared-memory stages (with ASYNC=0: 2 = double-buffered, register prefetch)"),
+        Param("ASYNC", (0, 1), 0, "1: fill the stages with cp.async (global to shared, no registers)"),
+        Param("pad", (0, 4), 4, "floats of padding per row of the transposed A tile (bank conflicts)"),
+        Param("GM", (1, 8), 1, "block-rows grouped together for L2 reuse (1 = plain row-major order)"),
+        Param("MINB", (1, 2), 1, "__launch_bounds__ minimum resident blocks per SM (caps registers)"),
+        Param("BSWAP", (0, 1), lambda p: int(_can_swap(p)),
+              "1: B's columns swapped in pairs in shared memory (register banks of the FFMA operands)", absent=0),
+    ),
+    constraints=(
+        Constraint("warp tiles must tile the block tile (BM % WM == 0 and BN % WN == 0)", TILE, lambda p, _: tiles_fit(p)),
+        Constraint("a warp's lanes must tile its warp tile: WN/WNITER/TN lanes along N must divide 32, "
+                   "and WM must be a multiple of (32/lanes along N)*TM", LANES, lambda p, _: wmiter(p) > 0),
+        Constraint("threads per block (BM/WM)*(BN/WN)*32 must not exceed the device limit (1024)", TILE,
+                   lambda p, lim: threads(p) <= lim.max_threads_per_block),
+        Constraint("threads must divide the float4 loads of the A and B tiles evenly", (*TILE, "BK"), lambda p, _: _loads_even(p)),
+        Constraint(f"at most {MAX_ACCUMULATORS} accumulators per thread (WMITER*TM*WNITER*TN) to stay in registers",
+                   LANES, lambda p, _: wmiter(p) * p["TM"] * p["WNITER"] * p["TN"] <= MAX_ACCUMULATORS),
+        Constraint("register-prefetch loading (ASYNC=0) has 1 or 2 stages; 3 and 4 need ASYNC=1", ("ASYNC", "STAGES"),
+                   lambda p, _: p["ASYNC"] == 1 or p["STAGES"] <= 2),
+        Constraint("cp.async loading (ASYNC=1) needs at least 2 stages", ("ASYNC", "STAGES"), lambda p, _: p["ASYNC"] == 0 or p["STAGES"] >= 2),
+        Constraint("shared memory STAGES*BK*(BM+pad+BN)*4 bytes must fit the device's per-block limit",
+                   ("STAGES", "BK", "BM", "pad", "BN"), lambda p, lim: shared_bytes(p) <= lim.max_shared_optin),
+        Constraint(f"MINB blocks of this many threads must fit one SM ({MAX_THREADS_PER_SM} threads)", (*TILE, "MINB"),
+                   lambda p, _: p["MINB"] * threads(p) <= MAX_THREADS_PER_SM),
+        Constraint("threads per block must be a multiple of BK/4 and of BN/4, so that a thread's float4 loads "
+                   "of a tile lie whole rows apart", (*TILE, "BK"), lambda p, _: _rows_apart(p)),
+        Constraint("BSWAP=1 needs ASYNC=0 (cp.async copies B's 16 bytes as they are) and TN a multiple of 4 "
+                   "(B fragments read as float4)", ("BSWAP", "ASYNC", "TN"), lambda p, _: p["BSWAP"] == 0 or _can_swap(p)),
+    ),
+    template="blocked.cu.j2",
+    geometry=_geometry,
+    derive=derive,
+    tags={"WNITER": "WNI", "STAGES": "S", "ASYNC": "AS", "MINB": "LB", "BSWAP": "BSW"},
+)

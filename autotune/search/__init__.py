@@ -1,0 +1,6 @@
+"""The search: plan a trial (refused, reused, to measure), measure and record it, tell Optuna.
+search.loop runs it; search.study speaks Optuna; search.samplers builds samplers by name;
+search.pipeline compiles the next trials' kernels while the GPU measures."""
+
+# Names only (no Optuna import): the command line lists them without loading the search.
+SAMPLERS = ("tpe", "random", "grid", "tpe-mv", "qmc", "gp")

@@ -1,0 +1,276 @@
+"""The search loop: Optuna proposes configs, search.plan and search.measure refuse, reuse or
+measure them, search.study tells the outcome back.
+
+Results already in the database for this GPU model and shape are fed to the study before it
+starts, so a new search begins where the last one stopped. `--trials` counts new measurements:
+configs refused by a constraint or answered from the database are recorded but not counted.
+
+Several backends (one per worker) each run the ask-evaluate-tell loop in a thread of their
+own, with a database connection of their own, on one study. With `storage` the study lives
+in a database (Optuna RDB: PostgreSQL, ...; or a journal file) and processes on several
+hosts can share it; without, it is in memory and re-learns from the results table each run.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable
+
+import optuna
+import sqlite_utils
+from optuna.trial import TrialState
+
+from autotune import store
+from autotune.backends.base import Backend
+from autotune.backends.outcome import INVALID, OK
+from autotune.search.measure import Evaluated, evaluate
+from autotune.search.samplers import make_sampler
+from autotune.search.study import (
+    Storage,
+    fail_orphans,
+    open_storage,
+    study_name,
+    suggest,
+    tell,
+    trial_params,
+    warm_start,
+)
+from autotune.space import Family, Limits, iter_valid, make_config, violations, within
+from autotune.store.claims import ServerClaims, claims_for
+
+if TYPE_CHECKING:
+    from autotune.search.pipeline import Compiler
+
+MAX_TRIALS_PER_NEW = 10  # a sampler that keeps proposing measured configs stops eventually
+
+
+@dataclass
+class SearchResult:
+    study: str
+    trials: int = 0
+    new: int = 0
+    skipped: int = 0  # proposals another worker was measuring at that moment (no row, no count)
+    best: dict | None = None
+    statuses: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    interrupted: bool = False
+    workers: int = 1
+
+
+@dataclass
+class _Run:
+    """What the workers of one search share; counters change under `lock`."""
+
+    study: optuna.Study
+    families: list[Family]
+    limits: Limits
+    peak_tflops: float | None
+    result: SearchResult
+    trials: int
+    budget: int
+    deadline: float | None
+    stop: threading.Event
+    progress: Callable | None = None
+    lock: threading.Condition = field(default_factory=threading.Condition)
+    pending: int = 0
+    error: BaseException | None = None
+    server: ServerClaims | None = None  # the claims of hosts sharing the study, where there are several
+    compiler: Compiler | None = None  # the compile processes the GPU workers share (pipeline.py)
+    depth: int = 1  # trials with a kernel to build each GPU worker keeps asked ahead
+
+    def wanted(self) -> int:
+        """New measurements the search still needs beyond those in flight (what asking ahead can use)."""
+        with self.lock:
+            return self.trials - self.result.new - self.pending
+
+    def take_slot(self) -> bool:
+        """Whether this worker may start another trial; waits while the ones in flight decide it."""
+        with self.lock:
+            while True:
+                r = self.result
+                if self.stop.is_set() or self.error or (self.deadline and time.monotonic() > self.deadline):
+                    return False
+                if r.new >= self.trials or r.trials + r.skipped + self.pending >= self.budget:
+                    return False
+                if r.new + self.pending < self.trials:
+                    self.pending += 1
+                    return True
+                self.lock.wait(0.5)  # trials in flight may still turn out reused, freeing a slot
+
+    def end_slot(self, done: Evaluated | None) -> None:
+        with self.lock:
+            self.pending -= 1
+            if done is None:
+                self.result.skipped += 1
+            else:
+                _account(self.result, done)
+                if self.progress:
+                    self.progress(self.result, done)
+            self.lock.notify_all()
+
+
+def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], families: list[Family],
+               limits: Limits, *, sampler: str = "tpe-mv", trials: int = 60, timeout: float | None = None,
+               seed: int | None = 0, peak_tflops: float | None = None, progress=None,
+               storage: str | Storage | None = None,
+               study: str | None = None, stop: threading.Event | None = None,
+               compile_jobs: int | None = None, start_from_defaults: bool = True) -> SearchResult:
+    """Search until `trials` new measurements, `timeout` seconds, or `stop` is set (the
+    trials in flight finish first). KeyboardInterrupt ends it at once, marked interrupted.
+    compile_jobs: processes compiling ahead for GPU workers (default pipeline.default_jobs()).
+    start_from_defaults: measure each family's default config first (the sampler benchmark
+    turns it off to compare samplers alone)."""
+    optuna.logging.set_verbosity(logging.WARNING)
+    backends = backends if isinstance(backends, list) else [backends]
+    first = backends[0]
+    where = open_storage(storage)
+    shared = where.persistent
+    name = study or study_name(families, first.shape, first.name, sampler, seed, shared)
+    # workers of one shared study must not all draw the same "random" proposals
+    sampler_seed = seed + os.getpid() if shared and seed is not None else seed
+    opt = optuna.create_study(study_name=name, storage=where.optuna, load_if_exists=True, direction="maximize",
+                              sampler=make_sampler(sampler, sampler_seed))
+    fail_orphans(opt)
+    measured = warm_start(opt, db, first.shape, first.name, first.provenance["gpu_name"], families)
+    budget = trials * MAX_TRIALS_PER_NEW
+    if sampler == "grid":
+        budget = _enqueue_grid(opt, families, limits, measured, trials, shared)
+    elif start_from_defaults:
+        _enqueue_defaults(opt, families, limits, measured, shared)
+    result = SearchResult(study=name, workers=len(backends))
+    run = _Run(opt, families, limits, peak_tflops, result, trials, budget,
+               time.monotonic() + timeout if timeout is not None else None, stop or threading.Event(), progress,
+               server=where.claims)
+    start = time.monotonic()
+    try:
+        _start_compiler(run, backends, compile_jobs)
+        _run_workers(run, db, backends)
+    except KeyboardInterrupt:
+        run.stop.set()
+        result.interrupted = True
+    finally:
+        if run.compiler:
+            run.compiler.close()
+        if not isinstance(storage, Storage):  # opened here: closed here
+            where.close()
+    result.interrupted = result.interrupted or run.stop.is_set()
+    result.seconds = time.monotonic() - start
+    return result
+
+
+def _enqueue_grid(study: optuna.Study, families: list[Family], limits: Limits, measured: set[str], trials: int,
+                  shared: bool) -> int:
+    """The valid space, in order, less what the database already has; returns how many."""
+    todo = (c for f in families for c in iter_valid(f, limits) if c.name not in measured)
+    todo = list(itertools.islice(todo, trials))  # lazily: the blocked space is large
+    for config in todo:
+        # a shared study may hold these already (another worker's run): enqueue each once
+        study.enqueue_trial(trial_params(config), skip_if_exists=shared)
+    return len(todo)
+
+
+def _enqueue_defaults(study: optuna.Study, families: list[Family], limits: Limits, measured: set[str],
+                      shared: bool) -> None:
+    """Each family's default config (for blocked: the best a search found on the H200, see
+    autotune/blocked.py) as the first trials, so the sampler starts from a good kernel and
+    looks around it instead of finding that region by luck."""
+    for family in families:
+        config = make_config(family, {})
+        if within(family, config.values) and config.name not in measured and not violations(config, limits):
+            study.enqueue_trial(trial_params(config), skip_if_exists=shared)
+
+
+def _start_compiler(run: _Run, backends: list[Backend], jobs: int | None) -> None:
+    """GPU workers (compile_ahead) share one pool of compile processes; each keeps its share
+    of the jobs asked ahead. The emulator and replay have no NVRTC step worth hiding."""
+    ahead = sum(b.compile_ahead for b in backends)
+    if not ahead:
+        return
+    from autotune.search.pipeline import Compiler, default_jobs
+
+    run.compiler = Compiler(jobs or default_jobs())
+    run.depth = -(-run.compiler.jobs // ahead)
+
+
+def _run_workers(run: _Run, db: sqlite_utils.Database, backends: list[Backend]) -> None:
+    owners = [store.Owner(b.provenance.get("worker") or f"w{i}") for i, b in enumerate(backends)]
+    if len(backends) == 1:
+        _work(run, db, backends[0], owners[0])
+        return
+    path = store.path_of(db)  # sqlite3 connections stay in their thread: each worker opens its own
+    threads = [threading.Thread(target=_guarded, args=(run, path, b, o), daemon=True, name=o.worker)
+               for b, o in zip(backends, owners)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        while t.is_alive():
+            t.join(0.2)  # short waits: the main thread keeps receiving signals
+    if run.error:
+        raise run.error
+
+
+def _guarded(run: _Run, path: str, backend: Backend, owner: store.Owner) -> None:
+    try:
+        _work(run, store.open_db(path), backend, owner)
+    except BaseException as exc:  # the first error stops every worker and is raised by the main thread
+        with run.lock:
+            run.error = run.error or exc
+            run.lock.notify_all()
+
+
+def _work(run: _Run, db: sqlite_utils.Database, backend: Backend, owner: store.Owner) -> None:
+    ahead = None
+    if run.compiler and backend.compile_ahead:  # GPU workers: compile the next trials meanwhile
+        from autotune.search.pipeline import Ahead, planner
+
+        ahead = Ahead(run.study, lambda trial: suggest(trial, run.families), planner(db, backend, run.limits),
+                      run.compiler, run.depth, run.wanted)
+    try:
+        while run.take_slot():
+            done = None
+            try:
+                done = _one_trial(run, db, backend, owner, ahead)
+            finally:
+                run.end_slot(done)
+    finally:
+        if ahead:
+            ahead.close()
+
+
+def _one_trial(run: _Run, db: sqlite_utils.Database, backend: Backend, owner: store.Owner,
+               ahead=None) -> Evaluated | None:
+    asked = ahead.take() if ahead else None
+    trial = asked.trial if asked else run.study.ask()
+    try:
+        config = asked.config if asked else suggest(trial, run.families)
+        if config is None:  # a value another family has: nothing to measure
+            trial.set_user_attr("reason", "a parameter value outside the chosen family's values")
+            run.study.tell(trial, state=TrialState.PRUNED)
+            return None
+        trial.set_user_attr("kernel", config.name)
+        trial.set_user_attr("owner", f"{owner.host}:{owner.pid}")
+        done = evaluate(db, backend, config, run.limits, run.peak_tflops, owner, claims_for(db, run.server),
+                        asked.ready if asked else None)
+        if done is None:  # another worker is measuring it: no row, no value
+            trial.set_user_attr("reason", "another worker was measuring it")
+            run.study.tell(trial, state=TrialState.PRUNED)
+            return None
+        store.insert_trial(db, run.result.study, trial.number, done.row["id"], done.cached, owner.worker)
+    except BaseException:
+        run.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+        raise
+    tell(run.study, trial, done.row)
+    return done
+
+
+def _account(result: SearchResult, done: Evaluated) -> None:
+    result.trials += 1
+    status = done.row["status"]
+    result.new += 0 if done.cached or status == INVALID else 1  # refused configs cost no GPU time
+    result.statuses[status] = result.statuses.get(status, 0) + 1
+    if status == OK and (result.best is None or done.row["time_ms"] < result.best["time_ms"]):
+        result.best = done.row

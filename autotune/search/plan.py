@@ -1,0 +1,49 @@
+"""Planning a trial: is the config refused, answered by a row already recorded, or to measure?
+
+The order matters: constraints before rendering, the database before the GPU. Planning writes
+nothing, so the compile-ahead pipeline (search.pipeline) can plan the next trials while the GPU
+measures, and search.measure records what the plan decided.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlite_utils
+
+from autotune import store
+from autotune.backends.base import Backend
+from autotune.codegen.render import render, sha256
+from autotune.space import Config, Limits, shape_violations, violations
+
+
+@dataclass(frozen=True)
+class Plan:
+    config: Config
+    refused: tuple[str, ...] = ()  # the reasons a constraint gives; empty: it may run
+    source: str = ""  # the kernel's CUDA source (rendered only when not refused)
+    key: store.Key | None = None  # the measurement's identity in the results table
+    reused: dict | None = None  # the row recorded earlier for that key
+
+    @property
+    def to_measure(self) -> bool:
+        return not self.refused and self.reused is None
+
+
+def plan(db: sqlite_utils.Database, backend: Backend, config: Config, limits: Limits) -> Plan:
+    bad = refusals(backend, config, limits)
+    if bad:
+        return Plan(config, refused=tuple(bad))
+    source = render(config, limits)
+    key = measurement_key(backend, config, sha256(source))
+    return Plan(config, source=source, key=key, reused=store.find_key(db, key))
+
+
+def refusals(backend: Backend, config: Config, limits: Limits) -> list[str]:
+    """Why this config is refused at the backend's shape (empty: it is not)."""
+    M, N, _ = backend.shape
+    return violations(config, limits) + shape_violations(config, M, N, limits)
+
+
+def measurement_key(backend: Backend, config: Config, source_hash: str) -> store.Key:
+    M, N, K = backend.shape
+    return (backend.name, backend.provenance["gpu_name"], M, N, K, config.name, source_hash)

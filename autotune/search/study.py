@@ -1,0 +1,185 @@
+"""The Optuna side of a search: how configs become trials and results become trial states.
+
+Parameters keep their own names ("BM", "T", "pad") beside "family", so optuna-dashboard sees
+one space. A name two families share takes the union of their values: a proposal of a value
+outside the chosen family's own list is told PRUNED (nothing is measured). A verified kernel is
+a COMPLETE trial whose value is its TFLOP/s; a refused config is PRUNED and a failed one FAIL,
+each with its status and reason as user attributes, so that importances and history plots see
+only real measurements. The samplers still learn from PRUNED trials that a region is bad.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import optuna
+import sqlite_utils
+from optuna.distributions import BaseDistribution, CategoricalDistribution
+from optuna.trial import TrialState
+
+from autotune import store
+from autotune.backends.outcome import INVALID, OK, UNRECORDED
+from autotune.errors import AutotuneError
+from autotune.families import FAMILIES
+from autotune.space import Config, Family, Value, within
+from autotune.store.claims import ServerClaims, shares_claims
+
+REFUSED = (INVALID, UNRECORDED)  # never reached a kernel: PRUNED; every other failure is FAIL
+
+
+def distributions(families: list[Family]) -> dict[str, BaseDistribution]:
+    """One categorical distribution per parameter name, over every searched family's values."""
+    out: dict[str, BaseDistribution] = {"family": CategoricalDistribution([f.name for f in families])}
+    values: dict[str, list[Value]] = {}
+    for f in families:
+        for p in f.params:
+            values.setdefault(p.name, [])
+            values[p.name] += [v for v in p.values if v not in values[p.name]]
+    for name, choices in values.items():
+        out[name] = CategoricalDistribution(sorted(choices, key=lambda v: (str(type(v)), v)))
+    return out
+
+
+def suggest(trial: optuna.Trial, families: list[Family]) -> Config | None:
+    """The config a trial proposes; None when it proposes a value outside the family's own list."""
+    dists = distributions(families)
+    chosen = trial.suggest_categorical("family", dists["family"].choices)  # once: each call asks the sampler
+    family = next(f for f in families if f.name == chosen)
+    values = {p.name: trial.suggest_categorical(p.name, dists[p.name].choices) for p in family.params}
+    if not within(family, values):
+        return None
+    return Config(family, tuple(values.items()))
+
+
+def trial_params(config: Config) -> dict[str, Value]:
+    return {"family": config.family.name, **dict(config.params)}
+
+
+def outcome_of(row: dict[str, Any]) -> tuple[TrialState, float | None, dict[str, Any]]:
+    """How a results row is told to the study: state, value, user attributes."""
+    attrs = {"kernel": row["kernel"], "status": row["status"], "result_id": row.get("id")}
+    if row["status"] == OK:
+        attrs |= {k: row.get(k) for k in ("time_ms", "tflops", "pct_cublas")}
+        return TrialState.COMPLETE, row["tflops"], attrs
+    attrs["reason"] = (row.get("reason") or "")[:500]
+    return (TrialState.PRUNED if row["status"] in REFUSED else TrialState.FAIL), None, attrs
+
+
+def tell(study: optuna.Study, trial: optuna.Trial, row: dict[str, Any]) -> None:
+    state, value, attrs = outcome_of(row)
+    for k, v in attrs.items():
+        trial.set_user_attr(k, v)
+    study.tell(trial, value if state == TrialState.COMPLETE else None, state=state)
+
+
+@dataclass
+class Storage:
+    """Where a study lives: Optuna's storage, and the claims server when several hosts share it."""
+
+    optuna: optuna.storages.BaseStorage | None
+    claims: ServerClaims | None = None
+
+    @property
+    def persistent(self) -> bool:
+        return self.optuna is not None
+
+    def close(self) -> None:
+        if self.claims:
+            self.claims.close()
+
+
+def open_storage(url: str | Storage | None) -> Storage:
+    """None: in memory. "scheme://...": a database server (the study and the claims of every
+    host). Else a journal file (one host). Bad URLs, servers down and unwritable files are one line."""
+    if isinstance(url, Storage):
+        return url
+    if not url:
+        return Storage(None)
+    try:
+        if shares_claims(url):
+            return Storage(_rdb(url), ServerClaims(url))
+        from optuna.storages.journal import JournalFileBackend
+
+        return Storage(optuna.storages.JournalStorage(JournalFileBackend(url)))
+    except Exception as exc:
+        raise AutotuneError(f"cannot open --storage {_safe_url(url)}: {' '.join(str(exc).split())[:200]}; "
+                            f"give postgresql://USER@HOST/DB (the server must be running) or a journal file path"
+                            ) from None
+
+
+# What losing the race to create Optuna's schema looks like: a table made by the other worker,
+# or its alembic version row already inserted (SQLite's and PostgreSQL's wording).
+_SCHEMA_RACE = ("already exists", "UNIQUE constraint failed", "duplicate key value")
+
+
+def _rdb(url: str, attempts: int = 3) -> optuna.storages.RDBStorage:
+    """Workers starting together race to create Optuna's tables; the loser finds them made."""
+    for attempt in range(attempts):
+        try:
+            return optuna.storages.RDBStorage(url)
+        except Exception as exc:
+            if attempt == attempts - 1 or not any(m in str(exc) for m in _SCHEMA_RACE):
+                raise
+            time.sleep(0.5 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def _safe_url(url: str) -> str:
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True) if "://" in url else url
+    except Exception:
+        return "(unparsable URL)"
+
+
+def study_name(families: list[Family], shape: tuple[int, int, int], backend: str, sampler: str,
+               seed: int | None, persistent: bool) -> str:
+    """A stored study is named by what it searches, so the same command continues it; an
+    in-memory one by the run (the trials table keeps runs apart)."""
+    M, N, K = shape
+    base = f"{'+'.join(f.name + _narrowed_tag(f) for f in families)}-{M}x{N}x{K}-{backend}"
+    return f"{base}-{sampler}" if persistent else f"{base}-{sampler}-seed{seed}-{store.now()}-{os.getpid()}"
+
+
+def _narrowed_tag(family: Family) -> str:
+    """A narrowed family (-p BM=128,256) keeps a study of its own: its distributions differ."""
+    if FAMILIES.get(family.name) is family:
+        return ""
+    return "~" + hashlib.sha1(repr([p.values for p in family.params]).encode()).hexdigest()[:8]
+
+
+def warm_start(study: optuna.Study, db: sqlite_utils.Database, shape: tuple[int, int, int], backend: str,
+               gpu_name: str, families: list[Family]) -> set[str]:
+    """Tell the study what the database knows and it does not; returns the kernels measured so far."""
+    dists = distributions(families)
+    names = {f.name: f for f in families}
+    told = {t.user_attrs.get("kernel") for t in study.get_trials(deepcopy=False)}
+    seen: set[str] = set()
+    for row in store.results(db, shape, backend, gpu_name):
+        family = names.get(row["family"])
+        if family is None or row["kernel"] in seen or not within(family, row):  # outside a narrowed space
+            continue
+        seen.add(row["kernel"])
+        if row["kernel"] in told:
+            continue
+        params = trial_params(Config(family, tuple((p.name, row[p.name]) for p in family.params)))
+        state, value, attrs = outcome_of(row)
+        study.add_trial(optuna.trial.create_trial(params=params, distributions={k: dists[k] for k in params},
+                                                  state=state, value=value, user_attrs=attrs))
+    return seen
+
+
+def fail_orphans(study: optuna.Study) -> None:
+    """Trials left running by a killed search on this host are failed, so that the sampler
+    (which treats running trials as pending) does not avoid their region forever."""
+    host = socket.gethostname()
+    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        owner_host, _, pid = str(t.user_attrs.get("owner", "")).rpartition(":")
+        if owner_host == host and pid.isdigit() and int(pid) != os.getpid() and not store.alive(int(pid)):
+            study.tell(t.number, state=TrialState.FAIL, skip_if_finished=True)
+

@@ -1,9 +1,0 @@
-"""CPU emulator for generated kernels: compile with g++, run blocks one at a time and the
-threads of a block as fibers that switch only at __syncthreads().
-
-Importing this package loads no GPU stack.
-"""
-from .errors import KINDS, SimError
-from .runner import run, run_kernel
-
-__all__ = ["KINDS", "SimError", "run", "run_kernel"]

@@ -1,0 +1,26 @@
+"""The search space: parameters, their values and the constraints on them (space.config), and
+walking it (space.walk). Families (autotune.families) declare themselves with these types."""
+from autotune.space.config import (
+                                   MAX_ELEMENTS,
+                                   Config,
+                                   Constraint,
+                                   Family,
+                                   Launch,
+                                   Limits,
+                                   Param,
+                                   Params,
+                                   Value,
+                                   ceil_div,
+                                   check_shape,
+                                   expand,
+                                   make_config,
+                                   narrow,
+                                   shape_violations,
+                                   violations,
+                                   within,
+)
+from autotune.space.walk import combinations, count_valid, enumerate_space, iter_valid, random_valid, valid_configs
+
+__all__ = ["MAX_ELEMENTS", "Config", "Constraint", "Family", "Launch", "Limits", "Param", "Params", "Value",
+           "ceil_div", "check_shape", "combinations", "count_valid", "enumerate_space", "expand", "iter_valid",
+           "make_config", "narrow", "random_valid", "shape_violations", "valid_configs", "violations", "within"]

@@ -1,0 +1,215 @@
+"""The search space: parameters, allowed values and constraints, declared once.
+
+A family (naive, tiled, ...) lists its parameters and constraints; every constraint
+carries the reason shown to the user and stored in the database when a config is
+refused. Only configs built here (validated ints and enum strings) reach a template.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field, replace
+from typing import Callable, Mapping, Union
+
+from autotune.errors import SpaceError
+
+Value = Union[int, str]
+Params = dict[str, Value]
+
+# int indexing in the kernels: every matrix must hold fewer than 2**31 elements.
+MAX_ELEMENTS = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the device allows; the defaults are an sm_90 part (H100/H200)."""
+
+    max_threads_per_block: int = 1024
+    max_static_shared: int = 48 * 1024  # statically declared __shared__ arrays
+    max_shared_optin: int = 227 * 1024  # dynamic shared memory after opting in
+    max_grid_y: int = 65535
+    max_grid_z: int = 65535
+
+
+@dataclass(frozen=True)
+class Launch:
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_bytes: int = 0  # dynamic shared memory
+
+    @property
+    def threads(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    values: tuple[Value, ...]
+    default: Value | Callable[[Params], Value]
+    doc: str
+    # For a parameter added after results were recorded: the value those older kernels had.
+    # A recorded row without the column is read as this value (families.config_of_row, used by
+    # export, report and replay), so old databases keep their meaning under the new names.
+    absent: Value | None = None
+
+    def parse(self, text: Value) -> Value:
+        """Turn a command-line string into an allowed value, or say what is allowed."""
+        allowed = ", ".join(str(v) for v in self.values)
+        if isinstance(self.values[0], int):
+            try:
+                value: Value = int(text)
+            except (TypeError, ValueError):
+                raise SpaceError(f"{self.name}={text!r} is not an integer; allowed: {allowed}") from None
+        else:
+            value = str(text)
+        if value not in self.values:
+            raise SpaceError(f"{self.name}={text} is outside the space; allowed: {allowed}")
+        return value
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A rule a config must keep. `reads` names every parameter `ok` looks at: the family checks
+    the names when it is declared (a misspelt one fails there, not silently at search time),
+    the walk decides the rule as soon as those are bound, and `ok` is handed only those values."""
+
+    reason: str
+    reads: tuple[str, ...]
+    ok: Callable[[Params, Limits], bool]
+
+    def holds(self, values: Mapping[str, Value], limits: Limits) -> bool:
+        return self.ok({name: values[name] for name in self.reads}, limits)
+
+
+def _no_derived(p: Params) -> dict[str, int]:
+    return {}
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    doc: str
+    params: tuple[Param, ...]
+    constraints: tuple[Constraint, ...]
+    template: str
+    geometry: Callable[[Params, int, int], Launch]
+    tags: dict[str, str] = field(default_factory=dict)  # short name-part for a param
+    # Quantities that follow from the parameters (threads, sub-tiles, shared bytes), computed
+    # once here and handed to the template, the launch geometry and the model alike.
+    derive: Callable[[Params], dict[str, int]] = _no_derived
+
+    def __post_init__(self) -> None:
+        names = {p.name for p in self.params}
+        for c in self.constraints:
+            unknown = sorted(set(c.reads) - names)
+            if unknown or not c.reads:
+                raise ValueError(f"family {self.name}: constraint {c.reason!r} reads {unknown or 'nothing'}; "
+                                 f"its parameters are {sorted(names)}")
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        known = ", ".join(p.name for p in self.params)
+        raise SpaceError(f"family {self.name} has no parameter {name!r}; its parameters: {known}")
+
+
+@dataclass(frozen=True)
+class Config:
+    family: Family
+    params: tuple[tuple[str, Value], ...]  # in the family's declaration order
+
+    @property
+    def values(self) -> Params:
+        return dict(self.params)
+
+    @property
+    def derived(self) -> dict[str, int]:
+        """What follows from the values (threads, sub-tiles, shared bytes): Family.derive."""
+        return self.family.derive(self.values)
+
+    @property
+    def name(self) -> str:
+        """The kernel's identity: derived from the family and its parameters."""
+        parts = [f"{self.family.tags.get(k, k)}{v}" for k, v in self.params]
+        return "sgemm_" + self.family.name + "_" + "_".join(parts)
+
+    def geometry(self, M: int, N: int) -> Launch:
+        return self.family.geometry(self.values, M, N)
+
+    def __str__(self) -> str:
+        return f"{self.family.name} " + " ".join(f"{k}={v}" for k, v in self.params)
+
+
+def make_config(family: Family, given: dict[str, Value]) -> Config:
+    """Build a config from (possibly string) values; left-out parameters take defaults."""
+    for name in given:
+        family.param(name)  # unknown names fail here with the list of known ones
+    values: Params = {}
+    for p in family.params:
+        if p.name in given:
+            values[p.name] = p.parse(given[p.name])
+    for p in family.params:
+        if p.name not in values:
+            values[p.name] = p.default(values) if callable(p.default) else p.default
+    return Config(family, tuple((p.name, values[p.name]) for p in family.params))
+
+
+def narrow(family: Family, choices: dict[str, list[str]]) -> Family:
+    """The family with some parameters restricted to the given values (a sub-space to search or
+    measure: `-p BM=128,256`). Names, constraints and the template stay the same, so a config of
+    the narrowed family is the very config of the whole one."""
+    if not choices:
+        return family
+    allowed = {name: tuple(dict.fromkeys(family.param(name).parse(v) for v in values))
+               for name, values in choices.items()}
+    params = tuple(replace(p, values=allowed.get(p.name, p.values)) for p in family.params)
+    return replace(family, params=params)
+
+
+def within(family: Family, values: Params) -> bool:
+    """Whether every parameter value lies in the family's (possibly narrowed) values."""
+    return all(values.get(p.name) in p.values for p in family.params)
+
+
+def expand(family: Family, choices: dict[str, list[str]]) -> list[Config]:
+    """Every combination of the given values, the other parameters at their defaults."""
+    names = list(choices)
+    lists = [choices[n] for n in names]
+    return [make_config(family, dict(zip(names, combo))) for combo in itertools.product(*lists)]
+
+
+def violations(config: Config, limits: Limits = Limits()) -> list[str]:
+    """The reasons this config is refused (empty if it is valid), shape aside."""
+    v = config.values
+    return [c.reason for c in config.family.constraints if not c.holds(v, limits)]
+
+
+def shape_violations(config: Config, M: int, N: int, limits: Limits = Limits()) -> list[str]:
+    """Reasons tied to the problem shape: grid dimensions the hardware cannot launch."""
+    launch = config.geometry(M, N)
+    out = []
+    if launch.grid[1] > limits.max_grid_y:
+        out.append(f"grid.y = {launch.grid[1]} exceeds the device limit {limits.max_grid_y}")
+    if launch.grid[2] > limits.max_grid_z:
+        out.append(f"grid.z = {launch.grid[2]} exceeds the device limit {limits.max_grid_z}")
+    return out
+
+
+def check_shape(M: int, N: int, K: int) -> None:
+    """Refuse shapes the kernels cannot handle, with a one-line reason."""
+    for label, value in (("M", M), ("N", N), ("K", K)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise SpaceError(f"{label}={value!r} must be a whole number of rows/columns")
+        if value < 1:
+            raise SpaceError(f"{label}={value} must be at least 1")
+    for label, elements in (("A (M*K)", M * K), ("B (K*N)", K * N), ("C (M*N)", M * N)):
+        if elements > MAX_ELEMENTS:
+            raise SpaceError(
+                f"{label} has {elements} elements; kernels index with int, so each matrix "
+                f"must hold fewer than 2**31: use a smaller shape"
+            )
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)

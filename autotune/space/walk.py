@@ -1,0 +1,99 @@
+"""Walking a family's space: every valid config, counts, and uniform random draws.
+
+A constraint is checked as soon as every parameter it reads (Constraint.reads) is bound, so
+refused branches are cut early: the blocked family has millions of combinations but a few
+hundred thousand valid ones.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Iterator
+
+from autotune.space.config import Config, Constraint, Family, Limits, Params, violations
+
+
+def enumerate_space(family: Family, limits: Limits = Limits()) -> Iterator[tuple[Config, list[str]]]:
+    """Every combination of the family's values, with its violations (empty = valid)."""
+    names = [p.name for p in family.params]
+    for combo in itertools.product(*(p.values for p in family.params)):
+        config = Config(family, tuple(zip(names, combo)))
+        yield config, violations(config, limits)
+
+
+def iter_valid(family: Family, limits: Limits = Limits()) -> Iterator[Config]:
+    """The valid configs of a family, lazily, in declaration order. Parameters are bound one
+    at a time and each constraint is checked once every parameter it reads is bound."""
+    names = [p.name for p in family.params]
+
+    def walk(i: int, bound: Params, pending: list[Constraint]) -> Iterator[Config]:
+        if i == len(names):
+            yield Config(family, tuple((n, bound[n]) for n in names))
+            return
+        for value in family.params[i].values:
+            bound[names[i]] = value
+            undecided = _undecided(pending, bound, limits)
+            if undecided is not None:
+                yield from walk(i + 1, bound, undecided)
+        del bound[names[i]]
+
+    yield from walk(0, {}, list(family.constraints))
+
+
+def _undecided(pending: list[Constraint], bound: Params, limits: Limits) -> list[Constraint] | None:
+    """The constraints not yet decidable; None as soon as one is decided false."""
+    left = []
+    for c in pending:
+        if not all(name in bound for name in c.reads):
+            left.append(c)
+        elif not c.holds(bound, limits):
+            return None
+    return left
+
+
+def _key(family: Family, limits: Limits) -> tuple:
+    """A cache key that tells a narrowed family from the whole one."""
+    return (family.name, tuple(p.values for p in family.params), limits)
+
+
+_VALID: dict[tuple, tuple[Config, ...]] = {}
+
+
+def valid_configs(family: Family, limits: Limits = Limits()) -> list[Config]:
+    """All valid configs of a family (kept once per process). Fine for naive and tiled; for
+    the large blocked space prefer iter_valid, count_valid or random_valid."""
+    key = _key(family, limits)
+    if key not in _VALID:
+        _VALID[key] = tuple(iter_valid(family, limits))
+    return list(_VALID[key])
+
+
+_COUNTS: dict[tuple, int] = {}
+
+
+def count_valid(family: Family, limits: Limits = Limits()) -> int:
+    key = _key(family, limits)
+    if key not in _COUNTS:
+        _COUNTS[key] = sum(1 for _ in iter_valid(family, limits))
+    return _COUNTS[key]
+
+
+def combinations(family: Family) -> int:
+    n = 1
+    for p in family.params:
+        n *= len(p.values)
+    return n
+
+
+def random_valid(family: Family, rng, limits: Limits = Limits(), fixed: Params | None = None,
+                 tries: int = 20000) -> Config | None:
+    """A uniformly drawn valid config (rejection sampling), with some values fixed; None if
+    none was found in `tries` draws (e.g. a value no valid config takes)."""
+    fixed = fixed or {}
+    for _ in range(tries):
+        values = tuple((p.name, fixed[p.name] if p.name in fixed else rng.choice(p.values)) for p in family.params)
+        config = Config(family, values)
+        if not violations(config, limits):
+            return config
+    return None
+
+

@@ -1,0 +1,39 @@
+"""Everything kept: the results file (store.db), its rows (store.results) and the claims that
+let many workers share it (store.claims). All SQL of the results database lives here."""
+from autotune.store.claims import (
+                                   CLAIM_TTL_S,
+                                   DONE,
+                                   MINE,
+                                   TAKEN,
+                                   Claimed,
+                                   Claims,
+                                   FileClaims,
+                                   HostAndServer,
+                                   Owner,
+                                   ServerClaims,
+                                   alive,
+                                   claims_for,
+                                   shares_claims,
+)
+from autotune.store.db import DEFAULT_DB, KEY, check_path, immediate, now, open_db, open_readonly, path_of
+from autotune.store.results import (
+                                   Key,
+                                   best,
+                                   copy_result,
+                                   find_key,
+                                   insert_baseline,
+                                   insert_result,
+                                   insert_source,
+                                   insert_trial,
+                                   key_of,
+                                   record_result,
+                                   result_by_id,
+                                   results,
+                                   source,
+)
+
+__all__ = ["CLAIM_TTL_S", "DEFAULT_DB", "DONE", "KEY", "MINE", "TAKEN", "Claimed", "Claims", "FileClaims",
+           "HostAndServer", "Key", "Owner", "ServerClaims", "alive", "best", "check_path", "claims_for",
+           "copy_result", "find_key", "immediate", "insert_baseline", "insert_result", "insert_source",
+           "insert_trial", "key_of", "now", "open_db", "open_readonly", "path_of", "record_result",
+           "result_by_id", "results", "shares_claims", "source"]

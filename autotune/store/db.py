@@ -1,0 +1,181 @@
+"""The results database file: opening it for a search (created, WAL, the schema) or for a
+command that only reads (never created, never changed), and its tables (db/README.md).
+
+Each row is written in its own transaction, so a killed search loses at most the trials in
+flight. Commands that only read open the file read-only, so a committed dataset stays
+byte-identical and a mistyped path creates nothing.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import sqlite3
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import sqlite_utils
+
+from autotune.errors import AutotuneError
+
+DEFAULT_DB = Path("db") / "autotune.sqlite"
+BUSY_TIMEOUT_MS = 60_000  # workers share the file: wait this long for another's write to end
+TABLES = {"results", "trials", "sources", "baselines", "claims"}
+# What identifies a measurement: the same source on the same GPU model, shape and backend.
+# The GPU model, not its UUID: workers on identical GPUs share their results (rows keep the UUID).
+KEY = ("backend", "gpu_name", "M", "N", "K", "kernel", "source_hash")
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def open_db(path: str | Path) -> sqlite_utils.Database:
+    """Open (creating if needed) the results database; a bad path is a one-line error."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite_utils.Database(path)
+        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        db.execute("PRAGMA schema_version").fetchone()  # fails here on a file that is not SQLite
+        existing = set(db.table_names())
+        if existing:  # another tool's file is refused before anything is changed in it
+            check_tables(path, existing, db.conn)
+        if db.journal_mode != "wal":
+            _patiently(db.enable_wal)  # readers (best, report) never block a running search
+        # In WAL mode NORMAL syncs at checkpoints, not at every commit (a search commits a few
+        # times per trial): still safe against corruption and against a killed process; a power
+        # cut may lose the last rows, which the next search measures again.
+        db.execute("PRAGMA synchronous = NORMAL")
+    except (OSError, sqlite3.DatabaseError) as exc:
+        raise AutotuneError(f"cannot open database {path}: {exc}; pass --db with a writable SQLite file") from None
+    try:
+        _patiently(lambda: _ensure_schema(db))
+    except sqlite3.DatabaseError as exc:  # read-only file, full disk, a corrupt page
+        raise AutotuneError(f"cannot write database {path}: {exc}; pass --db with a writable SQLite file") from None
+    return db
+
+
+def _patiently(step, seconds: float = BUSY_TIMEOUT_MS / 1000) -> None:
+    """Retry a step that SQLite refused with "locked" without waiting (changing the journal
+    mode; two workers creating the tables of a new file at the same moment)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return step()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def check_path(path: str | Path) -> None:
+    """Refuse a database path that cannot work, creating nothing (so that a command that fails
+    later, e.g. with no GPU, leaves no file behind)."""
+    path = Path(path)
+    if path.exists():
+        if not path.is_file() or not os.access(path, os.R_OK | os.W_OK):
+            raise AutotuneError(f"database {path} is not a readable and writable file; pass --db with another path")
+        with open(path, "rb") as f:
+            head = f.read(16)
+        if head and head != b"SQLite format 3\x00":
+            raise AutotuneError(f"database {path} is not an SQLite file; pass --db with another path")
+        return
+    parent = next(p for p in path.absolute().parents if p.exists())
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise AutotuneError(f"cannot create database {path}: {parent} is not writable; pass --db with a writable path")
+
+
+def path_of(db: sqlite_utils.Database) -> str:
+    """The file behind a connection: each worker thread opens its own connection to it."""
+    return db.execute("PRAGMA database_list").fetchone()[2]
+
+
+@contextmanager
+def immediate(db: sqlite_utils.Database) -> Iterator[None]:
+    """A transaction that takes the write lock at once, so that a check and the write that
+    depends on it cannot interleave with another worker's (busy_timeout makes others wait)."""
+    db.conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if db.conn.in_transaction:
+            db.conn.rollback()
+        raise
+    if db.conn.in_transaction:
+        db.conn.commit()
+
+
+def _ensure_schema(db: sqlite_utils.Database) -> None:
+    if TABLES <= set(db.table_names()):
+        return
+    with immediate(db):  # several workers may open a new file at the same moment
+        _create_tables(db)
+
+
+def _create_tables(db: sqlite_utils.Database) -> None:
+    db["results"].create(
+        {"id": int, "kernel": str, "family": str, "backend": str, "M": int, "N": int, "K": int,
+         "status": str, "reason": str, "err": float, "time_ms": float, "time_ms_min": float,
+         "time_ms_max": float, "reps": int, "tflops": float, "pct_cublas": float, "pct_peak": float,
+         "cublas_ms": float, "sm_clock_mhz": int, "num_regs": int, "static_shared": int,
+         "source_hash": str, "template_hash": str, "gpu_name": str, "gpu_uuid": str, "arch": str,
+         "driver_version": str, "nvrtc_version": str, "tool_version": str, "worker": str, "device": str,
+         "created_at": str},
+        pk="id", if_not_exists=True,
+    )
+    db["results"].create_index(["backend", "gpu_uuid", "M", "N", "K", "kernel", "source_hash"], if_not_exists=True)
+    db["results"].create_index(list(KEY), if_not_exists=True)
+    db["trials"].create({"id": int, "study": str, "number": int, "result_id": int, "cached": int, "worker": str,
+                         "created_at": str}, pk="id", foreign_keys=[("result_id", "results", "id")],
+                        if_not_exists=True)
+    db["sources"].create({"source_hash": str, "kernel": str, "family": str, "source": str},
+                         pk="source_hash", if_not_exists=True)
+    db["baselines"].create({"id": int, "backend": str, "gpu_uuid": str, "gpu_name": str, "M": int,
+                            "N": int, "K": int, "time_ms": float, "time_ms_min": float,
+                            "time_ms_max": float, "tflops": float, "sm_clock_mhz": int,
+                            "library": str, "created_at": str}, pk="id", if_not_exists=True)
+    db.execute("CREATE TABLE IF NOT EXISTS claims (backend TEXT, gpu_name TEXT, M INTEGER, N INTEGER, "
+               "K INTEGER, kernel TEXT, source_hash TEXT, owner TEXT, host TEXT, pid INTEGER, expires REAL, "
+               "created_at TEXT, PRIMARY KEY (backend, gpu_name, M, N, K, kernel, source_hash))")
+
+
+
+
+def open_readonly(path: str | Path) -> sqlite_utils.Database:
+    """Open an existing results database for reading only: nothing is created, converted or
+    written, so `best` on a committed dataset leaves it byte-identical."""
+    path = Path(path)
+    if not path.is_file():
+        raise AutotuneError(f"database {path} does not exist; pass --db (or set AUTOTUNE_DB) with the file "
+                            f"a search wrote")
+    try:
+        conn = sqlite3.connect(f"{path.absolute().as_uri()}?{_read_mode(path)}", uri=True, check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as exc:
+        raise AutotuneError(f"cannot read database {path}: {exc}; pass --db with a results database") from None
+    check_tables(path, tables, conn)
+    return sqlite_utils.Database(conn)
+
+
+def _read_mode(path: Path) -> str:
+    """mode=ro alone still makes a WAL file's -shm beside it. A WAL file with no -wal beside it
+    holds everything in the main file and nobody writes it: read it as immutable, which touches
+    nothing. With a -wal (a search is writing, or was killed), read it as SQLite shares it."""
+    with open(path, "rb") as f:
+        header = f.read(20)
+    wal = len(header) == 20 and header[18] == 2
+    return "immutable=1" if wal and not Path(f"{path}-wal").exists() else "mode=ro"
+
+
+def check_tables(path: str | Path, tables: set[str], conn: sqlite3.Connection) -> None:
+    """Refuse a database some other tool wrote, with one line, before a query fails on it."""
+    if "results" not in tables:
+        raise AutotuneError(f"{path} has no results table: it is not an autotune database; pass --db with one")
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(results)")}
+    missing = sorted({"kernel", "family", "status", "M", "N", "K"} - columns)
+    if missing:
+        raise AutotuneError(f"{path} has a results table without {', '.join(missing)}: it is not an autotune "
+                            f"database; pass --db with one")

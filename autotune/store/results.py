@@ -1,0 +1,110 @@
+"""Rows of the results database: every measurement, every trial, every source, every baseline.
+
+A result row is written only if no row with its key exists (workers may race), in the same
+transaction that drops its claim. Queries that pick a best row look at status ok only, so a
+wrong kernel can never be best.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import sqlite_utils
+
+from autotune import __version__
+from autotune.backends.outcome import OK
+from autotune.errors import AutotuneError
+from autotune.store.db import KEY, immediate, now
+
+Key = tuple[str, str, int, int, int, str, str]
+
+
+def key_of(row: dict[str, Any]) -> Key:
+    return tuple(row[k] for k in KEY)  # type: ignore[return-value]
+
+
+def find_key(db: sqlite_utils.Database, key: Key) -> dict | None:
+    where = " AND ".join(f"{k} = ?" for k in KEY)
+    rows = list(db.query(f"SELECT * FROM results WHERE {where} ORDER BY id LIMIT 1", list(key)))
+    return rows[0] if rows else None
+
+
+def insert_result(db: sqlite_utils.Database, row: dict[str, Any]) -> int:
+    row = {**row, "tool_version": __version__, "created_at": now()}
+    return db["results"].insert(row, alter=True).last_pk  # alter: new families add their columns
+
+
+def record_result(db: sqlite_utils.Database, row: dict[str, Any]) -> tuple[dict, bool]:
+    """Insert the row unless one with its key is there already (another worker was faster);
+    either way the claim on the key is released. Returns (the stored row, inserted)."""
+    key = key_of(row)
+    with immediate(db):
+        earlier = find_key(db, key)
+        db.execute(f"DELETE FROM claims WHERE {' AND '.join(f'{k} = ?' for k in KEY)}", list(key))
+        if earlier:
+            return earlier, False
+        row = {**row, "id": insert_result(db, row)}  # last: sqlite-utils 3 commits on insert
+    return row, True
+
+
+def copy_result(db: sqlite_utils.Database, row: dict[str, Any], source: str) -> dict[str, Any]:
+    """Another host's finished row (from the ledger) into this database, with its own worker,
+    device and date kept; its source too, so that export works here. Returns the local row."""
+    insert_source(db, row["source_hash"], row["kernel"], row["family"], source)
+    copy = {k: v for k, v in row.items() if k != "id"}
+    with immediate(db):
+        found = find_key(db, tuple(row[k] for k in KEY))  # a copy made meanwhile by another thread
+        if found:
+            return found
+        copy["id"] = db["results"].insert(copy, alter=True).last_pk
+    return copy
+
+
+def insert_source(db: sqlite_utils.Database, source_hash: str, kernel: str, family: str, source: str) -> None:
+    with immediate(db):  # each write takes the lock first: a read-then-write could fail at once under WAL
+        db["sources"].insert({"source_hash": source_hash, "kernel": kernel, "family": family, "source": source},
+                             ignore=True)
+
+
+def insert_trial(db: sqlite_utils.Database, study: str, number: int, result_id: int, cached: bool,
+                 worker: str = "") -> None:
+    with immediate(db):
+        db["trials"].insert({"study": study, "number": number, "result_id": result_id, "cached": int(cached),
+                             "worker": worker, "created_at": now()}, alter=True)
+
+
+def insert_baseline(db: sqlite_utils.Database, row: dict[str, Any]) -> None:
+    with immediate(db):
+        db["baselines"].insert({**row, "created_at": now()})
+
+
+def results(db: sqlite_utils.Database, shape: tuple[int, int, int], backend: str = "cuda",
+            gpu: str | None = None, status: str | None = None) -> Iterator[dict]:
+    where = ["backend = ?", "M = ?", "N = ?", "K = ?"]
+    args: list[Any] = [backend, *shape]
+    if gpu:
+        where.append("(gpu_uuid = ? OR gpu_name = ?)")
+        args += [gpu, gpu]
+    if status:
+        where.append("status = ?")
+        args.append(status)
+    return db.query(f"SELECT * FROM results WHERE {' AND '.join(where)} ORDER BY id", args)
+
+
+def best(db: sqlite_utils.Database, shape: tuple[int, int, int], backend: str = "cuda",
+         gpu: str | None = None, family: str | None = None) -> dict | None:
+    """The fastest verified result: status ok only, so a wrong kernel can never be best."""
+    rows = [r for r in results(db, shape, backend, gpu, OK) if family in (None, r["family"])]
+    return min(rows, key=lambda r: r["time_ms"]) if rows else None
+
+
+def result_by_id(db: sqlite_utils.Database, result_id: int) -> dict:
+    try:
+        return db["results"].get(result_id)
+    except sqlite_utils.db.NotFoundError:
+        raise AutotuneError(f"no result with id {result_id} in the database; list them with "
+                            f"`sqlite-utils query DB 'select id, kernel, status from results'`") from None
+
+
+def source(db: sqlite_utils.Database, source_hash: str) -> str | None:
+    rows = list(db.query("SELECT source FROM sources WHERE source_hash = ?", [source_hash]))
+    return rows[0]["source"] if rows else None

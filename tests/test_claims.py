@@ -1,0 +1,165 @@
+"""The claims contract (autotune/store/claims.py), run against every place that keeps claims:
+the results file (one host's workers) and the database server of a shared study (several
+hosts; an SQLite file stands in for the server here, PostgreSQL too where AUTOTUNE_TEST_PG is
+set, as in CI). Then two hosts on one study: no config is measured twice across hosts, and
+each host's database gets every row it asked for."""
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from autotune import store
+from autotune.families import NAIVE
+from autotune.search.loop import run_search
+from autotune.space import Limits
+from tests.fakes import FakeBackend
+
+KEY = ("fake", "Fake GPU", 64, 64, 64, "sgemm_naive_xcols_bx32_by8", "abc")
+
+
+def urls(tmp_path):
+    out = [f"sqlite:///{tmp_path / 'server.sqlite'}"]
+    if os.environ.get("AUTOTUNE_TEST_PG"):
+        out.append(os.environ["AUTOTUNE_TEST_PG"])
+    return out
+
+
+def row_for(db, key):
+    """A finished result row with this key (what a worker publishes)."""
+    row = dict(zip(store.KEY, key)) | {"family": "naive", "status": "ok", "tflops": 1.5, "worker": "w"}
+    stored, _ = store.record_result(db, row)
+    return stored
+
+
+def make_claims(kind, tmp_path, ttl_s=store.CLAIM_TTL_S):
+    if kind == "file":
+        return store.FileClaims(store.open_db(tmp_path / "claims.sqlite"), ttl_s)
+    if kind == "postgresql" and not os.environ.get("AUTOTUNE_TEST_PG"):
+        pytest.skip("AUTOTUNE_TEST_PG is not set: .ci/run starts a PostgreSQL server and sets it")
+    url = os.environ["AUTOTUNE_TEST_PG"] if kind == "postgresql" else f"sqlite:///{tmp_path / 'server.sqlite'}"
+    claims = store.ServerClaims(url, ttl_s)
+    with claims.engine.begin() as conn:  # the PostgreSQL server outlives a test: start from a clean table
+        conn.execute(claims.sa.text(f"DELETE FROM {store.claims.SERVER_TABLE}"))
+    return claims
+
+
+def finish(claims, key, tmp_path):
+    """Publish a row as a worker does: a file's row is the result row itself."""
+    db = claims.db if isinstance(claims, store.FileClaims) else store.open_db(tmp_path / "host.sqlite")
+    row = row_for(db, key)
+    claims.finish(key, row)
+    return row
+
+
+KINDS = ["file", "server", "postgresql"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_one_claim_at_a_time_then_the_finished_row(tmp_path, kind):
+    claims = make_claims(kind, tmp_path)
+    a, b = store.Owner("host-a", host="elsewhere", pid=1), store.Owner("host-b")
+    assert claims.claim(KEY, a, "src").state == store.MINE
+    assert claims.claim(KEY, b, "src").state == store.TAKEN  # a live claim held elsewhere
+    row = finish(claims, KEY, tmp_path)
+    done = claims.claim(KEY, b, "src")
+    assert done.state == store.DONE and done.row["kernel"] == row["kernel"] and done.row["tflops"] == 1.5
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_expired_and_dead_claims_are_taken_over_released_ones_are_free(tmp_path, kind):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    claims = make_claims(kind, tmp_path)
+    me = store.Owner("me")
+    assert claims.claim(KEY, store.Owner("killed", pid=int(dead.stdout)), "s").state == store.MINE
+    assert claims.claim(KEY, me, "s").state == store.MINE  # same host, the pid is gone
+    claims.release(KEY, me)
+    assert claims.claim(KEY, store.Owner("other", host="elsewhere", pid=1), "s").state == store.MINE  # free again
+    expiring = make_claims(kind, tmp_path / "x" if kind == "file" else tmp_path, ttl_s=-1)
+    other = KEY[:-1] + ("def",)
+    assert expiring.claim(other, store.Owner("gone", host="elsewhere", pid=1), "s").state == store.MINE
+    assert claims.claim(other, me, "s").state == store.MINE  # expired: taken over
+
+
+def test_a_row_finished_on_another_host_is_copied_with_its_source(tmp_path):
+    server = make_claims("server", tmp_path)
+    here = store.open_db(tmp_path / "here.sqlite")
+    both = store.claims_for(here, server)
+    assert both.claim(KEY, store.Owner("there", host="elsewhere", pid=1), "src").state == store.MINE
+    finish(server, KEY, tmp_path)
+    got = both.claim(KEY, store.Owner("me"), "the source")
+    assert got.state == store.DONE and store.find_key(here, KEY)["id"] == got.row["id"]
+    assert store.source(here, KEY[-1]) == "the source"
+
+
+class Host(FakeBackend):
+    """One host's GPU: records what it measured; a little slow, so the hosts overlap."""
+
+    def measure(self, config, source):
+        threading.Event().wait(0.01)
+        return super().measure(config, source)
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_two_hosts_measure_each_config_once(tmp_path, which):
+    if which >= len(urls(tmp_path)):
+        pytest.skip("AUTOTUNE_TEST_PG is not set: .ci/run starts a PostgreSQL server and sets it")
+    url = urls(tmp_path)[which]
+    study = f"two-hosts-{os.getpid()}-{which}-{tmp_path.name}"
+    hosts = [(Host(64, 64, 64), tmp_path / f"host{i}.sqlite") for i in range(2)]
+    errors = []
+
+    def search(backend, path):
+        try:
+            run_search(store.open_db(path), backend, [NAIVE], Limits(), sampler="random", trials=25, seed=None,
+                       storage=url, study=study)
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=search, args=h) for h in hosts]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    measured = [name for backend, _ in hosts for name in backend.measured]
+    assert len(measured) == len(set(measured))  # nothing measured twice across the hosts
+    copies = 0
+    for backend, path in hosts:
+        rows = {r["kernel"]: r for r in store.open_db(path).query("select * from results where status != 'invalid'")}
+        keys = list(store.open_db(path).query("select kernel, count(*) n from results group by " + ", ".join(store.KEY)))
+        assert all(k["n"] == 1 for k in keys)  # one row per key in each host's database
+        other = hosts[1][0] if backend is hosts[0][0] else hosts[0][0]
+        copied = [k for k in rows if k not in backend.measured]
+        assert all(k in other.measured for k in copied)  # a row not measured here came from the other host
+        copies += len(copied)
+    assert copies > 0  # the hosts did propose the same configs, and the second one copied instead
+
+
+@pytest.mark.parametrize("message", [
+    "(sqlite3.OperationalError) table studies already exists",
+    "(sqlite3.IntegrityError) UNIQUE constraint failed: alembic_version.version_num",
+    "(psycopg2.errors.UniqueViolation) duplicate key value violates unique constraint",
+])
+def test_a_worker_that_loses_the_schema_race_opens_the_storage(monkeypatch, tmp_path, message):
+    """Two workers starting on a fresh storage race to create Optuna's tables; each way of
+    losing (seen in CI with two threads on one SQLite file) is retried, anything else is not."""
+    import optuna
+
+    from autotune.search import study as search
+
+    real, calls = optuna.storages.RDBStorage, []
+
+    def flaky(url):
+        calls.append(url)
+        if len(calls) == 1:
+            raise RuntimeError(message)
+        return real(url)
+
+    monkeypatch.setattr(optuna.storages, "RDBStorage", flaky)
+    monkeypatch.setattr(search.time, "sleep", lambda s: None)
+    assert search._rdb(f"sqlite:///{tmp_path / 's.sqlite'}") is not None and len(calls) == 2
+    monkeypatch.setattr(optuna.storages, "RDBStorage", lambda url: (_ for _ in ()).throw(RuntimeError("no server")))
+    with pytest.raises(RuntimeError, match="no server"):
+        search._rdb("postgresql://nobody@127.0.0.1:1/x")
