@@ -55,7 +55,7 @@ def tflops(M: int, N: int, K: int, ms: float) -> float:
 
 class Fault(Exception):
     """A variant broke its backend (a GPU fault poisons the CUDA context). In a worker process
-    (autotune/worker.py) the parent records the row and starts a fresh worker; in-process
+    (autotune/backends/worker.py) the parent records the row and starts a fresh worker; in-process
     callers record the row and stop."""
 
     def __init__(self, message: str):

@@ -9,7 +9,7 @@ What a trial gets:
 - a config the dataset never measured: status `unrecorded` ("not in the recorded dataset").
   It is not a failure of the kernel, so it gets its own status rather than launch_error;
   like every status but ok it can never be best. Refused (invalid) configs never reach a
-  backend: the constraints are re-checked by evaluate() as on a GPU.
+  backend: the constraints are re-checked by search.measure.evaluate() as on a GPU.
 
 Configs are matched by kernel name, i.e. by family and parameters, not by source hash: the
 templates evolve, and a replay asks "what did this config measure", not "this exact code".
@@ -17,11 +17,9 @@ templates evolve, and a replay asks "what did this config measure", not "this ex
 Simulated seconds, what a trial would have cost on the GPU (`trial_seconds`):
     OVERHEAD_S + (reps + WARMUP_RUNS) * time_ms / 1000
 OVERHEAD_S covers render, the wait for the compile pool, the correctness runs and the search's
-own work: a new trial's recorded t_trial_s less its kernel runs. With the compile pool and the
-GPU-side check (session 2) that is 0.25 s on average over the 916 rows of the 4096^3 ground
-truth (median 0.006 s: most compiles finish ahead), 0.31 s in the default search; 0.3 s is the
-round figure. (Before the pool it was 0.8 to 1.9 s.) A trial that is refused or answered from
-the database costs nothing.
+own work: a new trial's recorded t_trial_s less its kernel runs, about 0.3 s on the H200
+(docs/BENCHMARKS.md gives the measurements). A trial that is refused or answered from the
+database costs nothing.
 """
 from __future__ import annotations
 

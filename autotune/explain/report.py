@@ -106,7 +106,7 @@ def ranked_lines(db: sqlite_utils.Database, shape: tuple[int, int, int], gpu: st
 
 
 def cublas(db: sqlite_utils.Database, shape: tuple[int, int, int], gpu: str | None) -> dict[str, Any] | None:
-    """The median of the cuBLAS baselines recorded for this shape (one per session)."""
+    """The median of the cuBLAS baselines recorded for this shape (one per search that timed it)."""
     where, args = "M = ? AND N = ? AND K = ?", list(shape)
     if gpu:
         where += " AND (gpu_uuid = ? OR gpu_name = ?)"

@@ -23,7 +23,7 @@ def config_of_row(row: Mapping[str, Any]) -> Config:
     if family is None:
         raise SpaceError(f"result {row.get('id')} is of family {row['family']!r}, which this version does not "
                          f"know; known: {', '.join(FAMILIES)}")
-    values = {}
+    values: dict[str, Any] = {}
     for p in family.params:
         value = row.get(p.name)
         if value is None and p.absent is None:

@@ -91,8 +91,8 @@ BLOCKED = Family(
     name="blocked",
     doc="register blocking: warp tiles of thread tiles, float4 loads, A transposed in shared memory",
     params=(
-        # The defaults are the best config measured at 4096^3 on the H200 (docs/BENCHMARKS.md, session 3:
-        # 2.81 ms = 96.7% of cuBLAS); `autotune search` measures them first, then looks around them.
+        # The defaults are the best config measured at 4096^3 on the H200 (docs/BENCHMARKS.md);
+        # `autotune search` measures them first, then looks around them.
         Param("BM", (32, 64, 128, 256), 128, "rows of C per block"),
         Param("BN", (32, 64, 128, 256), 256, "columns of C per block"),
         Param("BK", (8, 16, 32), 16, "K step: the width of the A tile and height of the B tile"),

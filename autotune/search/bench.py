@@ -1,6 +1,6 @@
 """Search efficiency against ground truth: each sampler, over many seeds, replayed on a dataset.
 
-For one dataset (a recorded results database, see autotune/replay.py) the reference is its
+For one dataset (a recorded results database, see autotune/backends/replay.py) the reference is its
 fastest ok row: the exhaustive best when the dataset covers the whole valid space, the best
 recorded otherwise. Each (sampler, seed) runs the real run_search against a ReplayBackend
 over a fresh temporary database, so nothing is answered from an earlier run, and stops once

@@ -176,7 +176,7 @@ def _enqueue_grid(study: optuna.Study, families: list[Family], limits: Limits, m
 def _enqueue_defaults(study: optuna.Study, families: list[Family], limits: Limits, measured: set[str],
                       shared: bool) -> None:
     """Each family's default config (for blocked: the best a search found on the H200, see
-    autotune/blocked.py) as the first trials, so the sampler starts from a good kernel and
+    autotune/families/blocked.py) as the first trials, so the sampler starts from a good kernel and
     looks around it instead of finding that region by luck."""
     for family in families:
         config = make_config(family, {})

@@ -4,7 +4,7 @@ kernels of the trials that come next, so that a trial costs little more than its
 The flow. Each GPU worker keeps `depth` trials asked ahead of the one it measures whose
 kernels need building. For each, the pool compiles the source into the on-disk cubin cache
 (compile.py) and, where the kernels table has no SASS counts for it yet, disassembles it and
-returns the counts. evaluate() waits for that work just before the GPU (never slower than
+returns the counts. search.measure.evaluate() waits for that work just before the GPU (never slower than
 compiling again: the job started earlier), finds the cubin cached, and saves the counts with
 the row, so nvdisasm runs on the GPU loop only when the pool failed. Trials that need no
 building (a refused config, one the database has, one already submitted) are asked too but
@@ -21,7 +21,7 @@ Trials are asked from Optuna before the current one is told; the sampler sees th
 (TPE's constant liar), as it would with more workers. A trial asked ahead and never evaluated
 (the search stopped) is told as pruned, so no trial is left running. Failures are data: a job
 that fails (an NVRTC error, nvdisasm failing, a child that crashed) is simply not ready, and
-evaluate() compiles again and records what went wrong. Children ignore SIGINT (Ctrl-C is the
+search.measure.evaluate() compiles again and records what went wrong. Children ignore SIGINT (Ctrl-C is the
 search's to handle) and exit when the pool is closed or their parent dies (even by SIGKILL),
 so no child outlives the search.
 """
@@ -72,7 +72,7 @@ class BuildJob:
 
 def build(job: BuildJob) -> dict[str, Any] | None:
     """Compile into the disk cache; then the SASS count columns, if asked for. None when
-    there are none (not asked for, or the source did not compile: evaluate() records why)."""
+    there are none (not asked for, or the source did not compile: search.measure.evaluate() records why)."""
     from autotune.codegen.nvrtc import compile_source
     from autotune.explain.sass import analyze_cubin
 
@@ -160,7 +160,7 @@ def ready(work: Future | None, limit_s: float = WAIT_S) -> dict[str, Any] | None
         return None
     try:
         return work.result(timeout=limit_s)
-    except Exception:  # failures are the trial's to report, when evaluate() compiles again
+    except Exception:  # failures are the trial's to report, when search.measure.evaluate() compiles again
         return None
 
 
@@ -168,7 +168,7 @@ BuildPlan = Callable[[Config], "BuildJob | None"]
 
 
 def planner(db: sqlite_utils.Database, backend: Backend, limits: Limits) -> BuildPlan:
-    """What the pool should build for a config: nothing when evaluate() would refuse it or
+    """What the pool should build for a config: nothing when search.measure.evaluate() would refuse it or
     reuse a row; the counts too when the backend explains and the kernels table lacks them."""
     arch = backend.provenance["arch"]
     counts = explain.wants_counts(backend)

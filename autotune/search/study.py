@@ -47,12 +47,18 @@ def distributions(families: list[Family]) -> dict[str, BaseDistribution]:
 def suggest(trial: optuna.Trial, families: list[Family]) -> Config | None:
     """The config a trial proposes; None when it proposes a value outside the family's own list."""
     dists = distributions(families)
-    chosen = trial.suggest_categorical("family", dists["family"].choices)  # once: each call asks the sampler
+    chosen = trial.suggest_categorical("family", _choices(dists["family"]))  # once: each call asks the sampler
     family = next(f for f in families if f.name == chosen)
-    values = {p.name: trial.suggest_categorical(p.name, dists[p.name].choices) for p in family.params}
+    values: dict[str, Value] = {p.name: trial.suggest_categorical(p.name, _choices(dists[p.name]))  # type: ignore[misc]
+                                for p in family.params}
     if not within(family, values):
         return None
     return Config(family, tuple(values.items()))
+
+
+def _choices(dist: BaseDistribution) -> list[Value]:
+    assert isinstance(dist, CategoricalDistribution)
+    return list(dist.choices)  # type: ignore[arg-type]
 
 
 def trial_params(config: Config) -> dict[str, Value]:

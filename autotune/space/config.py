@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field, replace
-from typing import Callable, Mapping, Union
+from typing import Any, Callable, Mapping, Union
 
 from autotune.errors import SpaceError
 
 Value = Union[int, str]
-Params = dict[str, Value]
+Params = dict[str, Any]  # values are ints or enum strings, checked by Param.parse and the constraints
 
 # int indexing in the kernels: every matrix must hold fewer than 2**31 elements.
 MAX_ELEMENTS = 2**31 - 1

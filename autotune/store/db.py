@@ -115,7 +115,7 @@ def _ensure_schema(db: sqlite_utils.Database) -> None:
 
 
 def _create_tables(db: sqlite_utils.Database) -> None:
-    db["results"].create(
+    db.table("results").create(
         {"id": int, "kernel": str, "family": str, "backend": str, "M": int, "N": int, "K": int,
          "status": str, "reason": str, "err": float, "time_ms": float, "time_ms_min": float,
          "time_ms_max": float, "reps": int, "tflops": float, "pct_cublas": float, "pct_peak": float,
@@ -125,14 +125,14 @@ def _create_tables(db: sqlite_utils.Database) -> None:
          "created_at": str},
         pk="id", if_not_exists=True,
     )
-    db["results"].create_index(["backend", "gpu_uuid", "M", "N", "K", "kernel", "source_hash"], if_not_exists=True)
-    db["results"].create_index(list(KEY), if_not_exists=True)
-    db["trials"].create({"id": int, "study": str, "number": int, "result_id": int, "cached": int, "worker": str,
+    db.table("results").create_index(["backend", "gpu_uuid", "M", "N", "K", "kernel", "source_hash"], if_not_exists=True)
+    db.table("results").create_index(list(KEY), if_not_exists=True)
+    db.table("trials").create({"id": int, "study": str, "number": int, "result_id": int, "cached": int, "worker": str,
                          "created_at": str}, pk="id", foreign_keys=[("result_id", "results", "id")],
                         if_not_exists=True)
-    db["sources"].create({"source_hash": str, "kernel": str, "family": str, "source": str},
+    db.table("sources").create({"source_hash": str, "kernel": str, "family": str, "source": str},
                          pk="source_hash", if_not_exists=True)
-    db["baselines"].create({"id": int, "backend": str, "gpu_uuid": str, "gpu_name": str, "M": int,
+    db.table("baselines").create({"id": int, "backend": str, "gpu_uuid": str, "gpu_name": str, "M": int,
                             "N": int, "K": int, "time_ms": float, "time_ms_min": float,
                             "time_ms_max": float, "tflops": float, "sm_clock_mhz": int,
                             "library": str, "created_at": str}, pk="id", if_not_exists=True)

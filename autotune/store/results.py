@@ -30,7 +30,9 @@ def find_key(db: sqlite_utils.Database, key: Key) -> dict | None:
 
 def insert_result(db: sqlite_utils.Database, row: dict[str, Any]) -> int:
     row = {**row, "tool_version": __version__, "created_at": now()}
-    return db["results"].insert(row, alter=True).last_pk  # alter: new families add their columns
+    pk = db.table("results").insert(row, alter=True).last_pk  # alter: new families add their columns
+    assert pk is not None
+    return int(pk)
 
 
 def record_result(db: sqlite_utils.Database, row: dict[str, Any]) -> tuple[dict, bool]:
@@ -55,26 +57,26 @@ def copy_result(db: sqlite_utils.Database, row: dict[str, Any], source: str) -> 
         found = find_key(db, tuple(row[k] for k in KEY))  # a copy made meanwhile by another thread
         if found:
             return found
-        copy["id"] = db["results"].insert(copy, alter=True).last_pk
+        copy["id"] = db.table("results").insert(copy, alter=True).last_pk
     return copy
 
 
 def insert_source(db: sqlite_utils.Database, source_hash: str, kernel: str, family: str, source: str) -> None:
     with immediate(db):  # each write takes the lock first: a read-then-write could fail at once under WAL
-        db["sources"].insert({"source_hash": source_hash, "kernel": kernel, "family": family, "source": source},
+        db.table("sources").insert({"source_hash": source_hash, "kernel": kernel, "family": family, "source": source},
                              ignore=True)
 
 
 def insert_trial(db: sqlite_utils.Database, study: str, number: int, result_id: int, cached: bool,
                  worker: str = "") -> None:
     with immediate(db):
-        db["trials"].insert({"study": study, "number": number, "result_id": result_id, "cached": int(cached),
+        db.table("trials").insert({"study": study, "number": number, "result_id": result_id, "cached": int(cached),
                              "worker": worker, "created_at": now()}, alter=True)
 
 
 def insert_baseline(db: sqlite_utils.Database, row: dict[str, Any]) -> None:
     with immediate(db):
-        db["baselines"].insert({**row, "created_at": now()})
+        db.table("baselines").insert({**row, "created_at": now()})
 
 
 def results(db: sqlite_utils.Database, shape: tuple[int, int, int], backend: str = "cuda",
@@ -99,7 +101,7 @@ def best(db: sqlite_utils.Database, shape: tuple[int, int, int], backend: str = 
 
 def result_by_id(db: sqlite_utils.Database, result_id: int) -> dict:
     try:
-        return db["results"].get(result_id)
+        return db.table("results").get(result_id)
     except sqlite_utils.db.NotFoundError:
         raise AutotuneError(f"no result with id {result_id} in the database; list them with "
                             f"`sqlite-utils query DB 'select id, kernel, status from results'`") from None
