@@ -54,3 +54,17 @@ def test_padding_and_x_over_change_the_source():
 def test_config_outside_the_space_is_refused_before_rendering():
     with pytest.raises(SpaceError, match="outside the space: threads per block"):
         render(make_config(TILED, {"T": 64, "bx": 64, "by": 64}))
+
+
+def test_a_bare_checkout_finds_the_top_level_templates():
+    """Run from a checkout without installing (python cli.py, pytest on a GPU node), the
+    templates are the repository's top-level templates/ folder."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    code = ("import sys; sys.modules['autotune.templates'] = None; "  # as if no installed package held them
+            "from autotune.codegen.render import templates_dir; print(templates_dir())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=True)
+    assert Path(out.stdout.strip()) == root / "templates"

@@ -18,7 +18,7 @@ def templates_dir() -> Path:
     try:
         return Path(str(resources.files("autotune.templates")))
     except ModuleNotFoundError:
-        return Path(__file__).resolve().parent.parent / "templates"
+        return Path(__file__).resolve().parents[2] / "templates"
 
 
 @lru_cache(maxsize=1)
