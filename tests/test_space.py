@@ -1,7 +1,9 @@
+import random
+
 import pytest
 
 from autotune.errors import SpaceError
-from autotune.families import NAIVE, TILED
+from autotune.families import FAMILIES, NAIVE, TILED
 from autotune.space import (
     Limits,
     check_shape,
@@ -116,3 +118,25 @@ def test_a_row_written_before_a_parameter_existed_reads_as_the_kernel_it_was():
     assert config_of_row({**row, "BSWAP": 1}).values["BSWAP"] == 1
     with pytest.raises(SpaceError, match="result 7 .* has no value for BM"):
         config_of_row({**row, "BM": None})  # BM has no `absent`: a broken row, said in one line
+
+
+def test_a_constraint_that_reads_an_undeclared_parameter_fails_when_the_family_is_declared():
+    from autotune.space import Constraint, Family, Launch, Param
+
+    def geometry(p, M, N):
+        return Launch((1, 1, 1), (1, 1, 1))
+
+    params = (Param("BM", (32, 64), 32, "rows"),)
+    misspelt = Constraint("BM must be even", ("Bm",), lambda p, _: p["Bm"] % 2 == 0)
+    with pytest.raises(ValueError, match="Bm"):
+        Family("f", "doc", params, (misspelt,), "naive.cu.j2", geometry)
+
+
+@pytest.mark.parametrize("family", list(FAMILIES.values()), ids=list(FAMILIES))
+def test_every_constraint_reads_only_what_it_declares(family):
+    """Each rule is handed only its declared parameters: reading another raises KeyError here."""
+    rng = random.Random(0)
+    for _ in range(300):
+        values = {p.name: rng.choice(p.values) for p in family.params}
+        for c in family.constraints:
+            c.holds(values, Limits())  # raises KeyError if `ok` reads an undeclared parameter
