@@ -7,10 +7,9 @@ import threading
 from dataclasses import dataclass
 
 from autotune import store
-from autotune.api.export import manifest, write_export
 from autotune.backends.outcome import OK, Fault
 from autotune.backends.pool import check_same_model, exit_status, stop_on_signals, worker_specs
-from autotune.codegen.render import render, sha256
+from autotune.codegen.render import render
 from autotune.errors import AutotuneError
 from autotune.space import Config, Family, Limits, combinations, count_valid, enumerate_space, violations
 
@@ -194,31 +193,6 @@ def summary(db, backend, result) -> str:
         pct = f"{r['pct_cublas']:>7.1f}" if r["pct_cublas"] else f"{'-':>7}"
         lines.append(f"  {r['id']:>5}  {r['time_ms']:>8.3f}  {r['tflops']:>8.4g}  {pct}  {r['kernel']}")
     return "\n".join(lines)
-
-
-def export_command(db_path: str, shape: tuple[int, int, int], config: Config | None, output: str):
-    from autotune.families import config_of_row
-
-    db = store.open_db(db_path)
-    row = None
-    if config is None:
-        row = store.best(db, shape)
-        if row is None:
-            raise AutotuneError(f"no verified result for {'x'.join(map(str, shape))} to export; run "
-                                f"`autotune search` first or name a config with --family/-p")
-        config = config_of_row(row)
-    # The measured source as it was stored, not today's render of the config: the templates
-    # evolve, and the numbers in the manifest belong to the code that was timed.
-    source = store.source(db, row["source_hash"]) if row else None
-    if source is None:
-        source = render(config)
-        if row is not None and sha256(source) != row["source_hash"]:
-            row = None  # not stored, and the template has changed since: export it unmeasured
-    source_hash = row["source_hash"] if row else sha256(source)
-    if row is None:  # a named config: attach its measurement at this shape if there is one
-        row = next((r for r in store.results(db, shape, status=OK) if r["source_hash"] == source_hash), None)
-    info = manifest(config, config.geometry(shape[0], shape[1]), shape, source_hash, row)
-    return write_export(output, source, info)
 
 
 def describe_space(family: Family, limits: Limits) -> str:
