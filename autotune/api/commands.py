@@ -84,7 +84,9 @@ def measure_command(shape: tuple[int, int, int], configs: list[Config], seed: in
 def search_command(o: SearchOptions, stop: threading.Event | None = None) -> int:
     """Run the search; print the summary; return the exit status (see pool.exit_status)."""
     from autotune.search.loop import open_storage, run_search
+    from autotune.search.samplers import require
 
+    require(o.sampler)  # a sampler that cannot run is refused before the database is created
     stop = stop or threading.Event()
     if o.kind == "replay":
         check_replay(o.replay_db, o.db_path)
