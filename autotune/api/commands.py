@@ -155,23 +155,35 @@ def _record_baseline(db, backend) -> None:
 
 
 class _Bar:
-    """A tqdm bar over trials with the best so far; plain lines when tqdm is absent."""
+    """Progress over trials with the best so far: a tqdm bar on a terminal; into a file or a
+    pipe (a log) a plain line every tenth of the new measurements instead, since each redraw
+    of a bar would be one more frame in the log."""
 
     def __init__(self, total: int):
         from tqdm import tqdm
 
-        self._bar = tqdm(total=total, unit="new", desc="search", file=sys.stderr, dynamic_ncols=True)
+        self._total, self._new = total, 0
+        self._every = max(1, total // 10)
+        self._bar = (tqdm(total=total, unit="new", desc="search", file=sys.stderr, dynamic_ncols=True)
+                     if sys.stderr.isatty() else None)
 
     def update_with(self, result, done) -> None:
-        if not done.cached and done.row["status"] != "invalid":
-            self._bar.update(1)
+        new = not done.cached and done.row["status"] != "invalid"
         b = result.best
         pct = f" ({b['pct_cublas']:.1f}% cuBLAS)" if b and b.get("pct_cublas") else ""
         best = f"{b['tflops']:.4g} TFLOP/s{pct}" if b else "none yet"
-        self._bar.set_postfix_str(f"trial {result.trials}, best {best}, last {done.row['status']}")
+        state = f"trial {result.trials}, best {best}, last {done.row['status']}"
+        if self._bar is not None:
+            self._bar.update(int(new))
+            self._bar.set_postfix_str(state)
+            return
+        self._new += int(new)
+        if new and (self._new % self._every == 0 or self._new == self._total):
+            print(f"search: {self._new}/{self._total} new, {state}", file=sys.stderr, flush=True)
 
     def close(self) -> None:
-        self._bar.close()
+        if self._bar is not None:
+            self._bar.close()
 
 
 def _progress_bar(total: int) -> _Bar:
