@@ -127,7 +127,7 @@ def resolve_config(db_path: str, family: str | None, params: tuple[str, ...], re
     if result_id is not None and (family or params):
         raise AutotuneError("give either --id or --family/-p, not both")
     if result_id is not None:
-        return config_of_row(store.result_by_id(store.open_db(db_path), result_id))
+        return config_of_row(store.result_by_id(store.open_readonly(db_path), result_id))
     if params and not family:
         raise AutotuneError("-p needs --family (for example --family tiled -p T=32)")
     return make_config(FAMILIES[family], parse_params(params)) if family else None
@@ -205,24 +205,28 @@ def search(M, N, K, family_text, params, sampler, trials, timeout, seed, device,
     sys.exit(search_command(options))
 
 
+def results_options(fn):
+    """Whose results a reading command picks from: one backend, one GPU model."""
+    fn = click.option("--gpu", help="GPU name or UUID (default: the fastest on any GPU in the database)")(fn)
+    return click.option("--backend", type=click.Choice(["cuda", "sim", "replay"]), default="cuda",
+                        show_default=True, help="whose results: the GPU's, the emulator's or a replay's "
+                                                "(never mixed)")(fn)
+
+
 @cli.command()
 @shape_options
 @click.option("--family", type=click.Choice(sorted(FAMILIES)), help="best of one family only")
-@click.option("--gpu", help="GPU name or UUID (default: any GPU in the database)")
-@click.option("--backend", type=click.Choice(["cuda", "sim"]), default="cuda", show_default=True,
-              help="whose results: the GPU's, or the emulator's (never mixed)")
+@results_options
 @click.option("--json", "as_json", is_flag=True, help="print the whole row as JSON")
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
 @friendly
 def best(M, N, K, family, gpu, backend, as_json, db_path) -> None:
     """The best verified config for a shape: its time, TFLOP/s and % of cuBLAS."""
     from autotune.api.commands import format_row
+    from autotune.api.export import find_best
 
     shape = resolve_shape(M, N, K)
-    row = store.best(store.open_db(db_path), shape, backend=backend, gpu=gpu, family=family)
-    if row is None:
-        raise AutotuneError(f"no verified result for {'x'.join(map(str, shape))} in {db_path}; "
-                            f"run `autotune search --M {shape[0]} --N {shape[1]} --K {shape[2]}` first")
+    row = find_best(store.open_readonly(db_path), db_path, shape, backend, gpu, family)
     click.echo(json.dumps(row, indent=2) if as_json else format_row(row))
 
 
@@ -254,15 +258,17 @@ def measure(M, N, K, family, params, result_id, seed, device, backend, kernel_ti
 @cli.command()
 @shape_options
 @config_options
+@results_options
 @click.option("-o", "--output", default="best.cu", show_default=True, help="CUDA file; the manifest goes beside it")
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
 @friendly
-def export(M, N, K, family, params, result_id, output, db_path) -> None:
+def export(M, N, K, family, params, result_id, gpu, backend, output, db_path) -> None:
     """Write a kernel (default: the best for the shape) as CUDA source plus a JSON manifest."""
-    from autotune.api.commands import export_command
+    from autotune.api.export import export_command
 
     shape = resolve_shape(M, N, K)
-    cu, js = export_command(db_path, shape, resolve_config(db_path, family, params, result_id), output)
+    config = resolve_config(db_path, family, params, result_id)
+    cu, js = export_command(db_path, shape, config, output, backend, gpu)
     click.echo(f"wrote {cu} and {js}")
 
 
@@ -332,7 +338,7 @@ def space(family) -> None:
 @click.option("--preset", type=click.Choice(sorted(PRESETS)), default="h200", show_default=True,
               help="device spec for the ceiling model")
 @click.option("--full", is_flag=True, help="print the whole disassembly before the counts")
-@click.option("--db", "db_path", default=default_db, help=DB_HELP + "; the counts are stored in its kernels table")
+@click.option("--db", "db_path", default=default_db, help=DB_HELP + "; read for --id only, never written")
 @friendly
 def sass(family, params, result_id, arch, preset, full, db_path) -> None:
     """Offline SASS counts of one config (FFMA, LDS by width, ...) and its predicted ceilings; no GPU."""
@@ -341,7 +347,7 @@ def sass(family, params, result_id, arch, preset, full, db_path) -> None:
     config = resolve_config(db_path, family, params, result_id)
     if config is None:
         raise AutotuneError("name a config: --family tiled -p T=32 ..., or --id N")
-    click.echo(sass_command(config, arch, preset, db_path, full))
+    click.echo(sass_command(config, arch, preset, full))
 
 
 @cli.command()

@@ -111,3 +111,12 @@ def test_cli_offers_every_sampler_the_search_builds():
     assert cli_module.SAMPLERS == SAMPLERS
     for name in ("tpe", "random", "tpe-mv", "qmc"):
         assert make_sampler(name, 0) is not None
+
+
+@pytest.mark.parametrize("sampler, module", [("qmc", "scipy"), ("gp", "scipy"), ("gp", "torch")])
+def test_a_sampler_whose_module_is_missing_is_skipped(sampler, module, monkeypatch):
+    # QMCSampler imports scipy only when it samples: the benchmark died mid-run without it.
+    monkeypatch.setitem(__import__("sys").modules, module, None)  # hidden, whether installed or not
+    reason = bench.skip_reason(sampler, None, None)
+    assert reason and reason.startswith("skipped:") and module in reason, reason
+    assert samplers.missing("tpe-mv") is None and bench.skip_reason("random", None, None) is None

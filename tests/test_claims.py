@@ -106,6 +106,7 @@ def test_two_hosts_measure_each_config_once(tmp_path, which):
     if which >= len(urls(tmp_path)):
         pytest.skip("AUTOTUNE_TEST_PG is not set: .ci/run starts a PostgreSQL server and sets it")
     url = urls(tmp_path)[which]
+    make_claims("postgresql" if which else "server", tmp_path)  # an empty claims table: the server outlives tests
     study = f"two-hosts-{os.getpid()}-{which}-{tmp_path.name}"
     hosts = [(Host(64, 64, 64), tmp_path / f"host{i}.sqlite") for i in range(2)]
     errors = []

@@ -81,8 +81,21 @@ def test_best_reads_the_database(filled_db):
 
 
 def test_best_with_nothing_recorded(tmp_path):
-    result = run("best", "--M", "64", "--db", str(tmp_path / "empty.sqlite"))
+    # An existing database without results (a missing file is another error: test_user_commands).
+    path = tmp_path / "empty.sqlite"
+    store.open_db(path).conn.close()
+    result = run("best", "--M", "64", "--db", str(path))
     assert result.exit_code == 2 and "run `autotune search --M 64" in result.output
+    assert "from backend cuda" in result.output
+
+
+def test_best_points_at_the_backend_that_has_results(filled_db):
+    # Only sim rows at this shape: the line says so, instead of only "run a search".
+    path, db = filled_db
+    db.execute("update results set backend = 'sim'")
+    db.conn.commit()
+    result = run("best", "--M", "64", "--db", str(path))
+    assert result.exit_code == 2 and "it has some from backend sim (pass --backend)" in result.output
 
 
 def test_export_writes_source_and_manifest(filled_db, tmp_path):

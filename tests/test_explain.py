@@ -87,7 +87,8 @@ def test_a_failing_model_never_stops_the_search(db, monkeypatch, capsys):
 
 
 @needs_nvdisasm
-def test_sass_command_prints_counts_and_stores_them(tmp_path):
+def test_sass_command_prints_counts_and_writes_no_database(tmp_path):
+    # `sass` only reads the database (for --id): it neither creates one nor stores its counts.
     from click.testing import CliRunner
 
     from autotune.cli import cli
@@ -98,10 +99,7 @@ def test_sass_command_prints_counts_and_stores_them(tmp_path):
     out = result.output
     assert "sgemm_tiled_T32_bx32_by32_xcols_pad0" in out and "FFMA 32" in out and "LDS.128 8" in out
     assert "shared loads per FFMA 1.25" in out and "registers" in out and "predicted 13.38" in out
-    from autotune import store
-
-    (row,) = store.open_db(db_path)["kernels"].rows
-    assert row["ffma"] == 32 and row["lds128"] == 8 and row["lds_per_ffma"] == pytest.approx(1.25)
+    assert not db_path.exists()
 
 
 def test_sass_without_nvdisasm_is_one_line(monkeypatch, tmp_path):

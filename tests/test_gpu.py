@@ -74,7 +74,7 @@ def test_unwritten_outputs_are_caught(backend):
 def test_search_and_export_round_trip(backend, tmp_path):
     from cuda.core import Device, LaunchConfig, ObjectCode, Program, ProgramOptions, launch
 
-    from autotune.api.commands import export_command
+    from autotune.api.export import export_command
     from autotune.search.loop import run_search
 
     path = tmp_path / "gpu.sqlite"

@@ -350,6 +350,18 @@ def test_an_unusable_cache_is_one_line(command, tmp_path):
     assert_untouched(db, original)
 
 
+def test_an_unusable_emulator_cache_is_one_line(tmp_path):
+    # The emulator keeps its builds beside the cubins ($AUTOTUNE_CACHE/sim): a file there was a
+    # FileExistsError traceback.
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "sim").write_text("x")
+    args = ["verify", "--backend", "sim", "--family", "naive", "--limit", "1", "--shape", "3x3x3"]
+    line = assert_process_one_line_error(*run_process(args, env_extra={"AUTOTUNE_CACHE": str(cache)}))
+    assert "AUTOTUNE_CACHE" in line and "sim" in line, line
+    assert (cache / "sim").read_text() == "x"
+
+
 def test_qmc_without_scipy_is_one_line_and_creates_nothing(tmp_path):
     # --sampler qmc needs scipy (Optuna's QMCSampler); without it the search created the db and
     # then died with ModuleNotFoundError. scipy is hidden in the child whether installed or not.

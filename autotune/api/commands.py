@@ -7,10 +7,9 @@ import threading
 from dataclasses import dataclass
 
 from autotune import store
-from autotune.api.export import manifest, write_export
 from autotune.backends.outcome import OK, Fault
 from autotune.backends.pool import check_same_model, exit_status, stop_on_signals, worker_specs
-from autotune.codegen.render import render, sha256
+from autotune.codegen.render import render
 from autotune.errors import AutotuneError
 from autotune.space import Config, Family, Limits, combinations, count_valid, enumerate_space, violations
 
@@ -85,7 +84,9 @@ def measure_command(shape: tuple[int, int, int], configs: list[Config], seed: in
 def search_command(o: SearchOptions, stop: threading.Event | None = None) -> int:
     """Run the search; print the summary; return the exit status (see pool.exit_status)."""
     from autotune.search.loop import open_storage, run_search
+    from autotune.search.samplers import require
 
+    require(o.sampler)  # a sampler that cannot run is refused before the database is created
     stop = stop or threading.Event()
     if o.kind == "replay":
         check_replay(o.replay_db, o.db_path)
@@ -154,23 +155,35 @@ def _record_baseline(db, backend) -> None:
 
 
 class _Bar:
-    """A tqdm bar over trials with the best so far; plain lines when tqdm is absent."""
+    """Progress over trials with the best so far: a tqdm bar on a terminal; into a file or a
+    pipe (a log) a plain line every tenth of the new measurements instead, since each redraw
+    of a bar would be one more frame in the log."""
 
     def __init__(self, total: int):
         from tqdm import tqdm
 
-        self._bar = tqdm(total=total, unit="new", desc="search", file=sys.stderr, dynamic_ncols=True)
+        self._total, self._new = total, 0
+        self._every = max(1, total // 10)
+        self._bar = (tqdm(total=total, unit="new", desc="search", file=sys.stderr, dynamic_ncols=True)
+                     if sys.stderr.isatty() else None)
 
     def update_with(self, result, done) -> None:
-        if not done.cached and done.row["status"] != "invalid":
-            self._bar.update(1)
+        new = not done.cached and done.row["status"] != "invalid"
         b = result.best
         pct = f" ({b['pct_cublas']:.1f}% cuBLAS)" if b and b.get("pct_cublas") else ""
         best = f"{b['tflops']:.4g} TFLOP/s{pct}" if b else "none yet"
-        self._bar.set_postfix_str(f"trial {result.trials}, best {best}, last {done.row['status']}")
+        state = f"trial {result.trials}, best {best}, last {done.row['status']}"
+        if self._bar is not None:
+            self._bar.update(int(new))
+            self._bar.set_postfix_str(state)
+            return
+        self._new += int(new)
+        if new and (self._new % self._every == 0 or self._new == self._total):
+            print(f"search: {self._new}/{self._total} new, {state}", file=sys.stderr, flush=True)
 
     def close(self) -> None:
-        self._bar.close()
+        if self._bar is not None:
+            self._bar.close()
 
 
 def _progress_bar(total: int) -> _Bar:
@@ -194,31 +207,6 @@ def summary(db, backend, result) -> str:
         pct = f"{r['pct_cublas']:>7.1f}" if r["pct_cublas"] else f"{'-':>7}"
         lines.append(f"  {r['id']:>5}  {r['time_ms']:>8.3f}  {r['tflops']:>8.4g}  {pct}  {r['kernel']}")
     return "\n".join(lines)
-
-
-def export_command(db_path: str, shape: tuple[int, int, int], config: Config | None, output: str):
-    from autotune.families import config_of_row
-
-    db = store.open_db(db_path)
-    row = None
-    if config is None:
-        row = store.best(db, shape)
-        if row is None:
-            raise AutotuneError(f"no verified result for {'x'.join(map(str, shape))} to export; run "
-                                f"`autotune search` first or name a config with --family/-p")
-        config = config_of_row(row)
-    # The measured source as it was stored, not today's render of the config: the templates
-    # evolve, and the numbers in the manifest belong to the code that was timed.
-    source = store.source(db, row["source_hash"]) if row else None
-    if source is None:
-        source = render(config)
-        if row is not None and sha256(source) != row["source_hash"]:
-            row = None  # not stored, and the template has changed since: export it unmeasured
-    source_hash = row["source_hash"] if row else sha256(source)
-    if row is None:  # a named config: attach its measurement at this shape if there is one
-        row = next((r for r in store.results(db, shape, status=OK) if r["source_hash"] == source_hash), None)
-    info = manifest(config, config.geometry(shape[0], shape[1]), shape, source_hash, row)
-    return write_export(output, source, info)
 
 
 def describe_space(family: Family, limits: Limits) -> str:

@@ -1,51 +1,146 @@
-"""Export a kernel as standalone CUDA source plus a JSON launch manifest.
+"""Export a kernel as standalone CUDA source plus a JSON launch manifest; and the row that
+`best` shows and `export` writes by default (find_best). Both only read the database.
 
 The manifest says everything another program needs to launch the kernel: its name, the
-signature, grid and block for the recorded shape, dynamic shared memory, and what was
-measured (time, TFLOP/s, % of cuBLAS, GPU).
+signature, grid and block for the recorded shape, dynamic shared memory (and whether it needs
+the opt-in above 48 KiB), and what was measured (time, TFLOP/s, % of cuBLAS, GPU).
 """
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
+import sqlite_utils
+
+from autotune import store
+from autotune.backends.outcome import OK
+from autotune.codegen.render import render, sha256
 from autotune.errors import AutotuneError
+from autotune.families import config_of_row
 from autotune.space import Config, Launch
 
 SIGNATURE = "(const float* A, const float* B, float* C, int M, int N, int K)"
 MEASURED = ("id", "time_ms", "time_ms_min", "time_ms_max", "tflops", "pct_cublas", "pct_peak", "cublas_ms",
             "sm_clock_mhz", "gpu_name", "gpu_uuid", "arch", "nvrtc_version", "driver_version", "created_at")
+# Above this a launch fails unless cudaFuncAttributeMaxDynamicSharedMemorySize was raised first.
+SHARED_OPTIN_BYTES = 48 * 1024
 
+
+# --------------------------------------------------------------------------- the best row
+
+def check_gpu(db: sqlite_utils.Database, db_path: str, gpu: str) -> None:
+    """A --gpu that matches no result's GPU name or UUID is a typo, not "nothing measured yet"."""
+    known = store.gpus(db)
+    if any(gpu in pair for pair in known):
+        return
+    names = sorted({name for name, _ in known if name})
+    raise AutotuneError(f"no results on GPU {gpu!r} in {db_path}; its GPUs: {', '.join(names) or 'none'} "
+                        f"(--gpu takes a GPU name or UUID)")
+
+
+def find_best(db: sqlite_utils.Database, db_path: str, shape: tuple[int, int, int], backend: str = "cuda",
+              gpu: str | None = None, family: str | None = None) -> dict:
+    """The fastest verified row of one backend (and GPU, family); a one-line error naming where it looked."""
+    if gpu:
+        check_gpu(db, db_path, gpu)
+    row = store.best(db, shape, backend=backend, gpu=gpu, family=family)
+    if row is None:
+        raise AutotuneError(nothing_found(db, db_path, shape, backend, gpu, family))
+    return row
+
+
+def nothing_found(db: sqlite_utils.Database, db_path: str, shape: tuple[int, int, int], backend: str,
+                  gpu: str | None, family: str | None) -> str:
+    M, N, K = shape
+    what = f"{family} result" if family else "result"
+    where = f" on {gpu}" if gpu else ""
+    search = f"autotune search --M {M} --N {N} --K {K}" + (f" --backend {backend}" if backend != "cuda" else "")
+    if backend == "replay":
+        search += " --replay-db DATASET"
+    others = [b for b in store.backends_with_ok(db, shape) if b != backend]
+    hint = f"it has some from backend {', '.join(others)} (pass --backend), or run `{search}`" if others \
+        else f"run `{search}` first"
+    return f"no verified {what} for {M}x{N}x{K} from backend {backend}{where} in {db_path}; {hint}"
+
+
+# --------------------------------------------------------------------------- the export
 
 def manifest(config: Config, launch: Launch, shape: tuple[int, int, int], source_hash: str,
-             row: dict | None) -> dict:
+             row: dict | None, kernel: str | None = None) -> dict:
+    """`kernel`: the name in the exported source (a stored source keeps the name it was rendered
+    under, which for rows older than a parameter is not today's config.name)."""
     M, N, K = shape
+    name = kernel or config.name
+    optin = launch.shared_bytes > SHARED_OPTIN_BYTES
     return {
-        "kernel": config.name,
+        "kernel": name,
         "family": config.family.name,
         "params": config.values,
-        "signature": f'extern "C" __global__ void {config.name}{SIGNATURE}',
+        "signature": f'extern "C" __global__ void {name}{SIGNATURE}',
         "layout": "row-major FP32: C[M,N] = A[M,K] * B[K,N]",
         "shape": {"M": M, "N": N, "K": K},
         "grid": list(launch.grid),
         "block": list(launch.block),
         "dynamic_shared_bytes": launch.shared_bytes,
+        "needs_shared_optin": optin,
+        "shared_optin": (f"cudaFuncSetAttribute({name}, cudaFuncAttributeMaxDynamicSharedMemorySize, "
+                         f"{launch.shared_bytes}) once before the first launch" if optin else None),
         "source_hash": source_hash,
         "measured": {k: row.get(k) for k in MEASURED} if row else None,
     }
 
 
+def export_command(db_path: str, shape: tuple[int, int, int], config: Config | None, output: str,
+                   backend: str = "cuda", gpu: str | None = None) -> tuple[Path, Path]:
+    """Write the best kernel for the shape (or the named config) and its manifest."""
+    output_paths(output)  # a path that cannot be written is refused before anything is read
+    db = store.open_readonly(db_path)
+    row = None
+    if config is None:
+        row = find_best(db, db_path, shape, backend, gpu)
+        config = config_of_row(row)
+    elif gpu:
+        check_gpu(db, db_path, gpu)
+    # The measured source as it was stored, not today's render of the config: the templates
+    # evolve, and the numbers in the manifest belong to the code that was timed.
+    source = store.source(db, row["source_hash"]) if row else None
+    if source is None:
+        source = render(config)
+        if row is not None and sha256(source) != row["source_hash"]:
+            row = None  # not stored, and the template has changed since: export it unmeasured
+    source_hash = row["source_hash"] if row else sha256(source)
+    if row is None:  # a named config: attach its measurement at this shape if there is one
+        row = next((r for r in store.results(db, shape, backend, gpu, OK) if r["source_hash"] == source_hash), None)
+    info = manifest(config, config.geometry(shape[0], shape[1]), shape, source_hash, row,
+                    row["kernel"] if row else None)
+    return write_export(output, source, info)
+
+
 def output_paths(out: str) -> tuple[Path, Path]:
+    """The .cu and its .json beside it, refused with one line unless both can be written."""
     path = Path(out)
     if path.suffix != ".cu":
         raise AutotuneError(f"export file {out!r} must end in .cu (the manifest goes beside it as .json)")
-    if not path.parent.is_dir():
-        raise AutotuneError(f"export folder {str(path.parent)!r} does not exist; create it or choose another -o")
-    return path, path.with_suffix(".json")
+    folder = path.parent
+    if not folder.exists():
+        raise AutotuneError(f"export folder {str(folder)!r} does not exist; create it or choose another -o")
+    if not folder.is_dir():
+        raise AutotuneError(f"export folder {str(folder)!r} is a file, not a folder; choose another -o")
+    pair = (path, path.with_suffix(".json"))
+    for p in pair:
+        if p.is_dir():
+            raise AutotuneError(f"cannot export to {str(p)!r}: it is a folder; choose another -o")
+    if not os.access(folder, os.W_OK | os.X_OK) or any(p.exists() and not os.access(p, os.W_OK) for p in pair):
+        raise AutotuneError(f"cannot write {str(path)!r} and its .json in {str(folder)!r}; choose another -o")
+    return pair
 
 
 def write_export(out: str, source: str, info: dict) -> tuple[Path, Path]:
     cu, js = output_paths(out)
-    cu.write_text(source)
-    js.write_text(json.dumps(info, indent=2) + "\n")
+    try:
+        cu.write_text(source)
+        js.write_text(json.dumps(info, indent=2) + "\n")
+    except OSError as exc:  # a full disk, or the folder changed since the check
+        raise AutotuneError(f"cannot write the export {out!r}: {exc}; choose another -o") from None
     return cu, js

@@ -195,13 +195,11 @@ def format_counts(report: SassReport, model: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def sass_command(config: Config, arch: str, preset: str, db_path: str | None, full: bool = False) -> str:
-    """Compile, disassemble and count one config; record the counts in the kernels table."""
+def sass_command(config: Config, arch: str, preset: str, full: bool = False) -> str:
+    """Compile, disassemble and count one config. Nothing is stored: `sass` only reads the
+    results database (for --id), which may be a committed dataset or a read-only file."""
     find_nvdisasm()  # a missing tool is an error here, with the install hint
-    source = render(config)
-    report = analyze_source(config, source, arch)
+    report = analyze_source(config, render(config), arch)
     counts = count_columns(report)
-    if db_path:
-        save_counts(store.open_db(db_path), config, source, arch, counts)
     text = format_counts(report, model_columns(config, counts, PRESETS[preset]))
     return report.sass + "\n" + text if full else text

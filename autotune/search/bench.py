@@ -178,12 +178,8 @@ def skip_reason(sampler: str, ds: Dataset, ceilings: dict | None) -> str | None:
     """Why a sampler is left out for this dataset, or None to run it."""
     if sampler == "cmaes":
         return samplers.CMAES_NOTE
-    if sampler == "gp":
-        try:
-            import scipy  # noqa: F401
-            import torch  # noqa: F401
-        except ImportError:
-            return "skipped: needs torch and scipy (pip install 'autotune[bench]')"
+    if samplers.missing(sampler):
+        return f"skipped: {samplers.missing(sampler)}"
     if sampler == "model" and not ceilings:
         return "skipped: no ceilings file (benchmarks/model_ceilings.py writes it)"
     if sampler == "model" and not any(ceilings.get(c.name) for c in ds.space):

@@ -11,7 +11,7 @@ Names:
             parameters (conditional spaces split into groups) instead of one parameter at a time.
             The search's default: it needed the fewest trials of the samplers that work on any
             space on both exhaustive H200 datasets (docs/BENCHMARKS.md).
-  qmc       Optuna's QMCSampler (Sobol, scrambled), a space-filling baseline.
+  qmc       Optuna's QMCSampler (Sobol, scrambled), a space-filling baseline (needs scipy).
   model     our own, `ModelSampler`: bound to predicted ceilings by `bind()`, see its doc.
 CMA-ES does not apply: every parameter here is categorical (a choice among listed values),
 which Optuna's CmaEsSampler does not model; it would sample them all with its independent
@@ -23,6 +23,7 @@ dataset's configs) to names for the duration of a run with `bind(name, factory)`
 from __future__ import annotations
 
 import contextlib
+import importlib
 import random
 import warnings
 from typing import Any, Callable, Iterator
@@ -41,12 +42,32 @@ CMAES_NOTE = ("does not apply: every parameter is categorical, which CmaEsSample
               "(it would be random search under another name)")
 
 
+# Modules a sampler needs beyond Optuna's own: Optuna imports them lazily, so without them a
+# search would start (and create its database) and then fail at the first trial.
+NEEDS: dict[str, tuple[str, ...]] = {"gp": ("scipy", "torch"), "qmc": ("scipy",)}
+
+
+def missing(name: str) -> str | None:
+    """Why sampler `name` cannot run here (a module it needs is not installed), or None."""
+    needed = NEEDS.get(name, ())
+    for module in needed:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            return (f"sampler {name} needs {' and '.join(needed)}, and {module} is not installed: "
+                    f"pip install 'autotune[bench]'")
+    return None
+
+
+def require(name: str) -> None:
+    """Refuse, in one line, a sampler whose dependencies are missing (before anything starts)."""
+    reason = missing(name)
+    if reason:
+        raise AutotuneError(reason)
+
+
 def _gp(seed: int | None) -> BaseSampler:
-    try:
-        import scipy  # noqa: F401  (GPSampler imports them lazily, then fails mid-search)
-        import torch  # noqa: F401
-    except ImportError as exc:
-        raise AutotuneError(f"sampler gp needs torch and scipy ({exc}): pip install 'autotune[bench]'") from None
+    require("gp")
     # deterministic_objective: a replayed time is the same every time it is asked
     return optuna.samplers.GPSampler(seed=seed, deterministic_objective=True, warn_independent_sampling=False)
 
@@ -55,6 +76,7 @@ BUILTIN: dict[str, Factory] = {
     "gp": _gp,
     # constant_liar: trials asked ahead (compile-ahead, other workers) count as pending, as for tpe
     "tpe-mv": lambda seed: optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True, constant_liar=True),
+    # needs scipy only when it samples: search_command and the benchmark check first (require, missing)
     "qmc": lambda seed: optuna.samplers.QMCSampler(seed=seed, scramble=True, warn_independent_sampling=False),
 }
 _BOUND: dict[str, Factory] = {}

@@ -18,9 +18,12 @@ from autotune.store.claims import (
 from autotune.store.db import DEFAULT_DB, KEY, check_path, immediate, now, open_db, open_readonly, path_of
 from autotune.store.results import (
                                    Key,
+                                   backends_with_ok,
+                                   baselines,
                                    best,
                                    copy_result,
                                    find_key,
+                                   gpus,
                                    insert_baseline,
                                    insert_result,
                                    insert_source,
@@ -30,10 +33,11 @@ from autotune.store.results import (
                                    result_by_id,
                                    results,
                                    source,
+                                   trial_results,
 )
 
 __all__ = ["CLAIM_TTL_S", "DEFAULT_DB", "DONE", "KEY", "MINE", "TAKEN", "Claimed", "Claims", "FileClaims",
-           "HostAndServer", "Key", "Owner", "ServerClaims", "alive", "best", "check_path", "claims_for",
-           "copy_result", "find_key", "immediate", "insert_baseline", "insert_result", "insert_source",
-           "insert_trial", "key_of", "now", "open_db", "open_readonly", "path_of", "record_result",
-           "result_by_id", "results", "shares_claims", "source"]
+           "HostAndServer", "Key", "Owner", "ServerClaims", "alive", "backends_with_ok", "baselines", "best",
+           "check_path", "claims_for", "copy_result", "find_key", "gpus", "immediate", "insert_baseline",
+           "insert_result", "insert_source", "insert_trial", "key_of", "now", "open_db", "open_readonly", "path_of",
+           "record_result", "result_by_id", "results", "shares_claims", "source", "trial_results"]

@@ -154,8 +154,8 @@ def open_readonly(path: str | Path) -> sqlite_utils.Database:
         conn = sqlite3.connect(f"{path.absolute().as_uri()}?{_read_mode(path)}", uri=True, check_same_thread=False)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except sqlite3.DatabaseError as exc:
-        raise AutotuneError(f"cannot read database {path}: {exc}; pass --db with a results database") from None
+    except (OSError, sqlite3.DatabaseError) as exc:  # unreadable, not SQLite, corrupt
+        raise AutotuneError(f"cannot open database {path}: {exc}; pass --db with a results database") from None
     check_tables(path, tables, conn)
     return sqlite_utils.Database(conn)
 

@@ -108,5 +108,42 @@ def result_by_id(db: sqlite_utils.Database, result_id: int) -> dict:
 
 
 def source(db: sqlite_utils.Database, source_hash: str) -> str | None:
+    """The stored source, or None (a dataset recorded without a sources table has none)."""
+    if "sources" not in db.table_names():
+        return None
     rows = list(db.query("SELECT source FROM sources WHERE source_hash = ?", [source_hash]))
     return rows[0]["source"] if rows else None
+
+
+def gpus(db: sqlite_utils.Database) -> list[tuple[str, str]]:
+    """Every (gpu_name, gpu_uuid) that has a result, whatever the backend and shape."""
+    rows = db.execute("SELECT DISTINCT gpu_name, gpu_uuid FROM results ORDER BY gpu_name, gpu_uuid").fetchall()
+    return [(name or "", uuid or "") for name, uuid in rows]
+
+
+def backends_with_ok(db: sqlite_utils.Database, shape: tuple[int, int, int]) -> list[str]:
+    """The backends that have a verified result at this shape."""
+    rows = db.execute("SELECT DISTINCT backend FROM results WHERE status = ? AND M = ? AND N = ? AND K = ? "
+                      "ORDER BY backend", [OK, *shape]).fetchall()
+    return [r[0] for r in rows]
+
+
+def baselines(db: sqlite_utils.Database, shape: tuple[int, int, int], gpu: str | None = None) -> list[dict]:
+    """The cuBLAS baselines recorded for a shape (one per session); none in a dataset without the table."""
+    if "baselines" not in db.table_names():
+        return []
+    where, args = "M = ? AND N = ? AND K = ?", list(shape)
+    if gpu:
+        where += " AND (gpu_uuid = ? OR gpu_name = ?)"
+        args += [gpu, gpu]
+    return list(db.query(f"SELECT * FROM baselines WHERE {where} ORDER BY id", args))
+
+
+def trial_results(db: sqlite_utils.Database, shape: tuple[int, int, int], gpu: str | None = None) -> list[dict]:
+    """Each trial at a shape with its result's status and TFLOP/s, by study and trial number."""
+    if "trials" not in db.table_names():
+        return []
+    sql = ("SELECT t.study, t.number, r.status, r.tflops FROM trials t JOIN results r ON r.id = t.result_id "
+           "WHERE r.M = ? AND r.N = ? AND r.K = ?" + (" AND (r.gpu_uuid = ? OR r.gpu_name = ?)" if gpu else "")
+           + " ORDER BY t.study, t.number")
+    return list(db.query(sql, [*shape, *([gpu, gpu] if gpu else [])]))

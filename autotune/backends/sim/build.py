@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 
 from autotune.backends.sim.errors import SimError
-from autotune.codegen.nvrtc import cache_dir
+from autotune.codegen.nvrtc import cache_dir, usable_dir
 from autotune.codegen.render import sha256
 
 # -O1: measured on the test suite, compiles as fast as -O0 (~0.1 s a kernel) and runs a
@@ -56,9 +56,7 @@ def support_text(filename: str) -> str:
 
 
 def sim_cache() -> Path:
-    path = cache_dir().parent / "sim"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return usable_dir(cache_dir().parent / "sim")
 
 
 def _key(*parts: str) -> str:
