@@ -214,3 +214,15 @@ def test_unknown_group_missing_file_and_emulator_limit_are_one_line(tmp_path):
         assert result.exit_code == 2 and result.output.startswith("error: ") and message in result.output, result.output
         assert len(result.output.strip().splitlines()) == 1
     assert not (tmp_path / "s.sqlite").exists()
+
+
+def test_no_gpu_is_one_line_before_any_shape(tmp_path):
+    from autotune.backends.cuda.device import no_device_reason
+
+    if no_device_reason() is None:
+        pytest.skip("a CUDA device answers here")
+    result = CliRunner().invoke(cli, ["suite", "--shapes", str(shapes_file(tmp_path, (64, 64, 64, "a"))),
+                                      "--db", str(tmp_path / "s.sqlite"), "-o", str(tmp_path / "out")])
+    assert result.exit_code == 2 and result.output.startswith("error: no CUDA device found"), result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert not (tmp_path / "s.sqlite").exists() and not (tmp_path / "out").exists()

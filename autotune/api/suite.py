@@ -18,7 +18,7 @@ from typing import Any
 
 from autotune import store
 from autotune.api.commands import SearchOptions, check_replay, search_command
-from autotune.backends.pool import exit_status, stop_on_signals
+from autotune.backends.pool import exit_status, stop_on_signals, visible_devices
 from autotune.errors import AutotuneError, NoDeviceError
 from autotune.explain.model import PRESETS
 from autotune.explain.suite import Suite, SuiteShape, suite_device, suite_rows, summary_lines, write_suite
@@ -125,9 +125,11 @@ def stem(device: str | None, kind: str) -> str:
 
 
 def check_backend(o: SuiteOptions, shapes: list[SuiteShape]) -> None:
-    """What can be refused before anything starts: the database path, the replay dataset, the
-    emulator's size limit."""
+    """What can be refused before anything starts: the database path, a missing GPU, the replay
+    dataset, the emulator's size limit."""
     store.check_path(o.db_path)
+    if o.kind == "cuda" and o.devices is None:
+        visible_devices()  # no GPU: one error now, not one per shape
     if o.kind == "replay":
         check_replay(o.replay_db, o.db_path)
     if o.kind == "sim":
