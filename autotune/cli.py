@@ -366,6 +366,32 @@ def report(M, N, K, db_path, output, preset, gpu, arch) -> None:
     click.echo(f"wrote {report_command(db_path, resolve_shape(M, N, K), output, preset, gpu, arch)}")
 
 
+@cli.command()
+@click.option("--shapes", "shapes_path", default="benchmarks/shapes.toml", show_default=True,
+              help="TOML file of shapes, each with its group (Python 3.11+)")
+@click.option("--group", "groups", multiple=True, help="only this group's shapes (repeat for others)")
+@click.option("--trials", type=click.IntRange(min=1), default=20, show_default=True, help="new configs per shape")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
+              help="seconds of search per shape")
+@click.option("--total-timeout", type=click.FloatRange(min=0, min_open=True),
+              help="seconds for the whole suite: a shape gets at most its share of what is left")
+@click.option("--family", "family_text", default=",".join(FAMILIES), show_default=True, help="families to search")
+@click.option("--backend", type=click.Choice(["cuda", "sim", "replay"]), default="cuda", show_default=True)
+@click.option("--replay-db", type=click.Path(dir_okay=False), help="recorded database for --backend replay")
+@click.option("--no-tune", is_flag=True, help="tune nothing: write the outputs from --db as it is")
+@click.option("--db", "db_path", default=default_db, help=DB_HELP)
+@click.option("-o", "--out", default="benchmarks/data", show_default=True, help="folder for the JSON, .md and .png")
+@friendly
+def suite(shapes_path, groups, trials, timeout, total_timeout, family_text, backend, replay_db, no_tune, db_path,
+          out) -> None:
+    """Tune every shape of a shapes file with one budget; write each shape's best against cuBLAS (same
+    process) and its roofline as JSON, a markdown table and a plot."""
+    from autotune.api.suite import SuiteOptions, run_suite
+
+    sys.exit(run_suite(SuiteOptions(shapes_path, db_path, out, parse_families(family_text), trials, timeout,
+                                    total_timeout, kind=backend, replay_db=replay_db, groups=groups, tune=not no_tune)))
+
+
 def main() -> None:
     cli(prog_name="autotune")
 

@@ -13,9 +13,11 @@ from autotune import store
 from autotune.cli import cli
 from autotune.explain import counts as ex
 from autotune.explain.ladder import flat_ceiling, verdict
+from autotune.explain.model import PRESETS
 from autotune.explain.page import PLOTS, write_page
 from autotune.explain.plots import write_plots
 from autotune.explain.report import build
+from autotune.explain.roofline import roofline
 
 H200_DB = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "h200-4096-issue2-run1.sqlite"
 SHAPE = (4096, 4096, 4096)
@@ -107,6 +109,20 @@ def test_best_is_store_best_and_cublas_comes_from_baselines(made):
     assert data.best.row["id"] == best["id"] and data.top[0].row["id"] == best["id"]
     assert f"| best found (search) | `{best['kernel']}` | {best['time_ms']:.3f} |" in page
     assert data.cublas["count"] == 8 and 2.6 < data.cublas["time_ms"] < 2.8
+
+
+@needs_nvdisasm
+def test_page_gives_the_shapes_roofline_and_each_top_rows_share_of_it(made):
+    data, _, _, page = made
+    r = roofline(*SHAPE, PRESETS["h200"])
+    assert f"Roofline at this shape: {r.ms:.4g} ms, **compute-bound**" in page
+    assert f"DRAM floor {r.dram_ms:.4g} ms" in page
+    best = data.best.row
+    assert f"The best verified kernel runs at {100 * r.ms / best['time_ms']:.1f}% of it, cuBLAS at " \
+           f"{100 * r.ms / data.cublas['time_ms']:.1f}%." in page
+    assert "| % of roofline |" in page
+    first = next(line for line in page.splitlines() if line.startswith(f"| #1 | {best['id']} |"))
+    assert f"| {100 * r.ms / best['time_ms']:.1f}% |" in first
 
 
 @needs_nvdisasm

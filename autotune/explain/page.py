@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any
 
 from autotune.explain.ladder import FLAT_TS, Line, ReportData, verdict
+from autotune.explain.roofline import pct_of_roofline, roofline
 
 PAGE = "report.md"
 PLOTS = {"ladder": "ladder.png", "ceilings": "ceilings_vs_T.png", "progress": "progress.png"}
@@ -64,14 +65,29 @@ def ceilings_table(data: ReportData) -> list[str]:
 
 
 def top_table(data: ReportData) -> list[str]:
-    out = ["| rank | result id | config | ms | TFLOP/s | % of cuBLAS | LDS/FFMA | binding ceiling "
+    out = ["| rank | result id | config | ms | TFLOP/s | % of cuBLAS | % of roofline | LDS/FFMA | binding ceiling "
            "| measured / ceiling |",
-           "|--:|--:|---|--:|--:|--:|--:|---|--:|"]
+           "|--:|--:|---|--:|--:|--:|--:|--:|---|--:|"]
     for line in data.top:
         r, m = line.row, line.model
         out.append(f"| {line.label} | {r['id']} | `{line.config.name}` | {r['time_ms']:.3f} | {r['tflops']:.2f} | "
-                   f"{fmt(r.get('pct_cublas'), '.1f', '%')} | {fmt(m.get('lds_per_ffma'), '.3g')} | "
-                   f"{ceiling_text(m)} | {fmt(line.ratio, '.0%')} |")
+                   f"{fmt(r.get('pct_cublas'), '.1f', '%')} | "
+                   f"{pct_of_roofline(*data.shape, r['time_ms'], data.spec):.1f}% | "
+                   f"{fmt(m.get('lds_per_ffma'), '.3g')} | {ceiling_text(m)} | {fmt(line.ratio, '.0%')} |")
+    return out
+
+
+def roofline_lines(data: ReportData) -> list[str]:
+    """The shape's roofline under the report's spec, and how close the best row and cuBLAS come."""
+    r = roofline(*data.shape, data.spec)
+    bound = "memory-bound" if r.memory_bound else "compute-bound"
+    out = [f"Roofline at this shape: {r.ms:.4g} ms, **{bound}** (FMA floor {r.fma_ms:.4g} ms: 2MNK at the FMA "
+           f"peak; DRAM floor {r.dram_ms:.4g} ms: A and B read once and C written once at "
+           f"{data.spec.dram_gbps:.0f} GB/s)."]
+    if data.best:
+        out.append(f"The best verified kernel runs at {pct_of_roofline(*data.shape, data.best.row['time_ms'], data.spec):.1f}% "
+                   f"of it" + (f", cuBLAS at {pct_of_roofline(*data.shape, data.cublas['time_ms'], data.spec):.1f}%."
+                               if data.cublas else "."))
     return out
 
 
@@ -85,6 +101,7 @@ def header(data: ReportData) -> list[str]:
         f"{s.name}, {s.sm_count} SMs at {s.clock_mhz:.0f} MHz, {s.dram_gbps:.0f} GB/s DRAM, FP32 FMA peak "
         f"{s.fma_tflops:.1f} TFLOP/s. SASS counts come from compiling each measured source offline "
         f"(NVRTC + nvdisasm); this page was made without a GPU.",
+        "", " ".join(roofline_lines(data)),
     ]
 
 
@@ -108,6 +125,9 @@ NOTES = [
     "- **global**: every operand read from DRAM once per tile, T/4 FLOP per byte (1/4 for naive). It "
     "ignores L1/L2, so the naive kernels run far *above* it (measured/ceiling > 100%): the caches serve "
     "most of their loads (seed chapter, section 4). For them it is a bound on DRAM traffic, not on speed.",
+    "- **roofline** (the shape's, not a kernel's): the larger of the FMA floor, 2MNK at the FMA peak, and the "
+    "DRAM floor, every operand read once and C written once at the DRAM bandwidth. *% of roofline* = roofline "
+    "time over measured time; where the DRAM floor is the larger the shape is memory-bound.",
     "- Occupancy (warps per SM) is reported in the tables but does not enter the prediction.",
     "- *measured / ceiling* = measured TFLOP/s over the binding ceiling.",
 ]

@@ -16,6 +16,7 @@ from autotune.backends.base import Backend
 from autotune.backends.outcome import INVALID, OK, Fault, Outcome, tflops
 from autotune.codegen.render import template_hash
 from autotune.explain import counts as explain
+from autotune.explain.roofline import roofline_columns
 from autotune.search.plan import Plan, plan
 from autotune.space import Config, Limits
 from autotune.store.claims import DONE, TAKEN, Claims, FileClaims, Owner
@@ -100,6 +101,7 @@ def _record(db: sqlite_utils.Database, backend: Backend, base: dict, outcome: Ou
     if outcome.timing:
         row |= _rates(backend, outcome.timing.median_ms, peak_tflops)
     row |= explain.measured_over_ceiling(row)
+    row |= roofline_columns(row, explain.DEFAULT_SPEC)  # the shape's floors: any backend, no SASS needed
     stored, inserted = store.record_result(db, row)  # a refused config raced by two workers: one row
     return Evaluated(stored, cached=not inserted)
 
