@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from autotune import store
 from autotune.api.export import manifest, write_export
 from autotune.backends.outcome import OK, Fault
-from autotune.backends.pool import check_same_model, exit_status, stop_on_signals, worker_specs
+from autotune.backends.pool import check_kernel_timeout, check_same_model, exit_status, stop_on_signals, worker_specs
 from autotune.codegen.render import render, sha256
 from autotune.errors import AutotuneError
 from autotune.space import Config, Family, Limits, combinations, count_valid, enumerate_space, violations
@@ -51,6 +51,7 @@ def _start(specs: list, db_path: str) -> tuple[list, object]:
     store.check_path(db_path)
     workers = start_workers(specs)
     try:
+        check_kernel_timeout(workers)
         db = store.open_db(db_path)
         for w in workers:
             if w.baseline:

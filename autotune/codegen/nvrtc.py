@@ -12,6 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from autotune.codegen.render import sha256
+from autotune.errors import EnvironmentFault
 
 OPTIONS_VERSION = "std=c++17;O3"  # part of the cache key: change it when the options change
 
@@ -43,8 +44,19 @@ def cache_dir() -> Path:
     root = os.environ.get("AUTOTUNE_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "autotune"
     )
-    path = Path(root) / "cubins"
-    path.mkdir(parents=True, exist_ok=True)
+    return usable_folder(Path(root) / "cubins")
+
+
+def usable_folder(path: Path) -> Path:
+    """A cache folder, created if need be. One that cannot be made or written is the machine's
+    fault, not a kernel's: it would fail every compile the same way."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise EnvironmentFault(f"cannot use the kernel cache {path}: {exc.strerror or exc}; set AUTOTUNE_CACHE "
+                               f"to a writable folder") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise EnvironmentFault(f"cannot write the kernel cache {path}; set AUTOTUNE_CACHE to a writable folder")
     return path
 
 
