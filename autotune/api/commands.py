@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from autotune import store
 from autotune.api.export import manifest, write_export
-from autotune.backends.outcome import OK, Fault
+from autotune.backends.outcome import FAILED, OK, Fault
 from autotune.backends.pool import check_kernel_timeout, check_same_model, exit_status, stop_on_signals, worker_specs
 from autotune.codegen.render import render, sha256
 from autotune.errors import AutotuneError
@@ -41,6 +41,7 @@ class SearchOptions:
     kernel_timeout: float | None = None
     replay_db: str | None = None  # --backend replay: the recorded database that answers
     compile_jobs: int | None = None  # processes compiling ahead for GPU workers (None: pipeline.default_jobs())
+    remeasure: str | None = None  # "failed": measure again the configs whose recorded row is a kernel's failure
 
 
 def _start(specs: list, db_path: str) -> tuple[list, object]:
@@ -104,7 +105,7 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None) -> int
             result = run_search(db, workers, o.families, first.limits, sampler=o.sampler, trials=o.trials,
                                 timeout=o.timeout, seed=o.seed, peak_tflops=first.peak_tflops,
                                 progress=bar.update_with, storage=storage, study=o.study, stop=stop,
-                                compile_jobs=o.compile_jobs)
+                                compile_jobs=o.compile_jobs, remeasure=FAILED if o.remeasure == "failed" else ())
     finally:
         if bar:
             bar.close()
