@@ -98,6 +98,9 @@ def parse_choices(params: tuple[str, ...]) -> dict[str, list[str]]:
         values = [v.strip() for v in value.split(",") if v.strip()]
         if not sep or not name.strip() or not values:
             raise AutotuneError(f"-p {item!r} is not NAME=VALUE (for example -p T=32, or -p BM=64,128 in search/measure)")
+        if name.strip() in out:  # the second would silently replace the first
+            raise AutotuneError(f"-p {name.strip()} is given twice; give its values once, comma-separated "
+                                f"(-p {name.strip()}={','.join(out[name.strip()] + values)})")
         out[name.strip()] = values
     return out
 
