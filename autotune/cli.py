@@ -98,6 +98,9 @@ def parse_choices(params: tuple[str, ...]) -> dict[str, list[str]]:
         values = [v.strip() for v in value.split(",") if v.strip()]
         if not sep or not name.strip() or not values:
             raise AutotuneError(f"-p {item!r} is not NAME=VALUE (for example -p T=32, or -p BM=64,128 in search/measure)")
+        if name.strip() in out:  # the second would silently replace the first
+            raise AutotuneError(f"-p {name.strip()} is given twice; give its values once, comma-separated "
+                                f"(-p {name.strip()}={','.join(out[name.strip()] + values)})")
         out[name.strip()] = values
     return out
 
@@ -184,10 +187,13 @@ KERNEL_TIMEOUT_HELP = ("seconds one kernel launch may take before the watchdog s
               help="CPU processes that compile (NVRTC) and disassemble the next trials' kernels while the GPU "
                    "measures; as many trials are asked ahead (default: one per CPU core but one, at most 8; "
                    "GPU backend only)")
+@click.option("--remeasure", type=click.Choice(["failed"]),
+              help="failed: measure again the configs whose recorded result is compile_error, wrong, launch_error "
+                   "or timeout (after fixing what made them fail); the new row is kept beside the old one")
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
 @friendly
 def search(M, N, K, family_text, params, sampler, trials, timeout, seed, device, devices_text, workers, backend,
-           replay_db, storage, study_name, kernel_timeout, compile_jobs, db_path) -> None:
+           replay_db, storage, study_name, kernel_timeout, compile_jobs, remeasure, db_path) -> None:
     """Generate, compile, verify, time and record SGEMM variants; Optuna picks which.
     Ctrl-C stops after the trials in flight and prints the summary (exit status 130)."""
     from autotune.api.commands import SearchOptions, search_command
@@ -201,7 +207,7 @@ def search(M, N, K, family_text, params, sampler, trials, timeout, seed, device,
                             sampler=sampler, trials=trials, timeout=timeout, seed=seed, kind=backend,
                             devices=parse_devices(devices_text, device), workers=workers, storage=storage,
                             study=study_name, kernel_timeout=kernel_timeout, replay_db=replay_db,
-                            compile_jobs=compile_jobs)
+                            compile_jobs=compile_jobs, remeasure=remeasure)
     sys.exit(search_command(options))
 
 

@@ -9,5 +9,10 @@ class SpaceError(AutotuneError):
     """A config or shape outside the space (unknown family or parameter, bad value)."""
 
 
-class NoDeviceError(AutotuneError):
+class EnvironmentFault(AutotuneError):
+    """The machine, not a kernel, is at fault (an unusable cache folder, no compiler, no device):
+    every kernel would fail the same way, so the search stops and records nothing."""
+
+
+class NoDeviceError(EnvironmentFault):
     """No CUDA device answered."""

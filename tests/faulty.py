@@ -12,6 +12,8 @@ Worker faults (the process misbehaves; see FaultyBackend):
   die         the worker exits abruptly (as a segfaulting driver would take it down)
   stall       the worker stops answering after it compiled (the watchdog must act)
   devfault    the backend raises DeviceFault (a poisoned context)
+  envfault    the backend raises EnvironmentFault (the machine, not the kernel: the search must stop)
+  slow        a healthy kernel that takes a second before its first beat (time to lose the parent)
   none        a healthy kernel: the search must still measure it after all of the above
 
 Use: monkeypatch autotune.search.plan.render with faulty_render (the parent renders), and
@@ -25,12 +27,13 @@ import time
 
 from autotune.backends.cuda.backend import DeviceFault
 from autotune.codegen.render import render
+from autotune.errors import EnvironmentFault
 from autotune.families import NAIVE
 from autotune.families.common import THREADS
 from autotune.space import Config, Family, Limits, Param
 
 SOURCE_FAULTS = ("oob", "illegal", "misaligned", "hang", "wrong", "compile")
-WORKER_FAULTS = ("die", "stall", "devfault")
+WORKER_FAULTS = ("die", "stall", "devfault", "envfault", "slow")
 STORE = "C[row * N + col] = acc;"
 LOAD = "acc += A[row * K + k] * B[k * N + col];"
 BODY = "    float acc = 0.0f;\n"
@@ -93,6 +96,10 @@ class FaultyBackend:
             time.sleep(3600)
         if fault == "devfault":
             raise DeviceFault(f"{job.name}: CUDA_ERROR_ILLEGAL_ADDRESS (injected)")
+        if fault == "envfault":
+            raise EnvironmentFault("cannot use the kernel cache /injected: No space left on device")
+        if fault == "slow":
+            time.sleep(1.0)
         self.inner.tick = self.tick
         return self.inner.measure(job, source)
 

@@ -82,6 +82,33 @@ def test_expired_and_dead_claims_are_taken_over_released_ones_are_free(tmp_path,
     assert claims.claim(other, me, "s").state == store.MINE  # expired: taken over
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_failure_to_measure_again_is_claimed_anew_and_its_new_row_is_done(tmp_path, kind):
+    # --remeasure failed (store.Redo): a failed row recorded before the search began is not DONE,
+    # one worker measures it again, and the new row, beside the old one, is what the key answers
+    claims = make_claims(kind, tmp_path)
+    db = claims.db if isinstance(claims, store.FileClaims) else store.open_db(tmp_path / "host.sqlite")
+    me, other = store.Owner("me"), store.Owner("other", host="elsewhere", pid=1)
+    redo = store.Redo(("launch_error",), since="9999")  # every row so far is older than this search
+    assert claims.claim(KEY, other, "s").state == store.MINE
+    failed, _ = store.record_result(db, row_for_status(KEY, "launch_error"))
+    claims.finish(KEY, failed)
+    assert claims.claim(KEY, me, "s").state == store.DONE  # without --remeasure the failure is reused
+    assert claims.claim(KEY, me, "s", redo).state == store.MINE
+    assert claims.claim(KEY, other, "s", redo).state == store.TAKEN  # one worker measures it again
+    again, inserted = store.record_result(db, row_for_status(KEY, "ok"), redo)
+    claims.finish(KEY, again)
+    assert inserted and again["id"] != failed["id"] and again["created_at"]
+    done = claims.claim(KEY, other, "s", redo)
+    assert done.state == store.DONE and done.row["id"] == again["id"] and done.row["status"] == "ok"
+    assert store.find_key(db, KEY)["id"] == again["id"]  # the newest row of the key
+    assert [r["status"] for r in db.query("select status from results order by id")] == ["launch_error", "ok"]
+
+
+def row_for_status(key, status):
+    return dict(zip(store.KEY, key)) | {"family": "naive", "status": status, "worker": "w"}
+
+
 def test_a_row_finished_on_another_host_is_copied_with_its_source(tmp_path):
     server = make_claims("server", tmp_path)
     here = store.open_db(tmp_path / "here.sqlite")

@@ -46,7 +46,8 @@ def test_search_without_gpu_says_so_in_one_line(tmp_path, monkeypatch):
     result = run("search", "--M", "64", "--db", str(tmp_path / "x.sqlite"))
     assert result.exit_code == 2
     assert result.output.strip() == ("error: no CUDA device found: run on a machine with an NVIDIA GPU and "
-                                     "driver, or use --backend sim")
+                                     "driver, or use --backend sim with M*N*K at most 2**27 (about --M 512), or "
+                                     "--backend replay --replay-db FILE (a recorded results database)")
     assert not (tmp_path / "x.sqlite").exists()  # nothing written
 
 

@@ -7,8 +7,8 @@ import threading
 from dataclasses import dataclass
 
 from autotune import store
-from autotune.backends.outcome import OK, Fault
-from autotune.backends.pool import check_same_model, exit_status, stop_on_signals, worker_specs
+from autotune.backends.outcome import FAILED, OK, Fault
+from autotune.backends.pool import check_kernel_timeout, check_same_model, exit_status, stop_on_signals, worker_specs
 from autotune.codegen.render import render
 from autotune.errors import AutotuneError
 from autotune.space import Config, Family, Limits, combinations, count_valid, enumerate_space, violations
@@ -40,6 +40,7 @@ class SearchOptions:
     kernel_timeout: float | None = None
     replay_db: str | None = None  # --backend replay: the recorded database that answers
     compile_jobs: int | None = None  # processes compiling ahead for GPU workers (None: pipeline.default_jobs())
+    remeasure: str | None = None  # "failed": measure again the configs whose recorded row is a kernel's failure
 
 
 def _start(specs: list, db_path: str) -> tuple[list, object]:
@@ -50,6 +51,7 @@ def _start(specs: list, db_path: str) -> tuple[list, object]:
     store.check_path(db_path)
     workers = start_workers(specs)
     try:
+        check_kernel_timeout(workers)
         db = store.open_db(db_path)
         for w in workers:
             if w.baseline:
@@ -88,10 +90,9 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None) -> int
 
     require(o.sampler)  # a sampler that cannot run is refused before the database is created
     stop = stop or threading.Event()
-    if o.kind == "replay":
-        check_replay(o.replay_db, o.db_path)
-    specs = worker_specs(o.kind, o.shape, o.seed, o.devices, o.workers, o.kernel_timeout, o.replay_db)
+    check_replay(o)
     preflight(o.families)
+    specs = worker_specs(o.kind, o.shape, o.seed, o.devices, o.workers, o.kernel_timeout, o.replay_db)
     storage = open_storage(o.storage)  # before any worker starts: a wrong URL costs nothing
     workers, db = _start(specs, o.db_path)
     first = workers[0]
@@ -104,7 +105,7 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None) -> int
             result = run_search(db, workers, o.families, first.limits, sampler=o.sampler, trials=o.trials,
                                 timeout=o.timeout, seed=o.seed, peak_tflops=first.peak_tflops,
                                 progress=bar.update_with, storage=storage, study=o.study, stop=stop,
-                                compile_jobs=o.compile_jobs)
+                                compile_jobs=o.compile_jobs, remeasure=FAILED if o.remeasure == "failed" else ())
     finally:
         if bar:
             bar.close()
@@ -114,23 +115,36 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None) -> int
     return exit_status(stop, result.interrupted)
 
 
-def check_replay(replay_db: str | None, db_path: str) -> None:
+def check_replay(o: SearchOptions) -> None:
     from pathlib import Path
 
+    from autotune.backends.replay import check_families
+
+    replay_db, db_path = o.replay_db, o.db_path
+    if o.kind != "replay":
+        if replay_db:
+            raise AutotuneError(f"--replay-db is the dataset that --backend replay answers from; --backend {o.kind} "
+                                f"does not read it: drop --replay-db, or add --backend replay")
+        return
     if not replay_db:
         raise AutotuneError("--backend replay needs --replay-db PATH (a recorded results database)")
     if not Path(replay_db).is_file():
         raise AutotuneError(f"replay database {replay_db} does not exist; pass --replay-db with a recorded results database")
     if Path(replay_db).resolve() == Path(db_path).resolve():
         raise AutotuneError("--replay-db and --db are the same file: a replay must not write into its dataset")
+    check_families(replay_db, o.shape, [f.name for f in o.families])
 
 
 def preflight(families: list[Family]) -> None:
     """Render each family's default config once, so that a broken template is one error
-    before anything starts rather than a failure in the middle of a search."""
-    from autotune.space import make_config
+    before anything starts rather than a failure in the middle of a search. A family narrowed
+    (-p) to no valid config at all is one error too: every trial would be refused."""
+    from autotune.space import iter_valid, make_config
 
     for family in families:
+        if next(iter_valid(family), None) is None:
+            raise AutotuneError(f"no config of family {family.name} is valid with these -p values: each combination "
+                                f"breaks a constraint; see `autotune space --family {family.name}` for the constraints")
         config = make_config(family, {})
         if not violations(config):
             render(config)

@@ -3,15 +3,17 @@
 Every backend (cuda, sim, replay, the worker process that hosts one, a test's fake) subclasses
 Backend, sets the attributes below in its constructor or as class attributes, and answers
 `measure`. Nothing reads a backend through getattr defaults: an attribute missing here is a
-missing attribute.
+missing attribute. A backend in a worker process (backends.worker) receives a Job in place of
+the Config: what a backend reads of a config, and nothing that cannot cross a process boundary.
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Any
 
 from autotune.backends.outcome import Outcome, Timing
-from autotune.space import Config, Limits
+from autotune.space import Config, Launch, Limits
 
 
 class Backend(ABC):
@@ -24,6 +26,9 @@ class Backend(ABC):
     limits: Limits = Limits()  # what the device allows (constraints are checked against it)
     peak_tflops: float | None = None  # FP32 FMA peak of the device, for % of peak
     launch_limit_s: float | None = None  # the backend's own limit per launch, where it stops runs itself
+    # what a known-good launch takes here (cuBLAS on the GPU, the canary on the emulator): a shorter
+    # watchdog would record every kernel as a timeout
+    min_launch_s: float | None = None
     device: str = ""  # the CUDA device index, or the backend's name where there is no GPU
 
     @property
@@ -40,3 +45,31 @@ class Backend(ABC):
     def measure(self, config: Config, source: str) -> Outcome:
         """Compile, verify and time one kernel. A kernel's failure is an Outcome; a fault that
         poisons the backend raises outcome.Fault (the worker then starts a fresh one)."""
+
+
+@dataclass(frozen=True)
+class _Family:
+    name: str
+
+
+@dataclass(frozen=True)
+class Job:
+    """A config as a backend reads it (name, values, geometry), without the family's
+    constraint functions, which cannot cross a process boundary."""
+
+    name: str
+    family: _Family
+    params: tuple[tuple[str, object], ...]
+    launches: tuple[tuple[tuple[int, int], Launch], ...]
+
+    @staticmethod
+    def of(config: Config, shapes: tuple[tuple[int, int], ...]) -> "Job":
+        launches = tuple(((M, N), config.geometry(M, N)) for M, N in shapes)
+        return Job(config.name, _Family(config.family.name), config.params, launches)
+
+    @property
+    def values(self) -> dict:
+        return dict(self.params)
+
+    def geometry(self, M: int, N: int) -> Launch:
+        return dict(self.launches)[(M, N)]

@@ -13,6 +13,7 @@ LAUNCH_ERROR = "launch_error"  # the launch or the kernel failed (fault, bad con
 TIMEOUT = "timeout"  # no answer within the watchdog's limit (an endless loop?)
 UNRECORDED = "unrecorded"  # replay only: the recorded dataset never measured this config
 STATUSES = (OK, INVALID, COMPILE_ERROR, WRONG, LAUNCH_ERROR, TIMEOUT, UNRECORDED)
+FAILED = (COMPILE_ERROR, WRONG, LAUNCH_ERROR, TIMEOUT)  # a kernel's failures: what `--remeasure failed` redoes
 
 
 @dataclass(frozen=True)

@@ -2,16 +2,16 @@
 on a signal: the first SIGINT or SIGTERM lets the trials in flight finish, the second stops now."""
 from __future__ import annotations
 
+import math
 import signal
 import sys
 import threading
 from contextlib import contextmanager
 from typing import Iterator
 
-from autotune.backends.worker import WorkerSpec
+from autotune.backends.cuda.device import NO_GPU
+from autotune.backends.worker import WorkerBackend, WorkerSpec
 from autotune.errors import AutotuneError, NoDeviceError
-
-NO_GPU = "no CUDA device found: run on a machine with an NVIDIA GPU and driver, or use --backend sim"
 
 
 def parse_devices(text: str | None, device: int | None) -> tuple[int, ...] | None:
@@ -57,6 +57,23 @@ def worker_specs(kind: str, shape: tuple[int, int, int], seed: int, devices: tup
                             f"({','.join(map(str, devices))}): workers sharing a GPU disturb each other's "
                             f"times; use --workers {len(devices)} or list more --devices")
     return [WorkerSpec(kind, shape, seed, d, kernel_timeout) for d in devices[:count]]
+
+
+def check_kernel_timeout(workers: list[WorkerBackend]) -> None:
+    """A --kernel-timeout shorter than a known-good launch (cuBLAS on the GPU, the canary on the
+    emulator) would record every kernel as a timeout: refuse it before the first trial."""
+    for w in workers:
+        limit, floor = w.spec.kernel_timeout, w.min_launch_s
+        if limit and floor and limit < floor:
+            raise AutotuneError(f"--kernel-timeout {limit:g} s is shorter than a known-good kernel takes on backend "
+                                f"{w.name} at {'x'.join(map(str, w.shape))} ({floor:.3g} s): every kernel would "
+                                f"time out; give at least --kernel-timeout {_ceil2(floor):g}, or leave it out")
+
+
+def _ceil2(x: float) -> float:
+    """x rounded up to two significant digits (a minimum that is never below x)."""
+    step = 10.0 ** (math.floor(math.log10(x)) - 1)
+    return math.ceil(round(x / step, 6)) * step
 
 
 def check_same_model(workers: list) -> None:

@@ -85,6 +85,17 @@ def load_rows(db_path: str | Path, shape: tuple[int, int, int], gpu: str | None 
     return rows
 
 
+def check_families(db_path: str | Path, shape: tuple[int, int, int], families: list[str]) -> None:
+    """Refuse a replay of a family the dataset never recorded at this shape: its every trial would
+    be `unrecorded` and the search would find nothing."""
+    have = sorted({r["family"] for r in load_rows(db_path, shape) if r["status"] in REPLAYED})
+    missing = [f for f in families if f not in have]
+    if missing:
+        only = f", only {', '.join(have)}: search those (--family {','.join(have)}) or" if have else ":"
+        raise AutotuneError(f"the replay dataset {db_path} has no {', '.join(missing)} results at "
+                            f"{'x'.join(map(str, shape))}{only} record {', '.join(missing)} first")
+
+
 def current_name(row: dict) -> str:
     """The row's kernel name under today's parameters (families.config_of_row); a row that is
     not a config of today's space keeps its recorded name, and simply matches nothing."""

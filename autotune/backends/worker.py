@@ -8,7 +8,8 @@ over a pipe. The whole protocol:
   parent -> child  ("measure", Job, source)  Job: the kernel's name and its launch geometries
                    ("stop",)                 exit now
   child -> parent  ("ready", Ready)          once, when the backend is built
-                   ("error", message)        instead of ready: the backend cannot be built
+                   ("error", message)        the environment is at fault (AutotuneError): instead of
+                                             ready, or instead of an outcome; the search stops
                    ("beat",)                 progress inside a measurement (compiled, a launch ended)
                    ("outcome", Outcome)      the answer to a measure
                    ("fault", message)        the kernel poisoned the context; the child then exits
@@ -17,7 +18,8 @@ The watchdog (in the parent): from the request to the first message a child may 
 `first_s` (compile plus a few launches), then `beat_s` between messages (a few launches).
 Past that the parent kills the child's process group and records `timeout`. A child that
 dies records `launch_error` with how it died; a fault records `launch_error` with its
-message. The next request starts a fresh child, so the search goes on.
+message. The next request starts a fresh child, so the search goes on. A child whose parent
+is gone (killed) exits quietly.
 """
 from __future__ import annotations
 
@@ -30,10 +32,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from autotune.backends.base import Backend
+from autotune.backends.base import Backend, Job
 from autotune.backends.outcome import LAUNCH_ERROR, TIMEOUT, Fault, Outcome, Timing
-from autotune.errors import AutotuneError
-from autotune.space import Config, Launch, Limits
+from autotune.errors import AutotuneError, EnvironmentFault
+from autotune.space import Config, Limits
 
 SLOWDOWN = 1000  # a launch may take this many times cuBLAS's time at the shape...
 MIN_LAUNCH_S = 1.0  # ...but never less than this (first-launch module loading, a busy node)
@@ -72,34 +74,7 @@ class Ready:
     device: str  # the CUDA device index, or the backend's name where there is no GPU
     launch_limit_s: float | None = None  # the backend's own limit per launch (the emulator's), if any
     compile_ahead: bool = False  # it compiles with NVRTC per trial: the search compiles ahead (pipeline.py)
-
-
-@dataclass(frozen=True)
-class _Family:
-    name: str
-
-
-@dataclass(frozen=True)
-class Job:
-    """A config as a backend reads it (name, values, geometry), without the family's
-    constraint functions, which cannot cross a process boundary."""
-
-    name: str
-    family: _Family
-    params: tuple[tuple[str, object], ...]
-    launches: tuple[tuple[tuple[int, int], Launch], ...]
-
-    @staticmethod
-    def of(config: Config, shapes: tuple[tuple[int, int], ...]) -> "Job":
-        launches = tuple(((M, N), config.geometry(M, N)) for M, N in shapes)
-        return Job(config.name, _Family(config.family.name), config.params, launches)
-
-    @property
-    def values(self) -> dict:
-        return dict(self.params)
-
-    def geometry(self, M: int, N: int) -> Launch:
-        return dict(self.launches)[(M, N)]
+    min_launch_s: float | None = None  # what a known-good launch takes (Backend.min_launch_s)
 
 
 def build_backend(spec: WorkerSpec):
@@ -125,7 +100,7 @@ def ready_of(backend: Backend) -> Ready:
     return Ready(backend.name, tuple(backend.shape), backend.baseline, backend.baseline_clock,  # type: ignore[arg-type]
                  dict(backend.provenance), backend.explain, backend.limits, backend.peak_tflops,
                  tuple(tuple(s) for s in backend.launch_shapes), backend.device or backend.name,  # type: ignore[misc]
-                 backend.launch_limit_s, backend.compile_ahead)
+                 backend.launch_limit_s, backend.compile_ahead, backend.min_launch_s)
 
 
 # --------------------------------------------------------------------------- the child
@@ -150,14 +125,21 @@ def child_main(conn, spec: WorkerSpec) -> None:
     try:
         backend = build_backend(spec)
     except AutotuneError as exc:
-        conn.send(("error", str(exc)))
+        _send(conn, ("error", str(exc)))
         return
     except Exception as exc:  # the parent turns it into one line and stops
-        conn.send(("error", f"{type(exc).__name__}: {exc}"))
+        _send(conn, ("error", f"{type(exc).__name__}: {exc}"))
         return
-    backend.tick = lambda: conn.send(("beat",))
-    conn.send(("ready", ready_of(backend)))
+    backend.tick = lambda: _send(conn, ("beat",))
+    _send(conn, ("ready", ready_of(backend)))
     _serve(conn, backend)
+
+
+def _send(conn, message: tuple) -> None:
+    try:
+        conn.send(message)
+    except OSError:  # the parent is gone (killed): nobody is left to answer, nor to read a traceback
+        os._exit(0)
 
 
 def _serve(conn, backend) -> None:
@@ -172,12 +154,15 @@ def _serve(conn, backend) -> None:
         try:
             reply = ("outcome", backend.measure(job, source))
         except Fault as fault:
-            conn.send(("fault", str(fault)))
+            _send(conn, ("fault", str(fault)))
             return  # the context is poisoned: the parent starts a fresh child
-        except Exception as exc:  # unexpected: report it as this kernel's failure and start afresh
-            conn.send(("fault", f"{job.name}: {type(exc).__name__}: {exc}"))
+        except AutotuneError as exc:  # the environment's fault (errors.EnvironmentFault), not the kernel's
+            _send(conn, ("error", str(exc)))
             return
-        conn.send(reply)
+        except Exception as exc:  # unexpected: report it as this kernel's failure and start afresh
+            _send(conn, ("fault", f"{job.name}: {type(exc).__name__}: {exc}"))
+            return
+        _send(conn, reply)
 
 
 # --------------------------------------------------------------------------- the parent
@@ -246,6 +231,10 @@ class WorkerBackend(Backend):
     @property
     def device(self) -> str:  # type: ignore[override]
         return self._ready().device
+
+    @property
+    def min_launch_s(self) -> float | None:  # type: ignore[override]
+        return self._ready().min_launch_s
 
     @property
     def provenance(self) -> dict:
@@ -328,6 +317,9 @@ class WorkerBackend(Backend):
                 limit = self.beat_s()
             elif message[0] == "outcome":
                 return message[1]
+            elif message[0] == "error":  # no row: the next kernel would fail the same way
+                self._kill()
+                raise EnvironmentFault(message[1])
             else:  # fault
                 return self._replace(LAUNCH_ERROR, message[1])
 

@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from autotune.codegen.render import sha256
-from autotune.errors import AutotuneError
+from autotune.errors import EnvironmentFault
 
 OPTIONS_VERSION = "std=c++17;O3"  # part of the cache key: change it when the options change
 
@@ -44,20 +44,19 @@ def cache_dir() -> Path:
     root = os.environ.get("AUTOTUNE_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "autotune"
     )
-    return usable_dir(Path(root) / "cubins")
+    return usable_folder(Path(root) / "cubins")
 
 
-def usable_dir(path: Path) -> Path:
-    """A cache folder, created if needed; one that cannot be is the environment's fault, said
-    in one line that names the variable to fix (not an OSError from deep in a compile)."""
+def usable_folder(path: Path) -> Path:
+    """A cache folder, created if need be. One that cannot be made or written is the machine's
+    fault, not a kernel's: it would fail every compile the same way."""
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise AutotuneError(f"cannot use the cache folder {path}: {exc.strerror or exc}; "
-                            f"set AUTOTUNE_CACHE to a writable folder") from None
+        raise EnvironmentFault(f"cannot use the kernel cache {path}: {exc.strerror or exc}; set AUTOTUNE_CACHE "
+                               f"to a writable folder") from None
     if not os.access(path, os.W_OK | os.X_OK):
-        raise AutotuneError(f"cannot use the cache folder {path}: not writable; "
-                            f"set AUTOTUNE_CACHE to a writable folder")
+        raise EnvironmentFault(f"cannot write the kernel cache {path}; set AUTOTUNE_CACHE to a writable folder")
     return path
 
 

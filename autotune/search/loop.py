@@ -80,6 +80,7 @@ class _Run:
     error: BaseException | None = None
     server: ServerClaims | None = None  # the claims of hosts sharing the study, where there are several
     compiler: Compiler | None = None  # the compile processes the GPU workers share (pipeline.py)
+    redo: store.Redo | None = None  # recorded rows measured again rather than reused (--remeasure)
     depth: int = 1  # trials with a kernel to build each GPU worker keeps asked ahead
 
     def wanted(self) -> int:
@@ -118,12 +119,15 @@ def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], fam
                seed: int | None = 0, peak_tflops: float | None = None, progress=None,
                storage: str | Storage | None = None,
                study: str | None = None, stop: threading.Event | None = None,
-               compile_jobs: int | None = None, start_from_defaults: bool = True) -> SearchResult:
+               compile_jobs: int | None = None, start_from_defaults: bool = True,
+               remeasure: tuple[str, ...] = ()) -> SearchResult:
     """Search until `trials` new measurements, `timeout` seconds, or `stop` is set (the
     trials in flight finish first). KeyboardInterrupt ends it at once, marked interrupted.
     compile_jobs: processes compiling ahead for GPU workers (default pipeline.default_jobs()).
     start_from_defaults: measure each family's default config first (the sampler benchmark
-    turns it off to compare samplers alone)."""
+    turns it off to compare samplers alone). remeasure: statuses whose rows recorded before
+    this search are measured again when proposed, rather than reused (outcome.FAILED)."""
+    redo = store.Redo(tuple(remeasure), store.now()) if remeasure else None
     optuna.logging.set_verbosity(logging.WARNING)
     backends = backends if isinstance(backends, list) else [backends]
     first = backends[0]
@@ -135,7 +139,7 @@ def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], fam
     opt = optuna.create_study(study_name=name, storage=where.optuna, load_if_exists=True, direction="maximize",
                               sampler=make_sampler(sampler, sampler_seed))
     fail_orphans(opt)
-    measured = warm_start(opt, db, first.shape, first.name, first.provenance["gpu_name"], families)
+    measured = warm_start(opt, db, first.shape, first.name, first.provenance["gpu_name"], families, redo)
     budget = trials * MAX_TRIALS_PER_NEW
     if sampler == "grid":
         budget = _enqueue_grid(opt, families, limits, measured, trials, shared)
@@ -144,7 +148,7 @@ def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], fam
     result = SearchResult(study=name, workers=len(backends))
     run = _Run(opt, families, limits, peak_tflops, result, trials, budget,
                time.monotonic() + timeout if timeout is not None else None, stop or threading.Event(), progress,
-               server=where.claims)
+               server=where.claims, redo=redo)
     start = time.monotonic()
     try:
         _start_compiler(run, backends, compile_jobs)
@@ -227,7 +231,7 @@ def _work(run: _Run, db: sqlite_utils.Database, backend: Backend, owner: store.O
     if run.compiler and backend.compile_ahead:  # GPU workers: compile the next trials meanwhile
         from autotune.search.pipeline import Ahead, planner
 
-        ahead = Ahead(run.study, lambda trial: suggest(trial, run.families), planner(db, backend, run.limits),
+        ahead = Ahead(run.study, lambda trial: suggest(trial, run.families), planner(db, backend, run.limits, run.redo),
                       run.compiler, run.depth, run.wanted)
     try:
         while run.take_slot():
@@ -254,7 +258,7 @@ def _one_trial(run: _Run, db: sqlite_utils.Database, backend: Backend, owner: st
         trial.set_user_attr("kernel", config.name)
         trial.set_user_attr("owner", f"{owner.host}:{owner.pid}")
         done = evaluate(db, backend, config, run.limits, run.peak_tflops, owner, claims_for(db, run.server),
-                        asked.ready if asked else None)
+                        asked.ready if asked else None, run.redo)
         if done is None:  # another worker is measuring it: no row, no value
             trial.set_user_attr("reason", "another worker was measuring it")
             run.study.tell(trial, state=TrialState.PRUNED)

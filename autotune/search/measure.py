@@ -38,11 +38,12 @@ AheadWork = Callable[[], "dict[str, Any] | None"]  # waits for a config's compil
 
 def evaluate(db: sqlite_utils.Database, backend: Backend, config: Config, limits: Limits,
              peak_tflops: float | None, owner: Owner | None = None, claims: Claims | None = None,
-             ahead: AheadWork | None = None) -> Evaluated | None:
-    """The config's row: refused, reused or measured. None when another live worker is measuring
-    this very config right now (nothing is recorded; the caller moves on)."""
+             ahead: AheadWork | None = None, redo: store.Redo | None = None) -> Evaluated | None:
+    """The config's row: refused, reused or measured (also when `redo` says to measure its recorded
+    row again). None when another live worker is measuring this very config right now (nothing is
+    recorded; the caller moves on)."""
     start = time.perf_counter()
-    p = plan(db, backend, config, limits)
+    p = plan(db, backend, config, limits, redo)
     if p.refused:
         return _record(db, backend, _base(backend, config) | {"source_hash": ""},
                        Outcome(INVALID, reason="; ".join(p.refused)), None)
@@ -58,7 +59,7 @@ def measure_and_record(db: sqlite_utils.Database, backend: Backend, p: Plan, pea
     just before the GPU: the cubin is then in the disk cache, and the SASS counts it returns
     spare the explain step a disassembly."""
     assert p.key is not None
-    claimed = claims.claim(p.key, owner, p.source)
+    claimed = claims.claim(p.key, owner, p.source, p.redo)
     if claimed.state == DONE:
         return Evaluated(claimed.row or {}, cached=True)
     if claimed.state == TAKEN:
@@ -72,9 +73,9 @@ def measure_and_record(db: sqlite_utils.Database, backend: Backend, p: Plan, pea
         waited = time.perf_counter()
         outcome = backend.measure(config, p.source)
     except Fault as fault:  # record the crash as a row, then let the caller stop this process
-        claims.finish(p.key, _record(db, backend, base, fault.outcome, None).row)
+        claims.finish(p.key, _record(db, backend, base, fault.outcome, None, p.redo).row)
         raise
-    except BaseException:  # interrupted: no row, so the next run measures it again
+    except BaseException:  # interrupted, or an EnvironmentFault: no row, so the next run measures it again
         claims.release(p.key, owner)
         raise
     measured = time.perf_counter()
@@ -84,7 +85,7 @@ def measure_and_record(db: sqlite_utils.Database, backend: Backend, p: Plan, pea
     base |= {"t_render_s": round(before_gpu - start, 4), "t_wait_s": round(waited - before_gpu, 4),
              "t_explain_s": round(time.perf_counter() - measured, 4),
              "t_trial_s": round(time.perf_counter() - start, 4)}
-    done = _record(db, backend, base, outcome, peak_tflops)
+    done = _record(db, backend, base, outcome, peak_tflops, p.redo)
     claims.finish(p.key, done.row)
     return done
 
@@ -96,13 +97,13 @@ def _base(backend: Backend, config: Config) -> dict[str, Any]:
 
 
 def _record(db: sqlite_utils.Database, backend: Backend, base: dict, outcome: Outcome,
-            peak_tflops: float | None) -> Evaluated:
+            peak_tflops: float | None, redo: store.Redo | None = None) -> Evaluated:
     row = {**base, **outcome.row()}
     if outcome.timing:
         row |= _rates(backend, outcome.timing.median_ms, peak_tflops)
     row |= explain.measured_over_ceiling(row)
     row |= roofline_columns(row, explain.DEFAULT_SPEC)  # the shape's floors: any backend, no SASS needed
-    stored, inserted = store.record_result(db, row)  # a refused config raced by two workers: one row
+    stored, inserted = store.record_result(db, row, redo)  # a refused config raced by two workers: one row
     return Evaluated(stored, cached=not inserted)
 
 

@@ -37,6 +37,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
+from autotune import store
 from autotune.backends.base import Backend
 from autotune.codegen.render import sha256
 from autotune.explain import counts as explain
@@ -167,14 +168,14 @@ def ready(work: Future | None, limit_s: float = WAIT_S) -> dict[str, Any] | None
 BuildPlan = Callable[[Config], "BuildJob | None"]
 
 
-def planner(db: sqlite_utils.Database, backend: Backend, limits: Limits) -> BuildPlan:
+def planner(db: sqlite_utils.Database, backend: Backend, limits: Limits, redo: store.Redo | None = None) -> BuildPlan:
     """What the pool should build for a config: nothing when search.measure.evaluate() would refuse it or
     reuse a row; the counts too when the backend explains and the kernels table lacks them."""
     arch = backend.provenance["arch"]
     counts = explain.wants_counts(backend)
 
     def build_plan(config: Config) -> BuildJob | None:
-        p = plan_trial(db, backend, config, limits)
+        p = plan_trial(db, backend, config, limits, redo)
         if not p.to_measure:
             return None
         return BuildJob(config.name, p.source, arch, counts and not explain.has_counts(db, p.source, arch))

@@ -23,19 +23,21 @@ class Plan:
     source: str = ""  # the kernel's CUDA source (rendered only when not refused)
     key: store.Key | None = None  # the measurement's identity in the results table
     reused: dict | None = None  # the row recorded earlier for that key
+    redo: store.Redo | None = None  # recorded rows to measure again rather than reuse (--remeasure)
 
     @property
     def to_measure(self) -> bool:
         return not self.refused and self.reused is None
 
 
-def plan(db: sqlite_utils.Database, backend: Backend, config: Config, limits: Limits) -> Plan:
+def plan(db: sqlite_utils.Database, backend: Backend, config: Config, limits: Limits,
+         redo: store.Redo | None = None) -> Plan:
     bad = refusals(backend, config, limits)
     if bad:
         return Plan(config, refused=tuple(bad))
     source = render(config, limits)
     key = measurement_key(backend, config, sha256(source))
-    return Plan(config, source=source, key=key, reused=store.find_key(db, key))
+    return Plan(config, source=source, key=key, reused=store.find_key(db, key, redo), redo=redo)
 
 
 def refusals(backend: Backend, config: Config, limits: Limits) -> list[str]:

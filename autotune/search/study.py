@@ -160,15 +160,18 @@ def _narrowed_tag(family: Family) -> str:
 
 
 def warm_start(study: optuna.Study, db: sqlite_utils.Database, shape: tuple[int, int, int], backend: str,
-               gpu_name: str, families: list[Family]) -> set[str]:
-    """Tell the study what the database knows and it does not; returns the kernels measured so far."""
+               gpu_name: str, families: list[Family], redo: store.Redo | None = None) -> set[str]:
+    """Tell the study what the database knows and it does not; returns the kernels measured so far.
+    A kernel's newest row speaks for it; one that `redo` measures again is neither told nor measured."""
     dists = distributions(families)
     names = {f.name: f for f in families}
     told = {t.user_attrs.get("kernel") for t in study.get_trials(deepcopy=False)}
     seen: set[str] = set()
-    for row in store.results(db, shape, backend, gpu_name):
+    for row in reversed(list(store.results(db, shape, backend, gpu_name))):
         family = names.get(row["family"])
         if family is None or row["kernel"] in seen or not within(family, row):  # outside a narrowed space
+            continue
+        if redo and redo.redoes(row):
             continue
         seen.add(row["kernel"])
         if row["kernel"] in told:

@@ -18,6 +18,7 @@ from autotune.store.claims import (
 from autotune.store.db import DEFAULT_DB, KEY, check_path, immediate, now, open_db, open_readonly, path_of
 from autotune.store.results import (
                                    Key,
+                                   Redo,
                                    backends_with_ok,
                                    baselines,
                                    best,
@@ -37,7 +38,7 @@ from autotune.store.results import (
 )
 
 __all__ = ["CLAIM_TTL_S", "DEFAULT_DB", "DONE", "KEY", "MINE", "TAKEN", "Claimed", "Claims", "FileClaims",
-           "HostAndServer", "Key", "Owner", "ServerClaims", "alive", "backends_with_ok", "baselines", "best",
+           "HostAndServer", "Key", "Owner", "Redo", "ServerClaims", "alive", "backends_with_ok", "baselines", "best",
            "check_path", "claims_for", "copy_result", "find_key", "gpus", "immediate", "insert_baseline",
            "insert_result", "insert_source", "insert_trial", "key_of", "now", "open_db", "open_readonly", "path_of",
            "record_result", "result_by_id", "results", "shares_claims", "source", "trial_results"]

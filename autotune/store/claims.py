@@ -26,7 +26,7 @@ from typing import Any
 import sqlite_utils
 
 from autotune.store.db import KEY, immediate, now
-from autotune.store.results import Key, copy_result, find_key
+from autotune.store.results import Key, Redo, copy_result, find_key
 
 CLAIM_TTL_S = 3600.0  # a claim by a worker on another host is taken over after this long
 MINE, DONE, TAKEN = "mine", "done", "taken"
@@ -54,8 +54,9 @@ class Claims(ABC):
     """The contract every place that keeps claims fulfils."""
 
     @abstractmethod
-    def claim(self, key: Key, owner: Owner, source: str) -> Claimed:
-        """Take the key, or say who has it. `source` travels with a finished row (export needs it)."""
+    def claim(self, key: Key, owner: Owner, source: str, redo: Redo | None = None) -> Claimed:
+        """Take the key, or say who has it. `source` travels with a finished row (export needs it).
+        A finished row that `redo` measures again is not DONE: the key is taken anew."""
 
     @abstractmethod
     def finish(self, key: Key, row: dict[str, Any]) -> None:
@@ -95,9 +96,9 @@ class FileClaims(Claims):
     def __init__(self, db: sqlite_utils.Database, ttl_s: float = CLAIM_TTL_S):
         self.db, self.ttl_s = db, ttl_s
 
-    def claim(self, key: Key, owner: Owner, source: str) -> Claimed:
+    def claim(self, key: Key, owner: Owner, source: str, redo: Redo | None = None) -> Claimed:
         with immediate(self.db):
-            row = find_key(self.db, key)
+            row = find_key(self.db, key, redo)
             if row:
                 return Claimed(DONE, row)
             held = self.db.execute(f"SELECT host, pid, expires FROM claims WHERE {_where()}", list(key)).fetchone()
@@ -129,7 +130,7 @@ class ServerClaims(Claims):
             conn.execute(sa.text(f"CREATE TABLE IF NOT EXISTS {SERVER_TABLE} (key TEXT PRIMARY KEY, worker TEXT, "
                                  f"host TEXT, pid INTEGER, expires DOUBLE PRECISION, row TEXT, source TEXT)"))
 
-    def claim(self, key: Key, owner: Owner, source: str) -> Claimed:
+    def claim(self, key: Key, owner: Owner, source: str, redo: Redo | None = None) -> Claimed:
         text, k = self.sa.text, _server_key(key)
         mine = {"key": k, "worker": owner.worker, "host": owner.host, "pid": owner.pid,
                 "expires": time.time() + self.ttl_s}
@@ -141,8 +142,13 @@ class ServerClaims(Claims):
                 return Claimed(MINE)
             held = conn.execute(text(f"SELECT host, pid, expires, row FROM {SERVER_TABLE} WHERE key = :key"),
                                 {"key": k}).one()
-            if held.row is not None:
+            if held.row is not None and not (redo and redo.redoes(json.loads(held.row))):
                 return Claimed(DONE, json.loads(held.row))
+            if held.row is not None:  # measure it again: the old row in the WHERE makes the takeover atomic
+                taken = conn.execute(text(
+                    f"UPDATE {SERVER_TABLE} SET worker = :worker, host = :host, pid = :pid, expires = :expires, "
+                    f"row = NULL WHERE key = :key AND row = :old"), {**mine, "old": held.row}).rowcount
+                return Claimed(MINE) if taken else Claimed(TAKEN)
             if not stale(held.host, held.pid, held.expires):
                 return Claimed(TAKEN)
             # take a dead claim over; the old expiry in the WHERE makes the takeover atomic
@@ -176,13 +182,13 @@ class HostAndServer(Claims):
     def __init__(self, file: FileClaims, server: ServerClaims):
         self.file, self.server = file, server
 
-    def claim(self, key: Key, owner: Owner, source: str) -> Claimed:
-        shared = self.server.claim(key, owner, source)
+    def claim(self, key: Key, owner: Owner, source: str, redo: Redo | None = None) -> Claimed:
+        shared = self.server.claim(key, owner, source, redo)
         if shared.state == DONE and shared.row is not None:
-            return Claimed(DONE, copy_result(self.file.db, shared.row, source))
+            return Claimed(DONE, copy_result(self.file.db, shared.row, source, redo))
         if shared.state == TAKEN:
             return shared
-        local = self.file.claim(key, owner, source)
+        local = self.file.claim(key, owner, source, redo)
         if local.state == DONE and local.row is not None:
             self.server.finish(key, local.row)  # measured here before the server knew of it
         elif local.state == TAKEN:

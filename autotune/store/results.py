@@ -6,6 +6,7 @@ wrong kernel can never be best.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Iterator
 
 import sqlite_utils
@@ -22,39 +23,58 @@ def key_of(row: dict[str, Any]) -> Key:
     return tuple(row[k] for k in KEY)  # type: ignore[return-value]
 
 
-def find_key(db: sqlite_utils.Database, key: Key) -> dict | None:
+@dataclass(frozen=True)
+class Redo:
+    """Rows a search measures again instead of reusing them (`--remeasure failed`): those of these
+    statuses written before the search began (`since`, a now() string). What the search writes
+    itself is reused as usual, so a kernel that fails again is not measured over and over."""
+
+    statuses: tuple[str, ...]
+    since: str
+
+    def redoes(self, row: dict[str, Any]) -> bool:
+        return row["status"] in self.statuses and (row.get("created_at") or "") < self.since
+
+
+def find_key(db: sqlite_utils.Database, key: Key, redo: Redo | None = None) -> dict | None:
+    """The newest row of a key (a measurement made again sits beside the old one); None where
+    there is none, or where `redo` says to measure it again."""
     where = " AND ".join(f"{k} = ?" for k in KEY)
-    rows = list(db.query(f"SELECT * FROM results WHERE {where} ORDER BY id LIMIT 1", list(key)))
-    return rows[0] if rows else None
+    rows = list(db.query(f"SELECT * FROM results WHERE {where} ORDER BY id DESC LIMIT 1", list(key)))
+    return None if not rows or (redo and redo.redoes(rows[0])) else rows[0]
 
 
 def insert_result(db: sqlite_utils.Database, row: dict[str, Any]) -> int:
-    row = {**row, "tool_version": __version__, "created_at": now()}
+    row = {"tool_version": __version__, "created_at": now(), **row}
     pk = db.table("results").insert(row, alter=True).last_pk  # alter: new families add their columns
     assert pk is not None
     return int(pk)
 
 
-def record_result(db: sqlite_utils.Database, row: dict[str, Any]) -> tuple[dict, bool]:
-    """Insert the row unless one with its key is there already (another worker was faster);
-    either way the claim on the key is released. Returns (the stored row, inserted)."""
+def record_result(db: sqlite_utils.Database, row: dict[str, Any], redo: Redo | None = None) -> tuple[dict, bool]:
+    """Insert the row unless one with its key is there already (another worker was faster; a row
+    `redo` measures again does not count); either way the claim on the key is released.
+    Returns (the stored row, inserted)."""
     key = key_of(row)
     with immediate(db):
-        earlier = find_key(db, key)
+        earlier = find_key(db, key, redo)
         db.execute(f"DELETE FROM claims WHERE {' AND '.join(f'{k} = ?' for k in KEY)}", list(key))
         if earlier:
             return earlier, False
-        row = {**row, "id": insert_result(db, row)}  # last: sqlite-utils 3 commits on insert
+        # the row as stored, its date too: a claim publishes it, and --remeasure reads the date
+        row = {**row, "tool_version": __version__, "created_at": now()}
+        row["id"] = insert_result(db, row)  # last: sqlite-utils 3 commits on insert
     return row, True
 
 
-def copy_result(db: sqlite_utils.Database, row: dict[str, Any], source: str) -> dict[str, Any]:
+def copy_result(db: sqlite_utils.Database, row: dict[str, Any], source: str,
+                redo: Redo | None = None) -> dict[str, Any]:
     """Another host's finished row (from the ledger) into this database, with its own worker,
     device and date kept; its source too, so that export works here. Returns the local row."""
     insert_source(db, row["source_hash"], row["kernel"], row["family"], source)
     copy = {k: v for k, v in row.items() if k != "id"}
     with immediate(db):
-        found = find_key(db, tuple(row[k] for k in KEY))  # a copy made meanwhile by another thread
+        found = find_key(db, tuple(row[k] for k in KEY), redo)  # a copy made meanwhile by another thread
         if found:
             return found
         copy["id"] = db.table("results").insert(copy, alter=True).last_pk

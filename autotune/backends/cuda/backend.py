@@ -10,6 +10,7 @@ import time
 import numpy as np
 
 from autotune.backends.base import Backend
+from autotune.backends.canary import broken, canary
 from autotune.backends.cuda import compare as gpu_compare
 from autotune.backends.cuda.cublas import Cublas
 from autotune.backends.cuda.device import DeviceInfo, device_info, sm_clock_mhz
@@ -244,11 +245,26 @@ class CudaBackend(Backend):
         self.check = Problem(self.dev, self.stream, self.blas, *CHECK_SHAPE, seed + 1)
         for p in (self.main, self.check):
             p.ref_sums = self.compare.compare(p.ref_dev, p.ref_dev, p.M * p.N).ref_sums
+        self._canary()
         p = self.main
         self.baseline = time_ms(lambda: self.blas.sgemm(int(p.a.handle), int(p.b.handle), int(p.c.handle), M, N, K),
                                 self.stream, min_reps=20)
         self.baseline_clock = sm_clock_mhz(self.info.uuid)
         self.limits, self.peak_tflops, self.device = self.info.limits, self.info.peak_tflops, str(self.info.index)
+        self.min_launch_s = self.baseline.median_ms / 1e3  # a shorter watchdog would stop even the best kernel
+
+    def _canary(self) -> None:
+        """Compile, load and check the known-good kernel (backends.canary) at the odd shape."""
+        config, source = canary()
+        fix = "check the CUDA driver and cuda-python's NVRTC (pip install '.[gpu]')"
+        built = nvrtc.compile_source(source, config.name, self.info.arch)
+        if not built.ok:
+            raise broken(f"NVRTC for {self.info.arch}", config, Outcome(COMPILE_ERROR, reason=first_error(built.log)),
+                         fix)
+        kernel = load_kernel(built.cubin, config.name, 0, self.info.index)
+        err, wrong = self._verify(kernel, config, self.check)
+        if wrong:
+            raise broken(f"device {self.info.index}", config, Outcome(WRONG, reason=wrong, err=err), fix)
 
     @property
     def launch_shapes(self) -> tuple[tuple[int, int], ...]:

@@ -14,6 +14,9 @@ from autotune.errors import NoDeviceError
 from autotune.space import Limits
 
 FP32_LANES_PER_SM = 128  # Hopper, Ampere GA10x, Ada: 128 FP32 FMA lanes per SM
+# What works without a GPU: the emulator only at small shapes (backends.sim.backend.MAX_WORK), a replay at any
+NO_GPU = ("no CUDA device found: run on a machine with an NVIDIA GPU and driver, or use --backend sim with M*N*K "
+          "at most 2**27 (about --M 512), or --backend replay --replay-db FILE (a recorded results database)")
 
 
 def device_count() -> int:
@@ -56,7 +59,7 @@ class DeviceInfo:
 def device_info(index: int = 0) -> DeviceInfo:
     count = device_count()
     if count == 0:
-        raise NoDeviceError("no CUDA device found: run on a machine with an NVIDIA GPU and driver, or use --backend sim")
+        raise NoDeviceError(NO_GPU)
     if not 0 <= index < count:
         raise NoDeviceError(f"--device {index} does not exist: this machine has {count} CUDA device(s), 0..{count - 1}")
     from cuda.bindings import driver

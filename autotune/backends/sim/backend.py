@@ -11,9 +11,10 @@ import time
 
 from autotune.backends import sim
 from autotune.backends.base import Backend
+from autotune.backends.canary import broken, canary
 from autotune.backends.outcome import COMPILE_ERROR, LAUNCH_ERROR, OK, TIMEOUT, WRONG, Outcome, Timing
 from autotune.backends.reference import TOLERANCE, random_inputs, reference, relative_error
-from autotune.backends.sim.build import build_kernel
+from autotune.backends.sim.build import build_kernel, compiler
 from autotune.backends.sim.runner import DEFAULT_TIMEOUT_S
 from autotune.errors import AutotuneError
 from autotune.space import Config
@@ -41,6 +42,7 @@ class SimBackend(Backend):
         self.A, self.B = random_inputs(M, N, K, seed)
         self.ref = reference(self.A, self.B)
         self.tick = lambda: None  # a worker process sets this to report progress to its parent
+        self.min_launch_s = self._canary()
 
     @property
     def provenance(self) -> dict:
@@ -49,13 +51,29 @@ class SimBackend(Backend):
                 "driver_version": "", "nvrtc_version": ""}
 
     def measure(self, config: Config, source: str) -> Outcome:
+        return self._measure(config, source, self.timeout)
+
+    def _canary(self) -> float:
+        """Build and run the known-good kernel (backends.canary); the seconds its run takes."""
+        config, source = canary()
+        fix = f"check the host compiler {compiler()!r} (CXX) and its AddressSanitizer"
+        try:
+            build_kernel(source, config.name)  # apart, so that the time below is the run's alone
+        except sim.SimError as exc:
+            raise broken("the emulator", config, Outcome(COMPILE_ERROR, reason=exc.message), fix) from None
+        outcome = self._measure(config, source, max(self.timeout, DEFAULT_TIMEOUT_S))
+        if outcome.status != OK or outcome.timing is None:
+            raise broken("the emulator", config, outcome, fix)
+        return outcome.timing.median_ms / 1e3
+
+    def _measure(self, config: Config, source: str, timeout: float) -> Outcome:
         M, N, K = self.shape
         start = time.perf_counter()
         try:
             build_kernel(source, config.name)  # compile first (cached), so that a watchdog sees it done
             self.tick()
             C = sim.run_kernel(source, config.name, config.geometry(M, N), self.A, self.B, M, N, K,
-                               timeout=self.timeout)
+                               timeout=timeout)
         except sim.SimError as exc:
             return Outcome(STATUS_OF_KIND[exc.kind], reason=f"{exc.kind}: {exc.message}"[:300])
         ms = (time.perf_counter() - start) * 1e3

@@ -19,8 +19,9 @@ from importlib import resources
 from pathlib import Path
 
 from autotune.backends.sim.errors import SimError
-from autotune.codegen.nvrtc import cache_dir, usable_dir
+from autotune.codegen.nvrtc import cache_dir, usable_folder
 from autotune.codegen.render import sha256
+from autotune.errors import EnvironmentFault
 
 # -O1: measured on the test suite, compiles as fast as -O0 (~0.1 s a kernel) and runs a
 # 256^3 tiled kernel 2.5x faster (0.06 s against 0.15 s); -O2 compiles slower for ~10%
@@ -44,10 +45,13 @@ def compiler() -> str:
 
 @lru_cache(maxsize=4)
 def compiler_version(cxx: str) -> str:
+    """The compiler's first --version line. A compiler that cannot run fails every kernel alike:
+    the machine's fault, not a kernel's."""
     try:
         done = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise SimError("compile", f"cannot run the host compiler {cxx!r}: {exc}") from exc
+        raise EnvironmentFault(f"cannot run the host compiler {cxx!r} (CXX): {exc}; install g++ or set CXX to "
+                               f"a C++ compiler") from None
     return done.stdout.splitlines()[0] if done.stdout else cxx
 
 
@@ -56,7 +60,7 @@ def support_text(filename: str) -> str:
 
 
 def sim_cache() -> Path:
-    return usable_dir(cache_dir().parent / "sim")
+    return usable_folder(cache_dir().parent / "sim")
 
 
 def _key(*parts: str) -> str:
@@ -119,7 +123,10 @@ def _gxx(args: list[str], cwd: Path) -> None:
     command = [compiler(), *FLAGS, *args]
     try:
         done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+    except OSError as exc:  # the compiler is gone or cannot start: every kernel would fail so
+        raise EnvironmentFault(f"cannot run the host compiler {compiler()!r} (CXX): {exc}; install g++ or set "
+                               f"CXX to a C++ compiler") from None
+    except subprocess.TimeoutExpired as exc:
         raise SimError("compile", f"{compiler()} failed to run: {exc}") from exc
     if done.returncode != 0:
         raise SimError("compile", first_error(done.stderr, cwd))
