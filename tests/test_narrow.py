@@ -3,7 +3,8 @@ import pytest
 from click.testing import CliRunner
 
 from autotune import store
-from autotune.cli import cli, narrow_families, parse_choices, parse_params
+from autotune.cli import cli
+from autotune.cli.options import narrow_families, parse_choices, parse_params
 from autotune.errors import AutotuneError
 from autotune.families import BLOCKED, TILED
 from autotune.search.loop import study_name

@@ -228,6 +228,16 @@ def test_replay_of_a_family_the_dataset_never_recorded_is_an_error(tmp_path, dat
     assert len(said) == 1 and "blocked" in said[0], result.output
 
 
+def test_replay_over_several_families_searches_those_the_dataset_has(tmp_path, dataset):
+    # the default search names every family; the naive/tiled dataset answers for two of them
+    result = invoke("search", "--backend", "replay", "--replay-db", str(dataset), "--M", "4096",
+                    "--family", "naive,tiled,blocked", "--trials", "3", "--db", str(tmp_path / "r.sqlite"))
+    assert result.exit_code == 0, result.output
+    assert "no blocked results at this shape; searching naive, tiled" in result.output
+    families = {r[0] for r in sqlite3.connect(tmp_path / "r.sqlite").execute("select family from results")}
+    assert families <= {"naive", "tiled"} and families
+
+
 # ---------------------------------------------------------------------------------------------
 # 7. the Optuna study tells the truth (what optuna-dashboard shows)
 

@@ -90,7 +90,7 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None) -> int
 
     require(o.sampler)  # a sampler that cannot run is refused before the database is created
     stop = stop or threading.Event()
-    check_replay(o)
+    o = check_replay(o)
     preflight(o.families)
     specs = worker_specs(o.kind, o.shape, o.seed, o.devices, o.workers, o.kernel_timeout, o.replay_db)
     storage = open_storage(o.storage)  # before any worker starts: a wrong URL costs nothing
@@ -115,15 +115,31 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None) -> int
     return exit_status(stop, result.interrupted)
 
 
-def check_replay(o: SearchOptions) -> None:
+def check_replay(o: SearchOptions) -> SearchOptions:
+    """The options a replay can search: refused when the dataset recorded none of the families,
+    narrowed (with a note) to those it recorded."""
+    from dataclasses import replace
+
+    from autotune.backends.replay import recorded_families
+
+    check_replay_db(o.kind, o.replay_db, o.db_path)
+    if o.kind != "replay":
+        return o
+    kept = recorded_families(str(o.replay_db), o.shape, [f.name for f in o.families])
+    if len(kept) < len(o.families):
+        left = ", ".join(f.name for f in o.families if f.name not in kept)
+        print(f"autotune: the replay dataset has no {left} results at this shape; searching {', '.join(kept)}",
+              file=sys.stderr)
+    return replace(o, families=[f for f in o.families if f.name in kept])
+
+
+def check_replay_db(kind: str, replay_db: str | None, db_path: str) -> None:
+    """--replay-db goes with --backend replay, exists, and is not the database written to."""
     from pathlib import Path
 
-    from autotune.backends.replay import check_families
-
-    replay_db, db_path = o.replay_db, o.db_path
-    if o.kind != "replay":
+    if kind != "replay":
         if replay_db:
-            raise AutotuneError(f"--replay-db is the dataset that --backend replay answers from; --backend {o.kind} "
+            raise AutotuneError(f"--replay-db is the dataset that --backend replay answers from; --backend {kind} "
                                 f"does not read it: drop --replay-db, or add --backend replay")
         return
     if not replay_db:
@@ -132,7 +148,6 @@ def check_replay(o: SearchOptions) -> None:
         raise AutotuneError(f"replay database {replay_db} does not exist; pass --replay-db with a recorded results database")
     if Path(replay_db).resolve() == Path(db_path).resolve():
         raise AutotuneError("--replay-db and --db are the same file: a replay must not write into its dataset")
-    check_families(replay_db, o.shape, [f.name for f in o.families])
 
 
 def preflight(families: list[Family]) -> None:

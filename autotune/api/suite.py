@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from autotune import store
-from autotune.api.commands import SearchOptions, check_replay, search_command
+from autotune.api.commands import SearchOptions, check_replay_db, search_command
 from autotune.backends.pool import exit_status, stop_on_signals, visible_devices
 from autotune.errors import AutotuneError, NoDeviceError
 from autotune.explain.model import PRESETS
@@ -130,8 +130,7 @@ def check_backend(o: SuiteOptions, shapes: list[SuiteShape]) -> None:
     store.check_path(o.db_path)
     if o.kind == "cuda" and o.devices is None:
         visible_devices()  # no GPU: one error now, not one per shape
-    if o.kind == "replay":
-        check_replay(o.replay_db, o.db_path)
+    check_replay_db(o.kind, o.replay_db, o.db_path)
     if o.kind == "sim":
         from autotune.backends.sim.backend import MAX_WORK
 

@@ -85,15 +85,17 @@ def load_rows(db_path: str | Path, shape: tuple[int, int, int], gpu: str | None 
     return rows
 
 
-def check_families(db_path: str | Path, shape: tuple[int, int, int], families: list[str]) -> None:
-    """Refuse a replay of a family the dataset never recorded at this shape: its every trial would
-    be `unrecorded` and the search would find nothing."""
+def recorded_families(db_path: str | Path, shape: tuple[int, int, int], families: list[str]) -> list[str]:
+    """The families of `families` the dataset recorded at this shape. None of them is refused: every
+    trial would be `unrecorded` and the search would find nothing. A family it lacks beside others
+    is left out by the caller (say, a default search over every family)."""
     have = sorted({r["family"] for r in load_rows(db_path, shape) if r["status"] in REPLAYED})
-    missing = [f for f in families if f not in have]
-    if missing:
-        only = f", only {', '.join(have)}: search those (--family {','.join(have)}) or" if have else ":"
-        raise AutotuneError(f"the replay dataset {db_path} has no {', '.join(missing)} results at "
-                            f"{'x'.join(map(str, shape))}{only} record {', '.join(missing)} first")
+    kept = [f for f in families if f in have]
+    if not kept:
+        only = f"; it has {', '.join(have)} there (--family {','.join(have)})" if have else ""
+        raise AutotuneError(f"the replay dataset {db_path} has no {', '.join(families)} results at "
+                            f"{'x'.join(map(str, shape))}{only}: record them first or search what it has")
+    return kept
 
 
 def current_name(row: dict) -> str:

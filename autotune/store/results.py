@@ -149,10 +149,11 @@ def backends_with_ok(db: sqlite_utils.Database, shape: tuple[int, int, int]) -> 
 
 
 def baselines(db: sqlite_utils.Database, shape: tuple[int, int, int], gpu: str | None = None) -> list[dict]:
-    """The cuBLAS baselines recorded for a shape (one per session); none in a dataset without the table."""
+    """The cuBLAS baselines recorded for a shape (one per search that timed it); none in a dataset
+    without the table."""
     if "baselines" not in db.table_names():
         return []
-    where, args = "M = ? AND N = ? AND K = ?", list(shape)
+    where, args = "M = ? AND N = ? AND K = ?", list[Any](shape)
     if gpu:
         where += " AND (gpu_uuid = ? OR gpu_name = ?)"
         args += [gpu, gpu]

@@ -1,0 +1,3 @@
+from autotune.cli.commands import main
+
+main()

@@ -1,0 +1,269 @@
+"""The commands: each parses its options, calls one function of autotune.api (or the library)
+and prints. Shared options and parsing are in cli.options."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from autotune import __version__, store
+from autotune.cli.options import (
+    DB_HELP,
+    KERNEL_TIMEOUT_HELP,
+    Cli,
+    config_options,
+    default_db,
+    friendly,
+    narrow_families,
+    parse_choices,
+    parse_families,
+    parse_shape,
+    resolve_config,
+    resolve_shape,
+    results_options,
+    shape_options,
+)
+from autotune.errors import AutotuneError
+from autotune.explain.model import PRESETS
+from autotune.families import FAMILIES
+from autotune.search import SAMPLERS
+from autotune.space import Limits, expand
+
+
+@click.group(cls=Cli, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="autotune")
+def cli() -> None:
+    """Code-generating autotuner for FP32 SGEMM (C = A*B, row-major) on NVIDIA GPUs."""
+
+
+@cli.command()
+@shape_options
+@click.option("--family", "family_text", default=",".join(FAMILIES), show_default=True,
+              help="families to search, comma-separated")
+@click.option("-p", "--param", "params", multiple=True, metavar="NAME=V1,V2",
+              help="search only these values of a parameter (repeat for others), e.g. -p BM=128,256")
+@click.option("--sampler", type=click.Choice(SAMPLERS), default="tpe-mv", show_default=True,
+              help="tpe-mv (multivariate TPE: the fewest trials to the best on the H200 datasets, "
+                   "docs/BENCHMARKS.md), tpe, random, grid (every valid config in order), qmc (Sobol), "
+                   "gp (needs the bench extra)")
+@click.option("--trials", type=click.IntRange(min=1), default=60, show_default=True,
+              help="new configs to measure (configs already in the database are reused, not counted)")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="stop after this many seconds")
+@click.option("--seed", type=int, default=0, show_default=True, help="sampler seed and input seed")
+@click.option("--device", type=click.IntRange(min=0), help="one CUDA device index (the same as --devices N)")
+@click.option("--devices", "devices_text", metavar="0,1",
+              help="CUDA devices, one worker each (default: every visible GPU)")
+@click.option("--workers", type=click.IntRange(min=1),
+              help="worker processes (default: one per device; 1 on the emulator)")
+@click.option("--backend", type=click.Choice(["cuda", "sim", "replay"]), default="cuda", show_default=True,
+              help="cuda: time on the GPU; sim: the CPU emulator (small shapes, times are not GPU times); "
+                   "replay: answer from --replay-db (no GPU)")
+@click.option("--replay-db", type=click.Path(dir_okay=False),
+              help="recorded results database that --backend replay answers from")
+@click.option("--storage", metavar="URL|FILE",
+              help="keep the Optuna study there and share it: postgresql://USER@HOST/DB for several hosts, "
+                   "a journal file for one host (default: in memory, re-learnt from the database)")
+@click.option("--study", "study_name", help="the study's name in --storage (default: families-shape-backend-sampler)")
+@click.option("--kernel-timeout", type=click.FloatRange(min=0, min_open=True), help=KERNEL_TIMEOUT_HELP)
+@click.option("--compile-jobs", type=click.IntRange(min=1), metavar="N",
+              help="CPU processes that compile (NVRTC) and disassemble the next trials' kernels while the GPU "
+                   "measures; as many trials are asked ahead (default: one per CPU core but one, at most 8; "
+                   "GPU backend only)")
+@click.option("--remeasure", type=click.Choice(["failed"]),
+              help="failed: measure again the configs whose recorded result is compile_error, wrong, launch_error "
+                   "or timeout (after fixing what made them fail); the new row is kept beside the old one")
+@click.option("--db", "db_path", default=default_db, help=DB_HELP)
+@friendly
+def search(M, N, K, family_text, params, sampler, trials, timeout, seed, device, devices_text, workers, backend,
+           replay_db, storage, study_name, kernel_timeout, compile_jobs, remeasure, db_path) -> None:
+    """Generate, compile, verify, time and record SGEMM variants; Optuna picks which.
+    Ctrl-C stops after the trials in flight and prints the summary (exit status 130)."""
+    from autotune.api.commands import SearchOptions, search_command
+    from autotune.backends.pool import parse_devices
+
+    if study_name and not storage:
+        raise AutotuneError("--study names a study kept in --storage; without --storage each search is a fresh "
+                            "in-memory study (it still reuses every result in --db)")
+    families = narrow_families(parse_families(family_text), params)
+    options = SearchOptions(shape=resolve_shape(M, N, K), families=families, db_path=db_path,
+                            sampler=sampler, trials=trials, timeout=timeout, seed=seed, kind=backend,
+                            devices=parse_devices(devices_text, device), workers=workers, storage=storage,
+                            study=study_name, kernel_timeout=kernel_timeout, replay_db=replay_db,
+                            compile_jobs=compile_jobs, remeasure=remeasure)
+    sys.exit(search_command(options))
+
+
+@cli.command()
+@shape_options
+@click.option("--family", type=click.Choice(sorted(FAMILIES)), help="best of one family only")
+@results_options
+@click.option("--json", "as_json", is_flag=True, help="print the whole row as JSON")
+@click.option("--db", "db_path", default=default_db, help=DB_HELP)
+@friendly
+def best(M, N, K, family, gpu, backend, as_json, db_path) -> None:
+    """The best verified config for a shape: its time, TFLOP/s and % of cuBLAS."""
+    from autotune.api.commands import format_row
+    from autotune.api.export import find_best
+
+    shape = resolve_shape(M, N, K)
+    row = find_best(store.open_readonly(db_path), db_path, shape, backend, gpu, family)
+    click.echo(json.dumps(row, indent=2) if as_json else format_row(row))
+
+
+@cli.command()
+@shape_options
+@config_options
+@click.option("--seed", type=int, default=0, show_default=True, help="input seed")
+@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index")
+@click.option("--backend", type=click.Choice(["cuda", "sim"]), default="cuda", show_default=True,
+              help="cuda: the GPU; sim: the CPU emulator")
+@click.option("--kernel-timeout", type=click.FloatRange(min=0, min_open=True), help=KERNEL_TIMEOUT_HELP)
+@click.option("--db", "db_path", default=default_db, help=DB_HELP)
+@friendly
+def measure(M, N, K, family, params, result_id, seed, device, backend, kernel_timeout, db_path) -> None:
+    """Verify and time named configs in a worker process (recorded like search trials).
+    -p NAME=V1,V2 measures every combination of the listed values (others at their defaults)."""
+    from autotune.api.commands import measure_command
+
+    if family and result_id is None:
+        configs = expand(FAMILIES[family], parse_choices(params))
+    else:
+        config = resolve_config(db_path, family, params, result_id)
+        if config is None:
+            raise AutotuneError("name a config: --family tiled -p T=32 ..., or --id N")
+        configs = [config]
+    click.echo(measure_command(resolve_shape(M, N, K), configs, seed, device, db_path, backend, kernel_timeout))
+
+
+@cli.command()
+@shape_options
+@config_options
+@results_options
+@click.option("-o", "--output", default="best.cu", show_default=True, help="CUDA file; the manifest goes beside it")
+@click.option("--db", "db_path", default=default_db, help=DB_HELP)
+@friendly
+def export(M, N, K, family, params, result_id, gpu, backend, output, db_path) -> None:
+    """Write a kernel (default: the best for the shape) as CUDA source plus a JSON manifest."""
+    from autotune.api.export import export_command
+
+    shape = resolve_shape(M, N, K)
+    config = resolve_config(db_path, family, params, result_id)
+    cu, js = export_command(db_path, shape, config, output, backend, gpu)
+    click.echo(f"wrote {cu} and {js}")
+
+
+@cli.command()
+@config_options
+@click.option("--db", "db_path", default=default_db, help=DB_HELP)
+@friendly
+def render(family, params, result_id, db_path) -> None:
+    """Print the CUDA source of one config (no GPU needed)."""
+    from autotune.codegen.render import render as render_source
+
+    config = resolve_config(db_path, family, params, result_id)
+    if config is None:
+        raise AutotuneError("name a config: --family tiled -p T=32 ..., or --id N")
+    click.echo(render_source(config), nl=False)
+
+
+@cli.command()
+@click.option("--backend", type=click.Choice(["sim", "cuda"]), default="sim", show_default=True,
+              help="sim: the CPU emulator (no GPU); cuda: the GPU")
+@click.option("--family", "family_text", default=",".join(FAMILIES), show_default=True,
+              help="families to verify, comma-separated")
+@click.option("--limit", type=click.IntRange(min=1), default=12, show_default=True,
+              help="variants per family: a sample covering every parameter value")
+@click.option("--shape", "shapes", multiple=True, metavar="MxNxK", help="shapes (default: 1x1x1 17x33x9 100x37x129 64x64x64)")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index")
+@click.option("--json", "as_json", is_flag=True, help="print the rows as JSON")
+@friendly
+def verify(backend, family_text, limit, shapes, seed, device, as_json) -> None:
+    """Check variants against a float64 reference over odd shapes; exit 1 if any fails."""
+    from autotune.api.commands import verify_command, verify_table
+    from autotune.backends.verify import SHAPES
+
+    chosen = [parse_shape(s) for s in shapes] or list(SHAPES)
+    rows = verify_command(backend, parse_families(family_text), limit, chosen, seed, device)
+    if as_json:
+        click.echo(json.dumps([{**r.__dict__, "shape": list(r.shape), "backend": backend} for r in rows], indent=1))
+    else:
+        click.echo(verify_table(rows))
+    if any(r.status != "ok" for r in rows):
+        sys.exit(1)
+
+
+@cli.command()
+@click.option("--family", type=click.Choice(sorted(FAMILIES)), help="one family only")
+def space(family) -> None:
+    """The search space: parameters, values, defaults, constraints and how many configs are valid."""
+    from autotune.api.commands import describe_space
+
+    for name in [family] if family else FAMILIES:
+        click.echo(describe_space(FAMILIES[name], Limits()))
+
+
+@cli.command()
+@config_options
+@click.option("--arch", default="sm_90", show_default=True, help="GPU architecture to compile for")
+@click.option("--preset", type=click.Choice(sorted(PRESETS)), default="h200", show_default=True,
+              help="device spec for the ceiling model")
+@click.option("--full", is_flag=True, help="print the whole disassembly before the counts")
+@click.option("--db", "db_path", default=default_db, help=DB_HELP + "; read for --id only, never written")
+@friendly
+def sass(family, params, result_id, arch, preset, full, db_path) -> None:
+    """Offline SASS counts of one config (FFMA, LDS by width, ...) and its predicted ceilings; no GPU."""
+    from autotune.explain.counts import sass_command
+
+    config = resolve_config(db_path, family, params, result_id)
+    if config is None:
+        raise AutotuneError("name a config: --family tiled -p T=32 ..., or --id N")
+    click.echo(sass_command(config, arch, preset, full))
+
+
+@cli.command()
+@shape_options
+@click.option("--db", "db_path", default=default_db, help=DB_HELP)
+@click.option("-o", "--output", help="folder for report.md and the PNGs (default: report-<M>x<N>x<K>)")
+@click.option("--preset", type=click.Choice(sorted(PRESETS)), default="h200", show_default=True,
+              help="device spec for the ceiling model (no GPU is used)")
+@click.option("--gpu", help="GPU name or UUID (default: every GPU in the database)")
+@click.option("--arch", default="sm_90", show_default=True, help="architecture for rows that do not record one")
+@friendly
+def report(M, N, K, db_path, output, preset, gpu, arch) -> None:
+    """Write a markdown report with plots: the ladder, the ceilings against T, the search's progress."""
+    from autotune.explain.report import report_command
+
+    click.echo(f"wrote {report_command(db_path, resolve_shape(M, N, K), output, preset, gpu, arch)}")
+
+
+@cli.command()
+@click.option("--shapes", "shapes_path", default="benchmarks/shapes.toml", show_default=True,
+              help="TOML file of shapes, each with its group (Python 3.11+)")
+@click.option("--group", "groups", multiple=True, help="only this group's shapes (repeat for others)")
+@click.option("--trials", type=click.IntRange(min=1), default=20, show_default=True, help="new configs per shape")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
+              help="seconds of search per shape")
+@click.option("--total-timeout", type=click.FloatRange(min=0, min_open=True),
+              help="seconds for the whole suite: a shape gets at most its share of what is left")
+@click.option("--family", "family_text", default=",".join(FAMILIES), show_default=True, help="families to search")
+@click.option("--backend", type=click.Choice(["cuda", "sim", "replay"]), default="cuda", show_default=True)
+@click.option("--replay-db", type=click.Path(dir_okay=False), help="recorded database for --backend replay")
+@click.option("--no-tune", is_flag=True, help="tune nothing: write the outputs from --db as it is")
+@click.option("--db", "db_path", default=default_db, help=DB_HELP)
+@click.option("-o", "--out", default="benchmarks/data", show_default=True, help="folder for the JSON, .md and .png")
+@friendly
+def suite(shapes_path, groups, trials, timeout, total_timeout, family_text, backend, replay_db, no_tune, db_path,
+          out) -> None:
+    """Tune every shape of a shapes file with one budget; write each shape's best against cuBLAS (same
+    process) and its roofline as JSON, a markdown table and a plot."""
+    from autotune.api.suite import SuiteOptions, run_suite
+
+    sys.exit(run_suite(SuiteOptions(shapes_path, db_path, out, parse_families(family_text), trials, timeout,
+                                    total_timeout, kind=backend, replay_db=replay_db, groups=groups, tune=not no_tune)))
+
+
+def main() -> None:
+    cli(prog_name="autotune")
+

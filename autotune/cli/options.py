@@ -1,0 +1,162 @@
+"""What every command shares: the option decorators, parsing of shapes, configs and families,
+and errors as one line on stderr with exit status 2 (`friendly`, `Cli`)."""
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+from contextlib import contextmanager
+from functools import wraps
+from typing import Iterator
+
+import click
+
+from autotune import store
+from autotune.errors import AutotuneError
+from autotune.families import FAMILIES, config_of_row
+from autotune.space import Config, check_shape, make_config, narrow
+
+DB_HELP = "SQLite results database (default: $AUTOTUNE_DB or db/autotune.sqlite)"
+
+
+def default_db() -> str:
+    return os.environ.get("AUTOTUNE_DB", str(store.DEFAULT_DB))
+
+
+def friendly(fn):
+    """Turn domain errors into one line and exit status 2, never a traceback."""
+    @wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except AutotuneError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+        except sqlite3.DatabaseError as exc:  # locked past the busy timeout, disk full, corrupted meanwhile
+            click.echo(f"error: the results database failed: {exc}; check the --db file and run again", err=True)
+            sys.exit(2)
+    return wrapper
+
+
+class OneLineUsageError(click.UsageError):
+    """click's usage errors (a bad option value, an unknown option) as one line, like ours."""
+
+    def show(self, file=None) -> None:
+        command = self.ctx.command_path if self.ctx else "autotune"
+        click.echo(f"error: {self.format_message()} (see `{command} --help`)", err=True)
+
+
+@contextmanager
+def _one_line() -> Iterator[None]:
+    try:
+        yield
+    except OneLineUsageError:
+        raise
+    except click.UsageError as exc:
+        raise OneLineUsageError(" ".join(exc.format_message().split()), exc.ctx) from None
+
+
+class Cli(click.Group):
+    """The command group; parses each command's options with one-line usage errors."""
+
+    def make_context(self, *args, **kwargs):
+        with _one_line():
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx):
+        with _one_line():
+            return super().invoke(ctx)
+
+
+def shape_options(fn):
+    fn = click.option("--K", "K", type=int, help="inner dimension (default: M)")(fn)
+    fn = click.option("--N", "N", type=int, help="columns of C (default: M)")(fn)
+    return click.option("--M", "M", type=int, required=True, help="rows of C")(fn)
+
+
+def config_options(fn):
+    fn = click.option("--id", "result_id", type=int, help="a result id from the database")(fn)
+    fn = click.option("-p", "--param", "params", multiple=True, metavar="NAME=VALUE",
+                      help="a parameter of the family; repeat it (left-out ones take defaults)")(fn)
+    return click.option("--family", type=click.Choice(sorted(FAMILIES)), help="kernel family")(fn)
+
+
+def resolve_shape(M: int, N: int | None, K: int | None) -> tuple[int, int, int]:
+    shape = (M, M if N is None else N, M if K is None else K)
+    check_shape(*shape)
+    return shape
+
+
+def parse_choices(params: tuple[str, ...]) -> dict[str, list[str]]:
+    """-p NAME=VALUE or -p NAME=V1,V2,...: the values given for each parameter."""
+    out: dict[str, list[str]] = {}
+    for item in params:
+        name, sep, value = item.partition("=")
+        values = [v.strip() for v in value.split(",") if v.strip()]
+        if not sep or not name.strip() or not values:
+            raise AutotuneError(f"-p {item!r} is not NAME=VALUE (for example -p T=32, or -p BM=64,128 in search/measure)")
+        if name.strip() in out:  # the second would silently replace the first
+            raise AutotuneError(f"-p {name.strip()} is given twice; give its values once, comma-separated "
+                                f"(-p {name.strip()}={','.join(out[name.strip()] + values)})")
+        out[name.strip()] = values
+    return out
+
+
+def parse_params(params: tuple[str, ...]) -> dict[str, str]:
+    """One value per parameter (a command that names one config)."""
+    out = {}
+    for name, values in parse_choices(params).items():
+        if len(values) > 1:
+            raise AutotuneError(f"-p {name}={','.join(values)} gives several values; this command takes one "
+                                f"(search and measure take lists)")
+        out[name] = values[0]
+    return out
+
+
+def narrow_families(families: list, params: tuple[str, ...]) -> list:
+    """Restrict each family to the -p values of the parameters it has (search a sub-space)."""
+    choices = parse_choices(params)
+    for name in choices:
+        if not any(name in {p.name for p in f.params} for f in families):
+            raise AutotuneError(f"no family searched has a parameter {name!r}; "
+                                f"see `autotune space` for each family's parameters")
+    return [narrow(f, {n: v for n, v in choices.items() if n in {p.name for p in f.params}}) for f in families]
+
+
+def resolve_config(db_path: str, family: str | None, params: tuple[str, ...], result_id: int | None) -> Config | None:
+    if result_id is not None and (family or params):
+        raise AutotuneError("give either --id or --family/-p, not both")
+    if result_id is not None:
+        return config_of_row(store.result_by_id(store.open_readonly(db_path), result_id))
+    if params and not family:
+        raise AutotuneError("-p needs --family (for example --family tiled -p T=32)")
+    return make_config(FAMILIES[family], parse_params(params)) if family else None
+
+
+def parse_families(text: str) -> list:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in FAMILIES]
+    if unknown or not names:
+        raise AutotuneError(f"unknown family {','.join(unknown) or text!r}; choose from {', '.join(FAMILIES)}")
+    return [FAMILIES[n] for n in names]
+
+
+KERNEL_TIMEOUT_HELP = ("seconds one kernel launch may take before the watchdog stops it and records timeout "
+                       "(default: 1000x cuBLAS at the shape, at least 1 s; on the emulator 60 s)")
+
+
+def results_options(fn):
+    """Whose results a reading command picks from: one backend, one GPU model."""
+    fn = click.option("--gpu", help="GPU name or UUID (default: the fastest on any GPU in the database)")(fn)
+    return click.option("--backend", type=click.Choice(["cuda", "sim", "replay"]), default="cuda",
+                        show_default=True, help="whose results: the GPU's, the emulator's or a replay's "
+                                                "(never mixed)")(fn)
+
+
+def parse_shape(text: str) -> tuple[int, int, int]:
+    parts = text.lower().split("x")
+    if len(parts) != 3 or not all(p.strip().isdigit() for p in parts):
+        raise AutotuneError(f"--shape {text!r} is not MxNxK (for example 17x33x9)")
+    shape = tuple(int(p) for p in parts)
+    check_shape(*shape)
+    return shape  # type: ignore[return-value]
