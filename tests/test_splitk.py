@@ -12,7 +12,7 @@ from autotune.backends.reference import random_inputs
 from autotune.backends.sim import SimError, run, run_kernel
 from autotune.backends.verify import check
 from autotune.codegen.render import render, sha256
-from autotune.families import BLOCKED, FAMILIES, SPLITK, config_of_row
+from autotune.families import BLOCKED, FAMILIES, SKINNY, SPLITK, config_of_row
 from autotune.families.splitk import MAX_TILES
 from autotune.space import Config, make_config, shape_violations, violations
 
@@ -138,3 +138,63 @@ def test_more_tiles_than_turnstiles_are_refused_with_the_reason():
 def test_splitk_geometry_puts_the_splits_on_z():
     assert splitk({"SPLITK": 16}).geometry(1024, 1024).grid == (8, 8, 16)
     assert splitk({"SPLITK": 4, "GM": 8}).geometry(1000, 1000).grid == (64, 1, 4)
+
+
+# --------------------------------------------------------------------------- skinny
+
+SKINNY_SHAPES = (*SHAPES, (3, 600, 50), (1, 1, 301))  # 600: three blocks of 64 threads along N
+SKINNY_CONFIGS = (
+    {},  # the default
+    {"SPLITK": 1},
+    {"THREADS": 64, "MR": 1, "KT": 16, "SPLITK": 64},
+    {"THREADS": 64, "MR": 4, "KT": 32, "SPLITK": 4},
+    {"THREADS": 512, "MR": 2, "KT": 256, "SPLITK": 2},
+)
+
+
+def skinny(params: dict) -> Config:
+    return make_config(SKINNY, params)
+
+
+@pytest.mark.parametrize("params", SKINNY_CONFIGS, ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()) or "default")
+def test_skinny_matches_the_reference_at_odd_shapes(params):
+    config = skinny(params)
+    assert statuses(config, render(config), SKINNY_SHAPES) == ["ok"] * len(SKINNY_SHAPES)
+
+
+def test_skinny_gives_the_same_bytes_every_run():
+    config = skinny({"THREADS": 64, "MR": 4, "KT": 16, "SPLITK": 8})
+    first, second = (output(config, render(config), (10, 300, 333)) for _ in range(2))
+    assert first.tobytes() == second.tobytes()
+
+
+def test_skinny_dropped_partial_sum_is_wrong():
+    config = skinny({"THREADS": 64, "MR": 4, "KT": 32, "SPLITK": 4})
+    source = render(config)
+    assert statuses(config, source, (MUTATION_SHAPE,)) == ["ok"]
+    broken = edit(source, "if (!add) return v;", "if (!add) return v;\n    if (blockIdx.z == 1) return __ldcg(reinterpret_cast<const float4*>(c));")
+    broken = edit(broken, "return add ? __ldcg(c) + v : v;", "return add ? (blockIdx.z == 1 ? __ldcg(c) : __ldcg(c) + v) : v;")
+    assert statuses(config, broken, (MUTATION_SHAPE,)) == ["wrong"]
+
+
+def test_skinny_lost_tail_of_k_is_wrong():
+    """The last, partial group of four rows of B in a tile (K % 4 != 0) dropped."""
+    config = skinny({"THREADS": 64, "MR": 4, "KT": 32, "SPLITK": 1})
+    broken = edit(render(config), "if (k < kt) step(k, kt - k);", "")
+    assert statuses(config, broken, (MUTATION_SHAPE,)) == ["wrong"]
+
+
+def test_skinny_space_constraints_and_shape_rules():
+    from autotune.api.commands import describe_space
+    from autotune.space import Limits
+
+    text = describe_space(SKINNY, Limits())
+    assert "skinny:" in text and "700 valid of 700 combinations" in text
+    small = Limits(max_static_shared=8 * 1024)
+    assert violations(skinny({"MR": 16, "KT": 256}), small) == [
+        "static shared memory MR*KT*4 bytes must fit the 48 KiB static __shared__ limit"]
+    assert skinny({}).geometry(16, 8192).grid == (16, 1, 32)
+    assert skinny({"MR": 1, "THREADS": 64}).name == "sgemm_skinny_T64_MR1_KT128_SK32"
+    bad = shape_violations(skinny({"MR": 1, "THREADS": 64}), 40000, 512)  # 80000 tiles of 1 x 256
+    assert len(bad) == 1 and "80000 output tiles of 1x256 exceed the 65536 split-K turnstiles" in bad[0]
+    assert shape_violations(skinny({"MR": 1, "THREADS": 64, "SPLITK": 1}), 40000, 512) == []

@@ -325,6 +325,8 @@ def intensity(config: Config) -> float:
     if config.family.name in BLOCKED_TEMPLATE:  # per BK step: (BM + BN)*BK floats in, 2*BM*BN*BK FLOP
         BM, BN = config.values["BM"], config.values["BN"]
         return BM * BN / (2 * (BM + BN))
+    if config.family.name == "skinny":  # per k: a float4 of B (16 bytes) for 4*MR FMAs (A is MR floats beside it)
+        return config.values["MR"] / 2
     raise AutotuneError(f"no traffic model for family {config.family.name}")
 
 
