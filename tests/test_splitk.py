@@ -180,7 +180,7 @@ def test_skinny_dropped_partial_sum_is_wrong():
 def test_skinny_lost_tail_of_k_is_wrong():
     """The last, partial group of four rows of B in a tile (K % 4 != 0) dropped."""
     config = skinny({"THREADS": 64, "MR": 4, "KT": 32, "SPLITK": 1})
-    broken = edit(render(config), "if (k < kt) step(k, kt - k);", "")
+    broken = edit(render(config), "if (k < kt) step(k, kt - k, vecB);", "")
     assert statuses(config, broken, (MUTATION_SHAPE,)) == ["wrong"]
 
 
