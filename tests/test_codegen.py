@@ -68,3 +68,13 @@ def test_a_bare_checkout_finds_the_top_level_templates():
             "from autotune.codegen.render import templates_dir; print(templates_dir())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=True)
     assert Path(out.stdout.strip()) == root / "templates"
+
+
+def test_the_templates_are_the_running_checkouts_own():
+    """PYTHONPATH=checkout over an editable install of another checkout: the templates still come
+    from the checkout whose code runs, not from the one the install points at."""
+    from pathlib import Path
+
+    from autotune.codegen.render import templates_dir
+
+    assert templates_dir() == Path(__file__).resolve().parent.parent / "templates"

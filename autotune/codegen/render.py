@@ -14,11 +14,13 @@ from autotune.space import Config, Limits, violations
 
 @lru_cache(maxsize=1)
 def templates_dir() -> Path:
-    """Installed: the autotune.templates package; in a bare checkout: the top-level templates/."""
-    try:
-        return Path(str(resources.files("autotune.templates")))
-    except ModuleNotFoundError:
-        return Path(__file__).resolve().parents[2] / "templates"
+    """The templates of the code that runs: in a checkout, its top-level templates/ (even when an
+    editable install of another checkout maps autotune.templates elsewhere, as PYTHONPATH=checkout
+    does); installed from a wheel, the autotune.templates package."""
+    checkout = Path(__file__).resolve().parents[2] / "templates"
+    if (checkout / "blocked.cu.j2").is_file():
+        return checkout
+    return Path(str(resources.files("autotune.templates")))
 
 
 @lru_cache(maxsize=1)

@@ -223,6 +223,11 @@ class BlockedShape:
         return self.b_floats if self.lanes_n == 1 else self.TN
 
 
+# Families rendered from templates/blocked.cu.j2 (split-K adds C's read-modify-write per split,
+# which the model leaves out: it is small beside the operand traffic of a deep K).
+BLOCKED_TEMPLATE = ("blocked", "splitk")
+
+
 def blocked_shape(config: Config) -> BlockedShape:
     p, d = config.values, config.derived
     return BlockedShape(BM=p["BM"], BN=p["BN"], BK=p["BK"], LDA=p["BM"] + p["pad"], TM=p["TM"], TN=p["TN"],
@@ -293,7 +298,7 @@ def blocked_wavefronts(config: Config, counts: SassCounts) -> float:
 
 def shared_wavefronts(config: Config, counts: SassCounts) -> float:
     """Wavefronts the hot loop spends in shared memory (the rule in the module doc)."""
-    if config.family.name == "blocked":
+    if config.family.name in BLOCKED_TEMPLATE:
         return blocked_wavefronts(config, counts)
     if config.family.name != "tiled":
         return float(counts.shared_loads)  # lower bound: conflict-free, one pass each
@@ -317,9 +322,11 @@ def intensity(config: Config) -> float:
         return config.values["T"] / 4
     if config.family.name == "naive":
         return 0.25
-    if config.family.name == "blocked":  # per BK step: (BM + BN)*BK floats in, 2*BM*BN*BK FLOP
+    if config.family.name in BLOCKED_TEMPLATE:  # per BK step: (BM + BN)*BK floats in, 2*BM*BN*BK FLOP
         BM, BN = config.values["BM"], config.values["BN"]
         return BM * BN / (2 * (BM + BN))
+    if config.family.name == "skinny":  # per k: a float4 of B (16 bytes) for 4*MR FMAs (A is MR floats beside it)
+        return config.values["MR"] / 2
     raise AutotuneError(f"no traffic model for family {config.family.name}")
 
 

@@ -8,12 +8,14 @@ from typing import Any, Mapping
 from autotune.errors import SpaceError
 from autotune.families.blocked import BLOCKED
 from autotune.families.naive import NAIVE
+from autotune.families.skinny import SKINNY
+from autotune.families.splitk import SPLITK
 from autotune.families.tiled import TILED
 from autotune.space import Config, Family, make_config
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (NAIVE, TILED, BLOCKED)}
+FAMILIES: dict[str, Family] = {f.name: f for f in (NAIVE, TILED, BLOCKED, SPLITK, SKINNY)}
 
-__all__ = ["BLOCKED", "FAMILIES", "NAIVE", "TILED", "config_of_row"]
+__all__ = ["BLOCKED", "FAMILIES", "NAIVE", "SKINNY", "SPLITK", "TILED", "config_of_row"]
 
 
 def config_of_row(row: Mapping[str, Any]) -> Config:

@@ -60,7 +60,13 @@ def shared_bytes(p: Params) -> int:
 
 
 def derive(p: Params) -> dict[str, int]:
-    """Everything the template, the launch and the model compute from a valid config."""
+    """Everything the template, the launch and the model compute from a valid config. SPLITK=1:
+    the template's split-K code (family splitk, which sets SPLITK as a parameter) stays out."""
+    return {**derive_tiles(p), "SPLITK": 1}
+
+
+def derive_tiles(p: Params) -> dict[str, int]:
+    """What blocked and splitk share: the warp, lane and load layout of a block tile."""
     ln, t = lanes_n(p), threads(p)
     return {"WSUBN": p["WN"] // p["WNITER"], "LANES_N": ln, "LANES_M": WARP // ln, "WSUBM": (WARP // ln) * p["TM"],
             "WMITER": wmiter(p), "THREADS": t, "LA": (p["BM"] * p["BK"] // 4) // t,

@@ -85,6 +85,10 @@ def _no_derived(p: Params) -> dict[str, int]:
     return {}
 
 
+def _no_shape_rules(p: Params, M: int, N: int) -> list[str]:
+    return []
+
+
 @dataclass(frozen=True)
 class Family:
     name: str
@@ -97,6 +101,9 @@ class Family:
     # Quantities that follow from the parameters (threads, sub-tiles, shared bytes), computed
     # once here and handed to the template, the launch geometry and the model alike.
     derive: Callable[[Params], dict[str, int]] = _no_derived
+    # Reasons a config cannot run at a problem shape beyond the grid limits (e.g. more output
+    # tiles than a split-K kernel has turnstiles); empty when it can.
+    shape_rules: Callable[[Params, int, int], list[str]] = _no_shape_rules
 
     def __post_init__(self) -> None:
         names = {p.name for p in self.params}
@@ -193,7 +200,7 @@ def shape_violations(config: Config, M: int, N: int, limits: Limits = Limits()) 
         out.append(f"grid.y = {launch.grid[1]} exceeds the device limit {limits.max_grid_y}")
     if launch.grid[2] > limits.max_grid_z:
         out.append(f"grid.z = {launch.grid[2]} exceeds the device limit {limits.max_grid_z}")
-    return out
+    return out + config.family.shape_rules(config.values, M, N)
 
 
 def check_shape(M: int, N: int, K: int) -> None:

@@ -73,6 +73,21 @@ inline void __threadfence_block() {}
 
 template <class T>
 inline T __ldg(const T* p) { return *p; }
+template <class T>
+inline T __ldcg(const T* p) { return *p; }
+
+// Atomics: the threads of a block never run concurrently here, and blocks run one after
+// another, so a plain read-modify-write is atomic. A split-K block that waits on a turnstile
+// finds its predecessor (lower z) finished, as blocks run in order with z slowest.
+inline unsigned atomicAdd(unsigned* p, unsigned v) { const unsigned old = *p; *p = old + v; return old; }
+inline int atomicAdd(int* p, int v) { const int old = *p; *p = old + v; return old; }
+inline float atomicAdd(float* p, float v) { const float old = *p; *p = old + v; return old; }
+inline unsigned atomicExch(unsigned* p, unsigned v) { const unsigned old = *p; *p = v; return old; }
+inline unsigned atomicCAS(unsigned* p, unsigned expected, unsigned v) {
+    const unsigned old = *p;
+    if (old == expected) *p = v;
+    return old;
+}
 
 using std::max;
 using std::min;

@@ -1,0 +1,60 @@
+"""The split-K family: the register-blocked kernel (blocked.py, the same template) with the K loop
+divided among SPLITK blocks per tile of C, for shapes whose tiles alone do not fill the GPU (deep K:
+1024 x 1024 x 65536 has 64 tiles of 128 x 128 for 132 SMs; small squares).
+
+Block z of the grid (x, y, SPLITK) computes the partial product over its chunk of K: ceil(K/SPLITK)
+rounded up to a multiple of BK, so only the last chunk has a partial BK step (a chunk may be empty
+when K is small; its block still takes its turn). The partials are added into C in split order
+0, 1, 2, ... behind a per-tile turnstile (templates/_splitk.cu.j2): ordered, not atomic, so the
+output is bit-identical from run to run; one launch, no workspace, no reduction kernel, and the
+kernel keeps the (A, B, C, M, N, K) signature of every exported kernel. The turnstiles are a fixed
+module-level array, so a shape with more output tiles than MAX_TILES is refused (shape_rules).
+"""
+from __future__ import annotations
+
+from autotune.families.blocked import BLOCKED, derive_tiles, shared_bytes, threads
+from autotune.space import Family, Launch, Param, Params, ceil_div
+
+MAX_TILES = 1 << 16  # turnstiles, one per output tile: 256 KiB of device memory
+SPLITS = (2, 4, 8, 16, 32)
+
+
+def derive(p: Params) -> dict[str, int]:
+    return {**derive_tiles(p), "MAX_TILES": MAX_TILES}
+
+
+def tiles(p: Params, M: int, N: int) -> int:
+    return ceil_div(M, p["BM"]) * ceil_div(N, p["BN"])
+
+
+def _geometry(p: Params, M: int, N: int) -> Launch:
+    tiles_m, tiles_n = ceil_div(M, p["BM"]), ceil_div(N, p["BN"])
+    grid = (tiles_n, tiles_m, p["SPLITK"]) if p["GM"] == 1 else (tiles_n * tiles_m, 1, p["SPLITK"])
+    return Launch(grid=grid, block=(threads(p), 1, 1), shared_bytes=shared_bytes(p))
+
+
+def _shape_rules(p: Params, M: int, N: int) -> list[str]:
+    n = tiles(p, M, N)
+    if n <= MAX_TILES:
+        return []
+    return [f"{n} output tiles of {p['BM']}x{p['BN']} exceed the {MAX_TILES} split-K turnstiles "
+            "(one per tile, a fixed array in the module): use larger BM/BN"]
+
+
+# Defaults other than blocked's: a 128 x 128 tile with the per-thread shape of the blocked default
+# (8 x 4 sub-tiles, 2 along N): at 1024 x 1024 x 65536, 64 tiles x 8 splits = 512 blocks of 128 threads.
+DEFAULTS = {"BM": 128, "BN": 128, "WM": 64, "WN": 64}
+
+SPLITK = Family(
+    name="splitk",
+    doc="register blocking (the blocked template) with K divided among SPLITK blocks per tile, "
+        "added into C in split order (deterministic)",
+    params=(*(Param(p.name, p.values, DEFAULTS.get(p.name, p.default), p.doc, p.absent) for p in BLOCKED.params),
+            Param("SPLITK", SPLITS, 8, "blocks per tile of C, each over its own chunk of K")),
+    constraints=BLOCKED.constraints,
+    template=BLOCKED.template,
+    geometry=_geometry,
+    derive=derive,
+    tags={**BLOCKED.tags, "SPLITK": "SK"},
+    shape_rules=_shape_rules,
+)

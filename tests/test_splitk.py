@@ -1,0 +1,200 @@
+"""Split-K and skinny kernels on the CPU emulator: right at odd shapes, the same bytes every run,
+broken partial sums caught, the blocked family's source unchanged, shape and space rules."""
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autotune.backends.reference import random_inputs
+from autotune.backends.sim import SimError, run, run_kernel
+from autotune.backends.verify import check
+from autotune.codegen.render import render, sha256
+from autotune.families import BLOCKED, FAMILIES, SKINNY, SPLITK, config_of_row
+from autotune.families.splitk import MAX_TILES
+from autotune.space import Config, make_config, shape_violations, violations
+
+# Odd shapes: K not a multiple of the split nor of BK, K < SPLITK*BK (empty chunks), M or N of 1,
+# several tiles in both directions (70 x 70 with 32 x 32 tiles).
+SHAPES = ((17, 33, 9), (1, 40, 300), (5, 1, 77), (70, 70, 333))
+SMALL = {"BM": 32, "BN": 32, "WM": 32, "WN": 16, "WNITER": 1, "TM": 4, "TN": 4}  # 3 x 3 tiles at 70 x 70
+SPLITK_CONFIGS = (
+    {},  # the default
+    {**SMALL, "SPLITK": 4},
+    {**SMALL, "SPLITK": 32, "STAGES": 1, "BK": 8},
+    {**SMALL, "SPLITK": 2, "GM": 8},
+    {**SMALL, "SPLITK": 16, "ASYNC": 1, "STAGES": 3, "BSWAP": 0},
+    {"ASYNC": 1, "STAGES": 2, "BSWAP": 0, "GM": 8, "SPLITK": 16, "BK": 32},
+)
+MUTATION_SHAPE = (70, 70, 333)
+DB = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "h200-session3-final.sqlite"
+
+
+def splitk(params: dict) -> Config:
+    return make_config(SPLITK, params)
+
+
+def statuses(config: Config, source: str, shapes=SHAPES) -> list[str]:
+    runner = lambda cfg, _src, *rest: run(cfg, source, *rest)  # noqa: E731  (the given source)
+    return [check(config, source, shape, runner, seed=1).status for shape in shapes]
+
+
+def output(config: Config, source: str, shape: tuple[int, int, int], seed: int = 3) -> np.ndarray:
+    M, N, K = shape
+    A, B = random_inputs(M, N, K, seed)
+    return run_kernel(source, config.name, config.geometry(M, N), A, B, M, N, K)
+
+
+def edit(source: str, old: str, new: str) -> str:
+    assert source.count(old) >= 1, f"{old!r} is not in the source; the template changed?"
+    return source.replace(old, new)
+
+
+@pytest.mark.parametrize("params", SPLITK_CONFIGS, ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()) or "default")
+def test_splitk_matches_the_reference_at_odd_shapes(params):
+    config = splitk(params)
+    assert statuses(config, render(config)) == ["ok"] * len(SHAPES)
+
+
+def test_splitk_gives_the_same_bytes_every_run():
+    config = splitk({**SMALL, "SPLITK": 8})
+    first, second = (output(config, render(config), (70, 70, 333)) for _ in range(2))
+    assert first.tobytes() == second.tobytes()
+
+
+def test_the_blocked_family_renders_the_sources_it_was_measured_with():
+    """SPLITK=1 leaves the blocked template's output byte for byte as it was: every blocked kernel
+    measured on the H200 (stored with its source hash) renders to that very source."""
+    with sqlite3.connect(DB) as db:
+        db.row_factory = sqlite3.Row
+        rows = [dict(r) for r in db.execute("SELECT * FROM results WHERE family = 'blocked' AND status = 'ok'")]
+    checked = {}
+    for row in rows:
+        config = config_of_row(row)
+        checked[config.name] = sha256(render(config)) == row["source_hash"]
+    assert len(checked) > 50 and all(checked.values())
+
+
+def test_splitk_kernel_name_shows_the_split_and_blocked_is_unchanged():
+    assert splitk({"SPLITK": 4}).name.endswith("_SK4")
+    assert "SK" not in make_config(BLOCKED, {}).name and "SPLITK" not in render(make_config(BLOCKED, {}))
+
+
+# --------------------------------------------------------------------------- mutations
+
+def test_a_dropped_partial_sum_is_wrong():
+    """Split 1 skips its addition: the output misses one chunk of K."""
+    config = splitk({**SMALL, "SPLITK": 4})
+    source = render(config)
+    assert statuses(config, source, (MUTATION_SHAPE,)) == ["ok"]
+    broken = edit(source, "return add ? __ldcg(c) + v : v;", "return add ? (blockIdx.z == 1 ? __ldcg(c) : __ldcg(c) + v) : v;")
+    broken = edit(broken, "if (!add) return v;", "if (!add) return v;\n    if (blockIdx.z == 1) v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);")
+    assert statuses(config, broken, (MUTATION_SHAPE,)) == ["wrong"]
+
+
+def test_every_split_storing_instead_of_adding_is_wrong():
+    config = splitk({**SMALL, "SPLITK": 4})
+    broken = edit(render(config), "const bool add = split > 0;", "const bool add = false;")
+    assert statuses(config, broken, (MUTATION_SHAPE,)) == ["wrong"]
+
+
+def test_a_lost_partial_step_at_the_end_of_k_is_wrong():
+    """The last chunk's partial BK step (K not a multiple of BK) dropped."""
+    config = splitk({**SMALL, "SPLITK": 4})
+    broken = edit(render(config), "Kc = min(chunk, K - kBegin);", "Kc = min(chunk, K - kBegin) / BK * BK;")
+    assert statuses(config, broken, (MUTATION_SHAPE,)) == ["wrong"]
+
+
+def test_a_turn_handed_to_the_wrong_split_never_finishes():
+    """Split 1 hands the turn to split 3: split 2 waits forever, which the emulator reports."""
+    config = splitk({**SMALL, "SPLITK": 4})
+    broken = edit(render(config), "split + 1 == splits ? 0u : split + 1", "split + 1 == splits ? 0u : split + 2")
+    M, N, K = MUTATION_SHAPE
+    A, B = random_inputs(M, N, K, 1)
+    with pytest.raises(SimError) as caught:
+        run_kernel(broken, config.name, config.geometry(M, N), A, B, M, N, K, timeout=5)
+    assert caught.value.kind == "timeout"
+
+
+# --------------------------------------------------------------------------- space and shape rules
+
+def test_splitk_is_the_blocked_space_times_the_splits():
+    assert [p.name for p in SPLITK.params] == [p.name for p in BLOCKED.params] + ["SPLITK"]
+    assert SPLITK.constraints == BLOCKED.constraints and SPLITK.template == BLOCKED.template
+    assert "splitk" in FAMILIES and not violations(splitk({}))
+    assert violations(splitk({"BM": 32, "WM": 64}))[0] == "warp tiles must tile the block tile (BM % WM == 0 and BN % WN == 0)"
+
+
+def test_more_tiles_than_turnstiles_are_refused_with_the_reason():
+    config = splitk({**SMALL})  # 32 x 32 tiles
+    assert shape_violations(config, 8192, 8192) == []  # 65536 tiles: exactly the turnstiles
+    assert MAX_TILES == 256 * 256
+    bad = shape_violations(config, 8192, 8193)
+    assert len(bad) == 1 and "exceed the 65536 split-K turnstiles" in bad[0]
+
+
+def test_splitk_geometry_puts_the_splits_on_z():
+    assert splitk({"SPLITK": 16}).geometry(1024, 1024).grid == (8, 8, 16)
+    assert splitk({"SPLITK": 4, "GM": 8}).geometry(1000, 1000).grid == (64, 1, 4)
+
+
+# --------------------------------------------------------------------------- skinny
+
+SKINNY_SHAPES = (*SHAPES, (3, 600, 50), (1, 1, 301))  # 600: three blocks of 64 threads along N
+SKINNY_CONFIGS = (
+    {},  # the default
+    {"SPLITK": 1},
+    {"THREADS": 64, "MR": 1, "KT": 16, "SPLITK": 64},
+    {"THREADS": 64, "MR": 4, "KT": 32, "SPLITK": 4},
+    {"THREADS": 512, "MR": 2, "KT": 256, "SPLITK": 2},
+)
+
+
+def skinny(params: dict) -> Config:
+    return make_config(SKINNY, params)
+
+
+@pytest.mark.parametrize("params", SKINNY_CONFIGS, ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()) or "default")
+def test_skinny_matches_the_reference_at_odd_shapes(params):
+    config = skinny(params)
+    assert statuses(config, render(config), SKINNY_SHAPES) == ["ok"] * len(SKINNY_SHAPES)
+
+
+def test_skinny_gives_the_same_bytes_every_run():
+    config = skinny({"THREADS": 64, "MR": 4, "KT": 16, "SPLITK": 8})
+    first, second = (output(config, render(config), (10, 300, 333)) for _ in range(2))
+    assert first.tobytes() == second.tobytes()
+
+
+def test_skinny_dropped_partial_sum_is_wrong():
+    config = skinny({"THREADS": 64, "MR": 4, "KT": 32, "SPLITK": 4})
+    source = render(config)
+    assert statuses(config, source, (MUTATION_SHAPE,)) == ["ok"]
+    broken = edit(source, "if (!add) return v;", "if (!add) return v;\n    if (blockIdx.z == 1) return __ldcg(reinterpret_cast<const float4*>(c));")
+    broken = edit(broken, "return add ? __ldcg(c) + v : v;", "return add ? (blockIdx.z == 1 ? __ldcg(c) : __ldcg(c) + v) : v;")
+    assert statuses(config, broken, (MUTATION_SHAPE,)) == ["wrong"]
+
+
+def test_skinny_lost_tail_of_k_is_wrong():
+    """The last, partial group of four rows of B in a tile (K % 4 != 0) dropped."""
+    config = skinny({"THREADS": 64, "MR": 4, "KT": 32, "SPLITK": 1})
+    broken = edit(render(config), "if (k < kt) step(k, kt - k, vecB);", "")
+    assert statuses(config, broken, (MUTATION_SHAPE,)) == ["wrong"]
+
+
+def test_skinny_space_constraints_and_shape_rules():
+    from autotune.api.commands import describe_space
+    from autotune.space import Limits
+
+    text = describe_space(SKINNY, Limits())
+    assert "skinny:" in text and "700 valid of 700 combinations" in text
+    small = Limits(max_static_shared=8 * 1024)
+    assert violations(skinny({"MR": 16, "KT": 256}), small) == [
+        "static shared memory MR*KT*4 bytes must fit the 48 KiB static __shared__ limit"]
+    assert skinny({}).geometry(16, 8192).grid == (16, 1, 32)
+    assert skinny({"MR": 1, "THREADS": 64}).name == "sgemm_skinny_T64_MR1_KT128_SK32"
+    bad = shape_violations(skinny({"MR": 1, "THREADS": 64}), 40000, 512)  # 80000 tiles of 1 x 256
+    assert len(bad) == 1 and "80000 output tiles of 1x256 exceed the 65536 split-K turnstiles" in bad[0]
+    assert shape_violations(skinny({"MR": 1, "THREADS": 64, "SPLITK": 1}), 40000, 512) == []
