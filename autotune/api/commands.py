@@ -221,7 +221,7 @@ def _progress_bar(total: int) -> _Bar:
 
 def summary(db, backend, result) -> str:
     M, N, K = backend.shape
-    skipped = f", {result.skipped} skipped (being measured by another worker)" if result.skipped else ""
+    skipped = f", {result.skipped} skipped (another worker was measuring it, or a value of another family was proposed)" if result.skipped else ""
     lines = [f"study {result.study}: {result.trials} trials, {result.new} new measurements{skipped} in "
              f"{result.seconds:.1f} s by {result.workers} worker(s)" + (" (interrupted)" if result.interrupted else ""),
              "statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(result.statuses.items())),

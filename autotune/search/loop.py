@@ -53,7 +53,7 @@ class SearchResult:
     study: str
     trials: int = 0
     new: int = 0
-    skipped: int = 0  # proposals another worker was measuring at that moment (no row, no count)
+    skipped: int = 0  # no row, no count: another worker was measuring it, or a value of another family was proposed
     best: dict | None = None
     statuses: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
