@@ -7,7 +7,7 @@ OUT="${OUT:-out}"; mkdir -p "$OUT"
 source benchmarks/device_setup.sh >/dev/null 2>&1 || { echo "setup failed"; exit 1; }
 LOG="$OUT/log.txt"
 nvidia-smi --query-gpu=name,uuid,driver_version,clocks.max.sm --format=csv,noheader | tee "$LOG"
-python3 -m pytest -m gpu -q -p no:cacheprovider tests 2>&1 | tail -4 | tee -a "$LOG"
+python3 -m pytest -m gpu -v -p no:cacheprovider --timeout 60 tests > "$OUT/gpu_tests.txt" 2>&1; tail -3 "$OUT/gpu_tests.txt" | tee -a "$LOG"
 for run in 1 2; do
   ( time autotune search --M 4096 --trials 60 --timeout 200 --db "$OUT/main$run.sqlite" ) \
     2>"$OUT/progress$run.txt" | head -3 | tee -a "$LOG"
