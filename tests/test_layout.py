@@ -73,6 +73,8 @@ def test_no_import_cycles():
 
 def test_every_folder_is_a_layer_and_no_module_is_long():
     folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and not p.name.startswith("__")}
+    shadowed = sorted(f for f in folders if (PACKAGE / f"{f}.py").exists())
+    assert not shadowed, f"a module beside its package of the same name: {shadowed}"
     assert folders <= set(LAYERS), folders - set(LAYERS)
     long = {n: len(p.read_text().splitlines()) for n, p in modules().items()}
     assert {n: k for n, k in long.items() if k > MAX_LINES} == {}
