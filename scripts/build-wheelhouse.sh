@@ -8,7 +8,7 @@
 #   python3 -m pip install --no-index --find-links DIR autotune        (full wheelhouse)
 # With --lean only the pure-Python packages a CUDA image usually lacks are kept (optuna,
 # sqlite-utils and their needs: sqlalchemy, alembic, mako, greenlet, colorlog, sqlite-fts4,
-# click-default-group); numpy, cuda-python, NVRTC, cuBLAS, jinja2, click, tqdm are expected
+# click-default-group; pytest-xdist and execnet, which the test settings use); numpy, cuda-python, NVRTC, cuBLAS, jinja2, click, tqdm are expected
 # on the node already. Install a lean wheelhouse with
 #   python3 -m pip install --no-index --no-deps DIR/*.whl
 set -euo pipefail
@@ -26,9 +26,9 @@ fetch() {
     "${platforms[@]}" -d "$dir" "$@"
 }
 if (( lean )); then
-  fetch optuna sqlite-utils
+  fetch optuna sqlite-utils pytest-xdist
   # keep what a CUDA image lacks; drop what it has (the node's own versions are used)
-  keep='^(optuna|sqlite_utils|sqlalchemy|SQLAlchemy|alembic|mako|Mako|greenlet|colorlog|sqlite_fts4|click_default_group)-'
+  keep='^(optuna|sqlite_utils|sqlalchemy|SQLAlchemy|alembic|mako|Mako|greenlet|colorlog|sqlite_fts4|click_default_group|pytest_xdist|execnet)-'
   for whl in "$dir"/*.whl; do
     name=$(basename "$whl")
     [[ "$name" =~ $keep ]] || rm -f "$whl"

@@ -1,11 +1,18 @@
 """GPU tests carry the `gpu` marker. They skip, with the reason, where no CUDA device
 answers the driver; with AUTOTUNE_REQUIRE_GPU=1 (set on GPU hosts) that skip is a failure."""
 import os
+import uuid
 
 import pytest
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups
 def pytest_collection_modifyitems(config, items):
+    # pytest-xdist (--dist loadgroup, pyproject's addopts) keeps a file's tests on one worker, so
+    # a module fixture (the report's dozen compiled kernels) is built once; all GPU tests share
+    # one worker, so that no two of them time kernels on the device at the same moment.
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group("gpu" if "gpu" in item.keywords else item.path.name))
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if not gpu_items:
         return
@@ -33,3 +40,27 @@ def db(tmp_path):
 def _cache(tmp_path_factory, monkeypatch):
     # one cubin cache per test session, never the user's own
     monkeypatch.setenv("AUTOTUNE_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+@pytest.fixture
+def pg_url():
+    """The test PostgreSQL server (.ci/run starts one and exports AUTOTUNE_TEST_PG) on a schema of
+    this test's own: the server outlives a test, and tests run side by side (pytest-xdist), so
+    nothing another test left or is writing there (Optuna's tables, the claims ledger) can answer
+    this one. Skips where no server is configured."""
+    server = os.environ.get("AUTOTUNE_TEST_PG")
+    if not server:
+        pytest.skip("AUTOTUNE_TEST_PG is not set: no PostgreSQL server (.ci/run starts one and sets it)")
+    import sqlalchemy as sa
+
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    engine = sa.create_engine(server)
+    with engine.begin() as conn:
+        conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
+    url = sa.engine.make_url(server).update_query_dict({"options": f"-csearch_path={schema}"})
+    try:
+        yield url.render_as_string(hide_password=False)
+    finally:
+        with engine.begin() as conn:
+            conn.execute(sa.text(f"DROP SCHEMA {schema} CASCADE"))
+        engine.dispose()

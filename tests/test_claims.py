@@ -3,7 +3,6 @@ the results file (one host's workers) and the database server of a shared study 
 hosts; an SQLite file stands in for the server here, PostgreSQL too where AUTOTUNE_TEST_PG is
 set, as in CI). Then two hosts on one study: no config is measured twice across hosts, and
 each host's database gets every row it asked for."""
-import os
 import subprocess
 import sys
 import threading
@@ -19,13 +18,6 @@ from tests.fakes import FakeBackend
 KEY = ("fake", "Fake GPU", 64, 64, 64, "sgemm_naive_xcols_bx32_by8", "abc")
 
 
-def urls(tmp_path):
-    out = [f"sqlite:///{tmp_path / 'server.sqlite'}"]
-    if os.environ.get("AUTOTUNE_TEST_PG"):
-        out.append(os.environ["AUTOTUNE_TEST_PG"])
-    return out
-
-
 def row_for(db, key):
     """A finished result row with this key (what a worker publishes)."""
     row = dict(zip(store.KEY, key)) | {"family": "naive", "status": "ok", "tflops": 1.5, "worker": "w"}
@@ -33,16 +25,15 @@ def row_for(db, key):
     return stored
 
 
-def make_claims(kind, tmp_path, ttl_s=store.CLAIM_TTL_S):
+def server_url(request, kind, tmp_path):
+    """The claims server of this kind: an SQLite file, or a fresh schema on the PostgreSQL test server."""
+    return request.getfixturevalue("pg_url") if kind == "postgresql" else f"sqlite:///{tmp_path / 'server.sqlite'}"
+
+
+def make_claims(kind, tmp_path, request, ttl_s=store.CLAIM_TTL_S):
     if kind == "file":
         return store.FileClaims(store.open_db(tmp_path / "claims.sqlite"), ttl_s)
-    if kind == "postgresql" and not os.environ.get("AUTOTUNE_TEST_PG"):
-        pytest.skip("AUTOTUNE_TEST_PG is not set: .ci/run starts a PostgreSQL server and sets it")
-    url = os.environ["AUTOTUNE_TEST_PG"] if kind == "postgresql" else f"sqlite:///{tmp_path / 'server.sqlite'}"
-    claims = store.ServerClaims(url, ttl_s)
-    with claims.engine.begin() as conn:  # the PostgreSQL server outlives a test: start from a clean table
-        conn.execute(claims.sa.text(f"DELETE FROM {store.claims.SERVER_TABLE}"))
-    return claims
+    return store.ServerClaims(server_url(request, kind, tmp_path), ttl_s)
 
 
 def finish(claims, key, tmp_path):
@@ -57,8 +48,8 @@ KINDS = ["file", "server", "postgresql"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_one_claim_at_a_time_then_the_finished_row(tmp_path, kind):
-    claims = make_claims(kind, tmp_path)
+def test_one_claim_at_a_time_then_the_finished_row(tmp_path, kind, request):
+    claims = make_claims(kind, tmp_path, request)
     a, b = store.Owner("host-a", host="elsewhere", pid=1), store.Owner("host-b")
     assert claims.claim(KEY, a, "src").state == store.MINE
     assert claims.claim(KEY, b, "src").state == store.TAKEN  # a live claim held elsewhere
@@ -68,25 +59,25 @@ def test_one_claim_at_a_time_then_the_finished_row(tmp_path, kind):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_expired_and_dead_claims_are_taken_over_released_ones_are_free(tmp_path, kind):
+def test_expired_and_dead_claims_are_taken_over_released_ones_are_free(tmp_path, kind, request):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    claims = make_claims(kind, tmp_path)
+    claims = make_claims(kind, tmp_path, request)
     me = store.Owner("me")
     assert claims.claim(KEY, store.Owner("killed", pid=int(dead.stdout)), "s").state == store.MINE
     assert claims.claim(KEY, me, "s").state == store.MINE  # same host, the pid is gone
     claims.release(KEY, me)
     assert claims.claim(KEY, store.Owner("other", host="elsewhere", pid=1), "s").state == store.MINE  # free again
-    expiring = make_claims(kind, tmp_path / "x" if kind == "file" else tmp_path, ttl_s=-1)
+    expiring = make_claims(kind, tmp_path / "x" if kind == "file" else tmp_path, request, ttl_s=-1)
     other = KEY[:-1] + ("def",)
     assert expiring.claim(other, store.Owner("gone", host="elsewhere", pid=1), "s").state == store.MINE
     assert claims.claim(other, me, "s").state == store.MINE  # expired: taken over
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_failure_to_measure_again_is_claimed_anew_and_its_new_row_is_done(tmp_path, kind):
+def test_a_failure_to_measure_again_is_claimed_anew_and_its_new_row_is_done(tmp_path, kind, request):
     # --remeasure failed (store.Redo): a failed row recorded before the search began is not DONE,
     # one worker measures it again, and the new row, beside the old one, is what the key answers
-    claims = make_claims(kind, tmp_path)
+    claims = make_claims(kind, tmp_path, request)
     db = claims.db if isinstance(claims, store.FileClaims) else store.open_db(tmp_path / "host.sqlite")
     me, other = store.Owner("me"), store.Owner("other", host="elsewhere", pid=1)
     redo = store.Redo(("launch_error",), since="9999")  # every row so far is older than this search
@@ -109,8 +100,8 @@ def row_for_status(key, status):
     return dict(zip(store.KEY, key)) | {"family": "naive", "status": status, "worker": "w"}
 
 
-def test_a_row_finished_on_another_host_is_copied_with_its_source(tmp_path):
-    server = make_claims("server", tmp_path)
+def test_a_row_finished_on_another_host_is_copied_with_its_source(tmp_path, request):
+    server = make_claims("server", tmp_path, request)
     here = store.open_db(tmp_path / "here.sqlite")
     both = store.claims_for(here, server)
     assert both.claim(KEY, store.Owner("there", host="elsewhere", pid=1), "src").state == store.MINE
@@ -128,13 +119,10 @@ class Host(FakeBackend):
         return super().measure(config, source)
 
 
-@pytest.mark.parametrize("which", [0, 1])
-def test_two_hosts_measure_each_config_once(tmp_path, which):
-    if which >= len(urls(tmp_path)):
-        pytest.skip("AUTOTUNE_TEST_PG is not set: .ci/run starts a PostgreSQL server and sets it")
-    url = urls(tmp_path)[which]
-    make_claims("postgresql" if which else "server", tmp_path)  # an empty claims table: the server outlives tests
-    study = f"two-hosts-{os.getpid()}-{which}-{tmp_path.name}"
+@pytest.mark.parametrize("kind", ["server", "postgresql"])
+def test_two_hosts_measure_each_config_once(tmp_path, kind, request):
+    url = server_url(request, kind, tmp_path)
+    study = "two-hosts"
     hosts = [(Host(64, 64, 64), tmp_path / f"host{i}.sqlite") for i in range(2)]
     errors = []
 
@@ -186,8 +174,29 @@ def test_a_worker_that_loses_the_schema_race_opens_the_storage(monkeypatch, tmp_
         return real(url)
 
     monkeypatch.setattr(optuna.storages, "RDBStorage", flaky)
-    monkeypatch.setattr(search.time, "sleep", lambda s: None)
+    monkeypatch.setattr(store.claims.time, "sleep", lambda s: None)
     assert search._rdb(f"sqlite:///{tmp_path / 's.sqlite'}") is not None and len(calls) == 2
     monkeypatch.setattr(optuna.storages, "RDBStorage", lambda url: (_ for _ in ()).throw(RuntimeError("no server")))
     with pytest.raises(RuntimeError, match="no server"):
         search._rdb("postgresql://nobody@127.0.0.1:1/x")
+
+
+@pytest.mark.parametrize("message", [
+    "(psycopg.errors.DuplicateTable) relation \"autotune_ledger\" already exists",
+    "(psycopg.errors.UniqueViolation) duplicate key value violates unique constraint \"pg_type_typname_nsp_index\"",
+])
+def test_a_host_that_loses_the_race_to_create_the_claims_table_uses_it(monkeypatch, tmp_path, message):
+    """Two hosts starting on a fresh PostgreSQL server: CREATE TABLE IF NOT EXISTS is not atomic
+    there, and the loser of the race sees one of these; it finds the table made and goes on."""
+    real, calls = store.ServerClaims._create_table, []
+
+    def flaky(self):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError(message)
+        real(self)
+
+    monkeypatch.setattr(store.ServerClaims, "_create_table", flaky)
+    monkeypatch.setattr(store.claims.time, "sleep", lambda s: None)
+    claims = store.ServerClaims(f"sqlite:///{tmp_path / 'server.sqlite'}")
+    assert len(calls) == 2 and claims.claim(KEY, store.Owner("me"), "s").state == store.MINE

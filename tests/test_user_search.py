@@ -15,7 +15,6 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import optuna
@@ -28,9 +27,6 @@ ROOT = Path(__file__).resolve().parent.parent
 DATASET = ROOT / "benchmarks" / "data" / "h200-gt-naive-tiled-4096.sqlite"  # every valid naive/tiled config, 4096^3
 SIM = ["--backend", "sim", "--M", "24", "--N", "20", "--K", "9"]  # tiny: the emulator answers in a fraction of a second
 FAILED = ("compile_error", "launch_error", "timeout")
-PG = os.environ.get("AUTOTUNE_TEST_PG")
-needs_pg = pytest.mark.skipif(not PG, reason="AUTOTUNE_TEST_PG is not set: no PostgreSQL server "
-                                             "(source /work/pg.env, or .ci/run, sets it)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -117,29 +113,8 @@ def test_two_hosts_on_one_sqlite_study_measure_each_config_once(tmp_path, datase
     two_hosts(tmp_path, dataset, f"sqlite:///{tmp_path / 'shared.db'}", "s")
 
 
-@pytest.fixture
-def pg_schema():
-    """A schema of its own on the test server, so that nothing a previous run left there (Optuna's
-    tables, the ledger's finished rows, which outlive any one study) can answer this run."""
-    import sqlalchemy as sa
-
-    schema = f"t_user_search_{uuid.uuid4().hex[:12]}"
-    engine = sa.create_engine(PG)
-    with engine.begin() as conn:
-        conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
-    url = sa.engine.make_url(PG).update_query_dict({"options": f"-csearch_path={schema}"})
-    try:
-        yield url.render_as_string(hide_password=False), schema
-    finally:
-        with engine.begin() as conn:
-            conn.execute(sa.text(f"DROP SCHEMA {schema} CASCADE"))
-        engine.dispose()
-
-
-@needs_pg
-def test_two_hosts_on_one_postgres_study_measure_each_config_once(tmp_path, dataset, pg_schema):
-    url, schema = pg_schema
-    two_hosts(tmp_path, dataset, url, f"study-{schema}")
+def test_two_hosts_on_one_postgres_study_measure_each_config_once(tmp_path, dataset, pg_url):
+    two_hosts(tmp_path, dataset, pg_url, "s")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import os
 import socket
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +25,7 @@ from autotune.backends.outcome import INVALID, OK, UNRECORDED
 from autotune.errors import AutotuneError
 from autotune.families import FAMILIES
 from autotune.space import Config, Family, Value, within
-from autotune.store.claims import ServerClaims, shares_claims
+from autotune.store.claims import ServerClaims, retry_schema_race, shares_claims
 
 REFUSED = (INVALID, UNRECORDED)  # never reached a kernel: PRUNED; every other failure is FAIL
 
@@ -117,21 +116,9 @@ def open_storage(url: str | Storage | None) -> Storage:
                             ) from None
 
 
-# What losing the race to create Optuna's schema looks like: a table made by the other worker,
-# or its alembic version row already inserted (SQLite's and PostgreSQL's wording).
-_SCHEMA_RACE = ("already exists", "UNIQUE constraint failed", "duplicate key value")
-
-
-def _rdb(url: str, attempts: int = 3) -> optuna.storages.RDBStorage:
+def _rdb(url: str) -> optuna.storages.RDBStorage:
     """Workers starting together race to create Optuna's tables; the loser finds them made."""
-    for attempt in range(attempts):
-        try:
-            return optuna.storages.RDBStorage(url)
-        except Exception as exc:
-            if attempt == attempts - 1 or not any(m in str(exc) for m in _SCHEMA_RACE):
-                raise
-            time.sleep(0.5 * (attempt + 1))
-    raise AssertionError("unreachable")
+    return retry_schema_race(lambda: optuna.storages.RDBStorage(url))
 
 
 def _safe_url(url: str) -> str:

@@ -21,12 +21,14 @@ import socket
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import sqlite_utils
 
 from autotune.store.db import KEY, immediate, now
 from autotune.store.results import Key, Redo, copy_result, find_key
+
+T = TypeVar("T")
 
 CLAIM_TTL_S = 3600.0  # a claim by a worker on another host is taken over after this long
 MINE, DONE, TAKEN = "mine", "done", "taken"
@@ -118,6 +120,24 @@ class FileClaims(Claims):
                             [*key, owner.host, owner.pid])
 
 
+# What losing the race to create a table on a fresh server looks like: the table made by the other
+# host meanwhile (PostgreSQL's IF NOT EXISTS is not atomic against a concurrent CREATE), or a row
+# the other inserted first (SQLite's and PostgreSQL's wording).
+SCHEMA_RACE = ("already exists", "UNIQUE constraint failed", "duplicate key value")
+
+
+def retry_schema_race(make: Callable[[], T], attempts: int = 3) -> T:
+    """Hosts starting together on a fresh server race to create its tables; the loser finds them made."""
+    for attempt in range(attempts):
+        try:
+            return make()
+        except Exception as exc:
+            if attempt == attempts - 1 or not any(m in str(exc) for m in SCHEMA_RACE):
+                raise
+            time.sleep(0.5 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
 class ServerClaims(Claims):
     """Claims on the shared study's database server, through SQLAlchemy (PostgreSQL, SQLite, ...)."""
 
@@ -126,9 +146,13 @@ class ServerClaims(Claims):
 
         self.sa, self.ttl_s = sa, ttl_s
         self.engine = sa.create_engine(url, pool_pre_ping=True)
+        retry_schema_race(self._create_table)
+
+    def _create_table(self) -> None:
         with self.engine.begin() as conn:
-            conn.execute(sa.text(f"CREATE TABLE IF NOT EXISTS {SERVER_TABLE} (key TEXT PRIMARY KEY, worker TEXT, "
-                                 f"host TEXT, pid INTEGER, expires DOUBLE PRECISION, row TEXT, source TEXT)"))
+            conn.execute(self.sa.text(f"CREATE TABLE IF NOT EXISTS {SERVER_TABLE} (key TEXT PRIMARY KEY, "
+                                      f"worker TEXT, host TEXT, pid INTEGER, expires DOUBLE PRECISION, row TEXT, "
+                                      f"source TEXT)"))
 
     def claim(self, key: Key, owner: Owner, source: str, redo: Redo | None = None) -> Claimed:
         text, k = self.sa.text, _server_key(key)
