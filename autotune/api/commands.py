@@ -105,7 +105,8 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None) -> int
             result = run_search(db, workers, o.families, first.limits, sampler=o.sampler, trials=o.trials,
                                 timeout=o.timeout, seed=o.seed, peak_tflops=first.peak_tflops,
                                 progress=bar.update_with, storage=storage, study=o.study, stop=stop,
-                                compile_jobs=o.compile_jobs, remeasure=FAILED if o.remeasure == "failed" else ())
+                                compile_jobs=o.compile_jobs, remeasure=FAILED if o.remeasure == "failed" else (),
+                                note=bar.note)
     finally:
         if bar:
             bar.close()
@@ -209,6 +210,13 @@ class _Bar:
         self._new += int(new)
         if new and (self._new % self._every == 0 or self._new == self._total):
             print(f"search: {self._new}/{self._total} new, {state}", file=sys.stderr, flush=True)
+
+    def note(self, line: str) -> None:
+        """A line for the log that leaves a bar on a terminal intact."""
+        if self._bar is not None:
+            self._bar.write(line, file=sys.stderr)
+        else:
+            print(line, file=sys.stderr, flush=True)
 
     def close(self) -> None:
         if self._bar is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import sqlite_utils
@@ -16,12 +17,12 @@ import sqlite_utils
 from autotune import store
 from autotune.backends.outcome import OK
 from autotune.codegen.render import render, sha256
-from autotune.errors import AutotuneError
+from autotune.errors import AutotuneError, SpaceError
 from autotune.families import config_of_row
-from autotune.space import Config, Launch
+from autotune.space import Config, Launch, shape_text, shape_violations, violations
 
 SIGNATURE = "(const float* A, const float* B, float* C, int M, int N, int K)"
-MEASURED = ("id", "time_ms", "time_ms_min", "time_ms_max", "tflops", "pct_cublas", "pct_peak", "cublas_ms",
+MEASURED = ("id", "M", "N", "K", "time_ms", "time_ms_min", "time_ms_max", "tflops", "pct_cublas", "pct_peak", "cublas_ms",
             "sm_clock_mhz", "gpu_name", "gpu_uuid", "arch", "nvrtc_version", "driver_version", "created_at")
 # Above this a launch fails unless cudaFuncAttributeMaxDynamicSharedMemorySize was raised first.
 SHARED_OPTIN_BYTES = 48 * 1024
@@ -41,13 +42,40 @@ def check_gpu(db: sqlite_utils.Database, db_path: str, gpu: str) -> None:
 
 def find_best(db: sqlite_utils.Database, db_path: str, shape: tuple[int, int, int], backend: str = "cuda",
               gpu: str | None = None, family: str | None = None) -> dict:
-    """The fastest verified row of one backend (and GPU, family); a one-line error naming where it looked."""
+    """The fastest verified row of one backend (and GPU, family). At a shape without one, the
+    fastest at the nearest recorded shape (store.nearest) that is valid at this shape, said in
+    one line on stderr; with none anywhere, a one-line error naming where it looked."""
     if gpu:
         check_gpu(db, db_path, gpu)
     row = store.best(db, shape, backend=backend, gpu=gpu, family=family)
+    if row is not None:
+        return row
+    row = nearest_best(db, shape, backend, gpu, family)
     if row is None:
         raise AutotuneError(nothing_found(db, db_path, shape, backend, gpu, family))
+    where = f" on {gpu}" if gpu else ""
+    print(f"autotune: no verified {family + ' ' if family else ''}result at {shape_text(shape)} from backend "
+          f"{backend}{where}; nearest recorded shape {shape_text((row['M'], row['N'], row['K']))}: {row['kernel']}",
+          file=sys.stderr, flush=True)
     return row
+
+
+def nearest_best(db: sqlite_utils.Database, shape: tuple[int, int, int], backend: str, gpu: str | None,
+                 family: str | None) -> dict | None:
+    """The fastest verified row at the nearest recorded shape whose config a constraint does not
+    refuse at `shape` (under the default device limits: no device is asked); a shape all of whose
+    rows are refused gives way to the next nearest."""
+    for near in store.nearest_shapes(db, shape, backend, gpu):
+        rows = sorted((r for r in store.results(db, near, backend, gpu, OK) if family in (None, r["family"])),
+                      key=lambda r: r["time_ms"])
+        for row in rows:
+            try:
+                config = config_of_row(row)
+            except SpaceError:  # a family or parameter this version does not know
+                continue
+            if not violations(config) and not shape_violations(config, shape[0], shape[1]):
+                return row
+    return None
 
 
 def nothing_found(db: sqlite_utils.Database, db_path: str, shape: tuple[int, int, int], backend: str,

@@ -1,6 +1,7 @@
 """The search: plan a trial (refused, reused, to measure), measure and record it, tell Optuna.
 search.loop runs it; search.study speaks Optuna; search.samplers builds samplers by name;
-search.pipeline compiles the next trials' kernels while the GPU measures."""
+search.pipeline compiles the next trials' kernels while the GPU measures; search.starts picks what a
+search measures first (the nearest recorded shapes' winners)."""
 
 # Names only (no Optuna import): the command line lists them without loading the search.
 SAMPLERS = ("tpe", "random", "grid", "tpe-mv", "qmc", "gp")

@@ -29,6 +29,7 @@ from autotune.backends.base import Backend
 from autotune.backends.outcome import INVALID, OK
 from autotune.search.measure import Evaluated, evaluate
 from autotune.search.samplers import make_sampler
+from autotune.search.starts import Starts, shape_starts
 from autotune.search.study import (
     Storage,
     fail_orphans,
@@ -120,13 +121,15 @@ def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], fam
                storage: str | Storage | None = None,
                study: str | None = None, stop: threading.Event | None = None,
                compile_jobs: int | None = None, start_from_defaults: bool = True,
-               remeasure: tuple[str, ...] = ()) -> SearchResult:
+               remeasure: tuple[str, ...] = (), note: Callable[[str], None] | None = None) -> SearchResult:
     """Search until `trials` new measurements, `timeout` seconds, or `stop` is set (the
     trials in flight finish first). KeyboardInterrupt ends it at once, marked interrupted.
     compile_jobs: processes compiling ahead for GPU workers (default pipeline.default_jobs()).
-    start_from_defaults: measure each family's default config first (the sampler benchmark
-    turns it off to compare samplers alone). remeasure: statuses whose rows recorded before
-    this search are measured again when proposed, rather than reused (outcome.FAILED)."""
+    start_from_defaults: measure first the best configs recorded at the nearest shapes
+    (search.starts), then each family's default config (the sampler benchmark turns it off to
+    compare samplers alone). remeasure: statuses whose rows recorded before this search are
+    measured again when proposed, rather than reused (outcome.FAILED). note: receives the line
+    that says where the search starts."""
     redo = store.Redo(tuple(remeasure), store.now()) if remeasure else None
     optuna.logging.set_verbosity(logging.WARNING)
     backends = backends if isinstance(backends, list) else [backends]
@@ -144,7 +147,8 @@ def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], fam
     if sampler == "grid":
         budget = _enqueue_grid(opt, families, limits, measured, trials, shared)
     elif start_from_defaults:
-        _enqueue_defaults(opt, families, limits, measured, shared)
+        _enqueue_starts(opt, shape_starts(db, first, families, limits, measured), families, limits, measured, shared,
+                        note)
     result = SearchResult(study=name, workers=len(backends))
     run = _Run(opt, families, limits, peak_tflops, result, trials, budget,
                time.monotonic() + timeout if timeout is not None else None, stop or threading.Event(), progress,
@@ -175,6 +179,16 @@ def _enqueue_grid(study: optuna.Study, families: list[Family], limits: Limits, m
         # a shared study may hold these already (another worker's run): enqueue each once
         study.enqueue_trial(trial_params(config), skip_if_exists=shared)
     return len(todo)
+
+
+def _enqueue_starts(study: optuna.Study, starts: Starts, families: list[Family], limits: Limits, measured: set[str],
+                    shared: bool, note: Callable[[str], None] | None) -> None:
+    """The nearest shapes' winners, then the family defaults not among them."""
+    if note:
+        note(starts.line())
+    for config in starts.configs:
+        study.enqueue_trial(trial_params(config), skip_if_exists=shared)
+    _enqueue_defaults(study, families, limits, measured | {c.name for c in starts.configs}, shared)
 
 
 def _enqueue_defaults(study: optuna.Study, families: list[Family], limits: Limits, measured: set[str],

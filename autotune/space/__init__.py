@@ -19,8 +19,10 @@ from autotune.space.config import (
                                    violations,
                                    within,
 )
+from autotune.space.shapes import Shape, nearness, rank_shapes, shape_distance, shape_text
 from autotune.space.walk import combinations, count_valid, enumerate_space, iter_valid, random_valid, valid_configs
 
-__all__ = ["MAX_ELEMENTS", "Config", "Constraint", "Family", "Launch", "Limits", "Param", "Params", "Value",
+__all__ = ["MAX_ELEMENTS", "Config", "Constraint", "Family", "Launch", "Limits", "Param", "Params", "Shape", "Value",
            "ceil_div", "check_shape", "combinations", "count_valid", "enumerate_space", "expand", "iter_valid",
-           "make_config", "narrow", "random_valid", "shape_violations", "valid_configs", "violations", "within"]
+           "make_config", "narrow", "nearness", "random_valid", "rank_shapes", "shape_distance", "shape_text",
+           "shape_violations", "valid_configs", "violations", "within"]
