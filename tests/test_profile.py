@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from autotune import store
 from autotune.cli import cli
+from autotune.codegen.render import render, sha256
 from autotune.errors import AutotuneError
 from autotune.explain import ncu
 from autotune.explain.page import write_page
@@ -145,18 +146,29 @@ def test_a_failing_program_under_ncu_is_one_line(tmp_path, gpu_answers):
 
 # ----------------------------------------------------------------------------- a profile, stored
 
-def test_profile_runs_ncu_on_the_runner_and_stores_measured_beside_modelled(tmp_path, gpu_answers, monkeypatch):
+@pytest.fixture
+def recording_ncu(tmp_path, gpu_answers, monkeypatch) -> Path:
+    """An ncu that keeps its arguments, the runner and the kernel it was given, and prints the fixture's
+    table for the kernel asked for; on a GPU host named H200."""
     monkeypatch.setattr("autotune.api.profile.gpu_facts",
                         lambda device: {"gpu_name": "NVIDIA H200", "gpu_uuid": "GPU-1", "arch": "sm_90"})
     seen = tmp_path / "seen"
     seen.mkdir()
-    fake_ncu(tmp_path / "bin", f"""import json, shutil
+    fake_ncu(tmp_path / "bin", f"""import json, shutil, pathlib
 args = sys.argv[1:]
 json.dump(args, open({str(seen / 'args.json')!r}, 'w'))
 shutil.copy(args[-1], {str(seen / 'runner.py')!r})
+shutil.copy(pathlib.Path(args[-1]).parent / 'kernel.cu', {str(seen / 'kernel.cu')!r})
 kernel = args[args.index('--kernel-name') + 1]
 print(open({str(FIXTURE)!r}).read().replace({FIXTURE_KERNEL!r}, kernel))""")
-    result, db = profile(tmp_path, {"PATH": str(tmp_path / "bin"), "AUTOTUNE_NCU": None})
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    monkeypatch.delenv("AUTOTUNE_NCU", raising=False)
+    return seen
+
+
+def test_profile_runs_ncu_on_the_runner_and_stores_measured_beside_modelled(tmp_path, recording_ncu):
+    seen = recording_ncu
+    result, db = profile(tmp_path, {})
     assert result.exit_code == 0, (result.output, result.exception)
     config = make_config(TILED, {"T": 16})
     args = json.loads((seen / "args.json").read_text())
@@ -248,3 +260,18 @@ def test_blocked_default_does_one_ffma_per_multiply_add(tmp_path):
     [row] = store.profiles(store.open_readonly(db), SHAPE)
     assert row["ffma"] == 1024 ** 3 == row["model_ffma"]
     assert row["time_ms"] > 0 and row["shared_wavefronts"] > 0 and row["sectors_per_request"] > 0
+
+
+def test_profile_of_the_best_row_runs_its_stored_source(tmp_path, recording_ncu):
+    db_path = report_db(tmp_path, with_profile=False)
+    db = store.open_db(db_path)
+    stored = "// the source that was timed\n" + render(make_config(TILED, {"T": 16}))
+    [row] = store.results(db, SHAPE)
+    db.execute("UPDATE results SET source_hash = ? WHERE id = ?", [sha256(stored), row["id"]])
+    db.conn.commit()
+    store.insert_source(db, sha256(stored), row["kernel"], "tiled", stored)
+    result = CliRunner().invoke(cli, ["profile", "--M", "1024", "--db", str(db_path)])
+    assert result.exit_code == 0, (result.output, result.exception)
+    assert (recording_ncu / "kernel.cu").read_text() == stored
+    [profiled] = store.profiles(store.open_readonly(db_path), SHAPE)
+    assert profiled["result_id"] == row["id"] and profiled["source_hash"] == sha256(stored)

@@ -39,18 +39,14 @@ sys.exit(main({spec!r}))
 def target(db_path: str, shape: tuple[int, int, int], config: Config | None, result_id: int | None,
            backend: str, gpu: str | None) -> tuple[Config, dict[str, Any] | None, str, str]:
     """(config, its result row or None, source, kernel name). A stored source keeps the name it was rendered under."""
-    row = None
-    if result_id is not None:
-        row = store.result_by_id(store.open_readonly(db_path), result_id)
-    elif config is None:
-        row = find_best(store.open_readonly(db_path), db_path, shape, backend, gpu)
-    if row is not None:
-        config = config_of_row(row)
-        source = store.source(store.open_readonly(db_path), row["source_hash"])
-        if source is not None:
-            return config, row, source, row["kernel"]
-    assert config is not None
-    return config, row, render(config), config.name
+    if config is not None and result_id is None:
+        return config, None, render(config), config.name
+    db = store.open_readonly(db_path)
+    row = store.result_by_id(db, result_id) if result_id is not None else find_best(db, db_path, shape, backend, gpu)
+    source = store.source(db, row["source_hash"])
+    db.conn.close()
+    config = config_of_row(row)
+    return (config, row, source, row["kernel"]) if source is not None else (config, row, render(config), config.name)
 
 
 def check_device(device: int) -> None:
