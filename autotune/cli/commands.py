@@ -224,6 +224,23 @@ def sass(family, params, result_id, arch, preset, full, db_path) -> None:
 
 @cli.command()
 @shape_options
+@config_options
+@results_options
+@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index")
+@click.option("--db", "db_path", default=default_db, help=DB_HELP + "; the profile is stored there")
+@friendly
+def profile(M, N, K, family, params, result_id, gpu, backend, device, db_path) -> None:
+    """Profile one kernel (default: the best for the shape) with Nsight Compute at the shape: sectors per
+    request, shared wavefronts, FFMA, DRAM throughput and stall reasons against the model; stored in --db.
+    Set AUTOTUNE_NCU to an ncu that is not on PATH."""
+    from autotune.api.profile import profile_command
+
+    config = resolve_config(db_path, family, params, result_id)
+    click.echo(profile_command(db_path, resolve_shape(M, N, K), config, result_id, backend, gpu, device))
+
+
+@cli.command()
+@shape_options
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
 @click.option("-o", "--output", help="folder for report.md and the PNGs (default: report-<M>x<N>x<K>)")
 @click.option("--preset", type=click.Choice(sorted(PRESETS)), default="h200", show_default=True,

@@ -46,6 +46,7 @@ class ReportData:
     top: list[Line]
     cublas: dict[str, Any] | None
     progress: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    profiles: list[dict[str, Any]] = field(default_factory=list)  # store.profiles rows of this shape
 
     def line(self, T: int, pad: int) -> Line:
         return next(x for x in self.ladder if x.config.family.name == "tiled"

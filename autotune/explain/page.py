@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any
 
 from autotune.explain.ladder import FLAT_TS, Line, ReportData, verdict
+from autotune.explain.profile import comparison, stalls_text
 from autotune.explain.roofline import pct_of_roofline, roofline
 
 PAGE = "report.md"
@@ -133,6 +134,24 @@ NOTES = [
 ]
 
 
+def profile_lines(data: ReportData) -> list[str]:
+    """Each stored Nsight Compute profile of the shape, measured / modelled (explain.profile); none: no section."""
+    if not data.profiles:
+        return []
+    names = [name for name, *_ in comparison(data.profiles[0])]
+    out = ["## Profiled with Nsight Compute: measured / modelled", "",
+           "Each cell is the profiler's number / the model's (`autotune profile`; the model's DRAM floor reads A "
+           "and B once and writes C once, its tile bound reads every operand once per tile). Stalls: cycles per "
+           "issued instruction.", "",
+           "| kernel | result id | GPU | " + " | ".join(names) + " | top stalls |",
+           "|---|--:|---|" + "--:|" * len(names) + "---|"]
+    for row in data.profiles:
+        cells = [measured if model == "—" else f"{measured} / {model}" for _, measured, model, _ in comparison(row)]
+        out.append(f"| `{row['kernel']}` | {fmt(row.get('result_id'), 'd')} | {row.get('gpu_name') or ''} | "
+                   + " | ".join(cells) + f" | {stalls_text(row)} |")
+    return [*out, ""]
+
+
 def write_page(data: ReportData, folder: Path) -> Path:
     flat = ", ".join(f"T={T}" for T in FLAT_TS)
     lines = [
@@ -148,6 +167,7 @@ def write_page(data: ReportData, folder: Path) -> Path:
         "## The search's progress", "", *progress_lines(data), "",
         f"![Best TFLOP/s so far against trial number]({PLOTS['progress']})", "",
         "## The ten fastest verified configs", "", *top_table(data), "",
+        *profile_lines(data),
         "## The model", "", *NOTES, "",
         "## Reproduce", "",
         f"`autotune report --M {data.shape[0]} --N {data.shape[1]} --K {data.shape[2]} --db {data.db_path} "

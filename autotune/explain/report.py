@@ -134,7 +134,8 @@ def _gather(db: sqlite_utils.Database, db_path: str, shape: tuple[int, int, int]
     memo: Memo = {}
     top = ranked_lines(db, shape, gpu, spec, arch, memo)
     return ReportData(shape, db_path, preset, spec, [g for g in gpus if g], ladder_lines(db, shape, gpu, spec, arch, memo),
-                      top[0] if top else None, top, cublas(db, shape, gpu), progress(db, shape, gpu))
+                      top[0] if top else None, top, cublas(db, shape, gpu), progress(db, shape, gpu),
+                      store.profiles(db, shape, gpu))
 
 
 def report_command(db_path: str, shape: tuple[int, int, int], output: str | None, preset: str,

@@ -17,6 +17,7 @@ from autotune.store.claims import (
 )
 from autotune.store.db import DEFAULT_DB, KEY, check_path, immediate, now, open_db, open_readonly, path_of
 from autotune.store.nearest import nearest_shapes, recorded_shapes
+from autotune.store.profiles import insert_profile, profiles
 from autotune.store.results import (
                                    Key,
                                    Redo,
@@ -41,6 +42,6 @@ from autotune.store.results import (
 __all__ = ["CLAIM_TTL_S", "DEFAULT_DB", "DONE", "KEY", "MINE", "TAKEN", "Claimed", "Claims", "FileClaims",
            "HostAndServer", "Key", "Owner", "Redo", "ServerClaims", "alive", "backends_with_ok", "baselines", "best",
            "check_path", "claims_for", "copy_result", "find_key", "gpus", "immediate", "insert_baseline",
-           "insert_result", "insert_source", "insert_trial", "key_of", "nearest_shapes", "now", "open_db",
-           "open_readonly", "path_of", "record_result", "recorded_shapes", "result_by_id", "results", "shares_claims",
-           "source", "trial_results"]
+           "insert_profile", "insert_result", "insert_source", "insert_trial", "key_of", "nearest_shapes", "now",
+           "open_db", "open_readonly", "path_of", "profiles", "record_result", "recorded_shapes", "result_by_id",
+           "results", "shares_claims", "source", "trial_results"]
