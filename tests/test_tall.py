@@ -76,7 +76,9 @@ def test_a_dropped_tail_of_k_is_wrong():
 def test_a_dropped_partial_sum_is_wrong():
     """Split 1 keeps C as the splits before it left it instead of adding its own."""
     config = tall(SPLIT)
-    broken = edit(render(config), "return add ? __ldcg(c) + v : v;",
+    source = render(config)
+    assert statuses(config, source, (MUTATION_SHAPE,)) == ["ok"]
+    broken = edit(source, "return add ? __ldcg(c) + v : v;",
                   "return add ? (blockIdx.z == 1 ? __ldcg(c) : __ldcg(c) + v) : v;")
     assert statuses(config, broken, (MUTATION_SHAPE,)) == ["wrong"]
 
