@@ -24,7 +24,8 @@ SAMPLE = 12  # per family: enough to cover every value of every parameter
 
 
 
-# splitk and skinny have their own odd-shape, same-bytes and mutation tests (tests/test_splitk.py)
+# splitk and skinny have their own odd-shape, same-bytes and mutation tests (tests/test_splitk.py), tall too
+# (tests/test_tall.py)
 @pytest.mark.parametrize("family", ["blocked", "naive", "tiled"])
 def test_every_family_matches_reference(family: str) -> None:
     configs = sample_configs(FAMILIES[family], SAMPLE, seed=0)

@@ -327,6 +327,8 @@ def intensity(config: Config) -> float:
         return BM * BN / (2 * (BM + BN))
     if config.family.name == "skinny":  # per k: a float4 of B (16 bytes) for 4*MR FMAs (A is MR floats beside it)
         return config.values["MR"] / 2
+    if config.family.name == "tall":  # per float4 of A (16 bytes) 4*NR FMAs (B is NR floats beside it)
+        return config.values["NR"] / 2
     raise AutotuneError(f"no traffic model for family {config.family.name}")
 
 

@@ -68,6 +68,12 @@ extern float* __sim_dynamic_shared;
 extern "C" void __sim_syncthreads(int line);
 #define __syncthreads() __sim_syncthreads(__LINE__)
 inline void __syncwarp(unsigned = 0xffffffffu) {}  // lanes never run concurrently here
+// A warp shuffle is a meeting of the warp's lanes: each publishes its value and waits until
+// every lane of its warp has reached a shuffle (sim_main.cpp), then reads its source lane's.
+extern "C" float __sim_shfl_xor(float v, int lane_mask, int width);
+inline float __shfl_xor_sync(unsigned, float v, int lane_mask, int width = warpSize) {
+    return __sim_shfl_xor(v, lane_mask, width);
+}
 inline void __threadfence() {}
 inline void __threadfence_block() {}
 

@@ -8,7 +8,8 @@
 // order, each as far as it can: a fiber switches out only at __syncthreads(). A barrier
 // releases when every thread of the block waits at the same __syncthreads(); anything
 // else (some threads exited, or wait at another call) is reported on stderr as
-// "SIM-ERROR barrier: ..." with exit status 3. Memory errors are AddressSanitizer's.
+// "SIM-ERROR barrier: ..." with exit status 3. A warp shuffle releases a warp's lanes once
+// every one of them waits at a shuffle; a lane that never gets there is the same error. Memory errors are AddressSanitizer's.
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -51,7 +52,7 @@ constexpr size_t kGuardBytes = 4096;
 constexpr int kBarrierExit = 3;
 constexpr int kUsageExit = 4;
 
-enum class State { Runnable, Waiting, Done };
+enum class State { Runnable, Waiting, Shuffling, Done };
 
 struct Fiber {
     SimContext ctx;
@@ -60,6 +61,7 @@ struct Fiber {
     State state = State::Runnable;
     int line = 0;      // source line of the __syncthreads() it waits at
     int barriers = 0;  // barriers passed so far in this block
+    int shuffles = 0;  // shuffles passed so far: its parity picks the slot it publishes in
     void* fake_stack = nullptr;
 };
 
@@ -74,6 +76,7 @@ SimContext g_sched;
 std::vector<Fiber> g_fibers;
 Fiber* g_cur = nullptr;
 Args g_args;
+float g_shuffled[2][kMaxThreads];  // [parity][thread]: the values of a warp's current shuffle
 const char* g_name = "kernel";  // for messages
 const void* g_sched_bottom = nullptr;  // the scheduler's stack, for ASan's fiber API
 size_t g_sched_size = 0;
@@ -135,7 +138,21 @@ void start_fiber(Fiber& f, uint3 tid) {
     f.state = State::Runnable;
     f.line = 0;
     f.barriers = 0;
+    f.shuffles = 0;
     sim_make(f.ctx, f.stack + kGuardBytes, kStackBytes - kGuardBytes, fiber_main);
+}
+
+// Releases every warp whose lanes all wait at a shuffle; true if it released any.
+bool release_warps(int n) {
+    bool released = false;
+    for (int w = 0; w < n; w += warpSize) {
+        const int end = std::min(n, w + warpSize);
+        bool all = true;
+        for (int i = w; i < end; ++i) all = all && g_fibers[i].state == State::Shuffling;
+        for (int i = w; all && i < end; ++i) g_fibers[i].state = State::Runnable;
+        released = released || all;
+    }
+    return released;
 }
 
 // Called when no fiber can run: either all wait at one barrier (release them) or the
@@ -146,6 +163,12 @@ void release_barrier(int n) {
     for (int i = 0; i < n; ++i) {
         const Fiber& f = g_fibers[i];
         if (f.state == State::Done) ++done;
+        if (f.state == State::Shuffling) {
+            char msg[256];
+            std::snprintf(msg, sizeof msg, "thread (%u,%u,%u) waits at a warp shuffle that lanes of its warp "
+                          "never reach", f.tid.x, f.tid.y, f.tid.z);
+            block_fail(msg);
+        }
         if (f.state != State::Waiting) continue;
         ++waiting;
         if (!first) first = &f;
@@ -191,7 +214,7 @@ void run_block(uint3 block, dim3 dims) {
             done += g_fibers[t].state == State::Done;
         }
         if (done == n) return;
-        release_barrier(n);
+        if (!release_warps(n)) release_barrier(n);
     }
 }
 
@@ -215,13 +238,32 @@ std::vector<float> read_floats(FILE* f, size_t count) {
 
 }  // namespace
 
-extern "C" void __sim_syncthreads(int line) {
-    Fiber& f = *g_cur;
-    f.state = State::Waiting;
+namespace {
+
+// Gives the CPU back to the scheduler until it resumes this fiber.
+void park(Fiber& f, State state, int line) {
+    f.state = state;
     f.line = line;
     start_switch(&f.fake_stack, g_sched_bottom, g_sched_size);
     sim_swap(f.ctx, g_sched);
     finish_switch(f.fake_stack, nullptr, nullptr);
+}
+
+}  // namespace
+
+extern "C" void __sim_syncthreads(int line) { park(*g_cur, State::Waiting, line); }
+
+// Two slots per thread, alternating: a lane that runs on to its next shuffle writes the other
+// slot, so the values of this one stay until every lane has read them (the next release).
+extern "C" float __sim_shfl_xor(float v, int lane_mask, int width) {
+    Fiber& f = *g_cur;
+    const int me = static_cast<int>(&f - g_fibers.data()), lane = me % warpSize, parity = f.shuffles++ & 1;
+    g_shuffled[parity][me] = v;
+    park(f, State::Shuffling, 0);
+    const int src = lane ^ lane_mask;
+    // CUDA: a lane whose source lies in a later group of `width` lanes gets its own value.
+    if (src / width > lane / width || me - lane + src >= static_cast<int>(g_fibers.size())) return v;
+    return g_shuffled[parity][me - lane + src];
 }
 
 int main(int argc, char** argv) {

@@ -1,0 +1,110 @@
+"""The tall family: GEMV-like kernels for small N (8192 x 16 x 8192), where the time is reading A
+once. The mirror of skinny: there B is streamed and A broadcast; here A is streamed and B shared.
+
+A group of LANES consecutive lanes owns ROWS rows of C and the NR columns of its block. Its lanes
+stride over K in float4s, so a warp's load of one row step is 32/LANES rows x LANES*16 bytes, whole
+128-byte lines when LANES >= 8 (guarded scalar loads at K's tail or when K % 4 != 0). Each lane keeps
+ROWS x NR partial sums. B's KT x NR slice is staged in shared memory, laid out so that the float4 a
+lane needs (four k of one column) sits beside its neighbours' (conflict-free) and the lanes of
+other groups in the warp read the same address (a broadcast): with LANES = 8 an LDS.128 is one
+wavefront for 32 lanes; with LANES = 32 it is four. The group then sums its lanes' partials with a
+butterfly of warp shuffles: the same additions in the same order on every run (deterministic),
+and every lane holds the sum, so the lanes store different columns of C. N > NR runs ceil(N/NR)
+column blocks, each reading A again (mostly from L2: they are neighbours on the grid's x).
+
+Why these parameters pay at 8192 x 16 x 8192: per float4 of A a lane does 4*NR FMAs and NR shared
+loads of B serve ROWS rows, so ROWS >= 2 keeps both the FMA pipe and shared memory under the rate
+at which HBM delivers A; 8192 rows are too few groups to keep enough loads in flight on 132 SMs,
+so K is split (SPLITK) among blocks that add their partials in split order behind the turnstiles of
+templates/_splitk.cu.j2, as the skinny and splitk families do (deterministic). The kernel is capped at
+128 registers a thread (16 warps an SM) to keep loads in flight; KT = 64 is the deepest tile at which
+the default's A values, partial sums and B stores fit that without spilling (sm_90, NVRTC 13).
+The B tile is double-buffered: one barrier a tile.
+"""
+from __future__ import annotations
+
+from autotune.families.splitk import MAX_TILES
+from autotune.space import Constraint, Family, Launch, Param, Params, ceil_div
+
+MAX_A_IN_FLIGHT = 16  # float4s of A a lane loads per tile before using them (4 registers each)
+MAX_B_STAGED = 16  # floats of the B tile a thread holds between loading and storing it
+MAX_ACCUMULATORS = 64  # ROWS x NR partial sums a lane keeps in registers
+
+
+def quads(p: Params) -> int:
+    """float4s of one row of A that a lane loads per tile."""
+    return p["KT"] // (4 * p["LANES"])
+
+
+def rows_per_block(p: Params) -> int:
+    return p["THREADS"] // p["LANES"] * p["ROWS"]
+
+
+def b_loads(p: Params) -> int:
+    """floats of the B tile each thread stages (the last may fall past the tile)."""
+    return ceil_div(p["KT"] * p["NR"], p["THREADS"])
+
+
+def derive(p: Params) -> dict[str, int]:
+    return {"QL": quads(p), "BM": rows_per_block(p), "BLOADS": b_loads(p), "MAX_TILES": MAX_TILES}
+
+
+def shared_bytes(p: Params) -> int:
+    """Two buffers of the B tile, each QL x NR rows of LANES + 1 float4s (one of padding, see the
+    template)."""
+    return 2 * quads(p) * p["NR"] * (p["LANES"] + 1) * 16
+
+
+def tiles(p: Params, M: int, N: int) -> tuple[int, int]:
+    return ceil_div(N, p["NR"]), ceil_div(M, rows_per_block(p))
+
+
+def _geometry(p: Params, M: int, N: int) -> Launch:
+    tiles_n, tiles_m = tiles(p, M, N)
+    return Launch(grid=(tiles_n, tiles_m, p["SPLITK"]), block=(p["THREADS"], 1, 1))
+
+
+def _shape_rules(p: Params, M: int, N: int) -> list[str]:
+    tiles_n, tiles_m = tiles(p, M, N)
+    if p["SPLITK"] == 1 or tiles_n * tiles_m <= MAX_TILES:
+        return []
+    return [f"{tiles_n * tiles_m} output tiles of {rows_per_block(p)}x{p['NR']} exceed the {MAX_TILES} split-K "
+            f"turnstiles (one per tile, a fixed array in the module): use SPLITK=1 or more rows per block"]
+
+
+TALL = Family(
+    name="tall",
+    doc="few columns of C per block (small N): A streamed once with 16-byte loads by groups of lanes "
+        "along K, B from shared memory, lanes summed by warp shuffles, K optionally split (deterministic)",
+    params=(
+        # The defaults aim at 8192 x 16 x 8192: 128 block-rows of 64 rows x 4 splits = 512 blocks.
+        Param("THREADS", (64, 128, 256, 512), 256, "threads per block (THREADS/LANES groups)"),
+        Param("LANES", (4, 8, 16, 32), 8, "lanes of a group, striding over K in float4s; 8: one LDS.128 "
+              "wavefront for B and one 128-byte line of A per row and step"),
+        Param("ROWS", (1, 2, 4, 8), 2, "rows of C per group (each B value loaded serves ROWS rows)"),
+        Param("NR", (1, 2, 4, 8, 16), 16, "columns of C per block (a lane keeps ROWS x NR sums)"),
+        Param("KT", (32, 64, 128, 256, 512), 64, "rows of B staged in shared memory per tile"),
+        Param("SPLITK", (1, 2, 4, 8, 16, 32), 4, "blocks per tile of C, each over its own chunk of K"),
+    ),
+    constraints=(
+        Constraint("a tile of KT rows of B must give each of a group's LANES lanes whole float4s "
+                   "(KT % (4*LANES) == 0)", ("KT", "LANES"),
+                   lambda p, lim: p["KT"] % (4 * p["LANES"]) == 0),
+        Constraint("static shared memory 2*KT/(4*LANES)*NR*(LANES+1)*16 bytes must fit the 48 KiB static "
+                   "__shared__ limit", ("KT", "LANES", "NR"),
+                   lambda p, lim: shared_bytes(p) <= lim.max_static_shared),
+        Constraint(f"a lane's float4s of A per tile, KT/(4*LANES)*ROWS, are held in registers: at most "
+                   f"{MAX_A_IN_FLIGHT}", ("KT", "LANES", "ROWS"),
+                   lambda p, lim: quads(p) * p["ROWS"] <= MAX_A_IN_FLIGHT),
+        Constraint(f"a thread's share of the B tile, KT*NR/THREADS floats, is held in registers: at most "
+                   f"{MAX_B_STAGED}", ("KT", "NR", "THREADS"),
+                   lambda p, lim: b_loads(p) <= MAX_B_STAGED),
+        Constraint(f"a lane's ROWS*NR partial sums are held in registers: at most {MAX_ACCUMULATORS}",
+                   ("ROWS", "NR"), lambda p, lim: p["ROWS"] * p["NR"] <= MAX_ACCUMULATORS),
+    ),
+    template="tall.cu.j2",
+    geometry=_geometry,
+    derive=derive,
+    tags={"THREADS": "T", "LANES": "L", "ROWS": "R", "SPLITK": "SK"},
+    shape_rules=_shape_rules,
+)
