@@ -10,10 +10,11 @@ from autotune.families.blocked import BLOCKED
 from autotune.families.naive import NAIVE
 from autotune.families.skinny import SKINNY
 from autotune.families.splitk import SPLITK
+from autotune.families.tailsplit import TAILSPLIT
 from autotune.families.tiled import TILED
 from autotune.space import Config, Family, make_config
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (NAIVE, TILED, BLOCKED, SPLITK, SKINNY)}
+FAMILIES: dict[str, Family] = {f.name: f for f in (NAIVE, TILED, BLOCKED, SPLITK, SKINNY, TAILSPLIT)}
 
 __all__ = ["BLOCKED", "FAMILIES", "NAIVE", "SKINNY", "SPLITK", "TILED", "config_of_row"]
 
