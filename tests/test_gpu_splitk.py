@@ -1,6 +1,7 @@
 """On a GPU: the split-K, skinny and tail-split families' defaults verify against cuBLAS at a
 deep-K and a skinny shape (tail-split also at large shapes, whole waves before its split tail),
-and the same loaded kernel gives the same bytes launch after launch (the ordered reduction is deterministic, and each launch leaves the turnstiles as it found them)."""
+and the same loaded kernel gives the same bytes launch after launch (the ordered reduction is
+deterministic, and each launch leaves the turnstiles as it found them)."""
 import numpy as np
 import pytest
 
