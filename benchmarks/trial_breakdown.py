@@ -50,11 +50,17 @@ def main(path: str, log_path: str | None = None) -> None:
         print("no new trials with stage columns")
         return
     ok = [r for r in rows if r["status"] == "ok"]
-    if log_path and (wall := search_wall(log_path)):
+    wall = search_wall(log_path) if log_path else None
+    if wall:
         trials, new, seconds = wall
         print(f"search: {new} new of {trials} trials in {seconds:.1f} s: {seconds / max(new, 1):.3f} s wall per new "
               f"trial; median t_trial_s {statistics.median(column(rows, 't_trial_s')):.3f} (all {len(rows)} new), "
               f"{statistics.median(column(ok, 't_trial_s')):.3f} (the {len(ok)} ok)")
+    busy: dict[str, float] = {}
+    for r in rows:  # how long each worker had a trial of its own in hand, against the search's wall
+        busy[r["worker"]] = busy.get(r["worker"], 0.0) + r["t_trial_s"]
+    share = f" = {sum(busy.values()) / (len(busy) * wall[2]):.0%} of {len(busy)} x the wall" if log_path and wall else ""
+    print(f"trial seconds per worker: {', '.join(f'{w} {s:.1f}' for w, s in sorted(busy.items()))}{share}")
     families = {}
     for r in ok:
         families[r["family"]] = families.get(r["family"], 0) + 1

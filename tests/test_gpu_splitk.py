@@ -1,20 +1,24 @@
-"""On a GPU: the split-K and skinny families' defaults verify against cuBLAS at a deep-K and a
-skinny shape, and the same loaded kernel gives the same bytes launch after launch (the ordered
-reduction is deterministic, and each launch leaves the turnstiles as it found them)."""
+"""On a GPU: the split-K, skinny and tail-split families' defaults verify against cuBLAS at a
+deep-K and a skinny shape (tail-split also at large shapes, whole waves before its split tail),
+and the same loaded kernel gives the same bytes launch after launch (the ordered reduction is
+deterministic, and each launch leaves the turnstiles as it found them)."""
 import numpy as np
 import pytest
 
 from autotune.codegen.render import render
 from autotune.families import SKINNY, SPLITK
+from autotune.families.tailsplit import TAILSPLIT
 from autotune.space import make_config
 
 pytestmark = pytest.mark.gpu
 SHAPES = ((512, 512, 32768), (16, 4096, 4096), (7, 1001, 3001))  # deep K, skinny M, odd skinny
-FAMILIES = (SPLITK, SKINNY)
+# 4096^3: 396 whole tiles, then 116 tiles in 9 pieces each (WAVE=132); the odd one likewise unaligned
+CASES = [(f, s) for f in (SPLITK, SKINNY) for s in SHAPES] + [
+    (TAILSPLIT, s) for s in (*SHAPES, (4096, 4096, 4096), (4097, 4095, 4093))]
+IDS = [f"{f.name}-{'x'.join(map(str, s))}" for f, s in CASES]
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.name)
+@pytest.mark.parametrize(("family", "shape"), CASES, ids=IDS)
 def test_default_verifies_and_times(family, shape):
     from autotune.backends.cuda.backend import CudaBackend
 
@@ -25,8 +29,7 @@ def test_default_verifies_and_times(family, shape):
     assert outcome.timing.reps >= 3
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.name)
+@pytest.mark.parametrize(("family", "shape"), CASES, ids=IDS)
 def test_launches_of_one_loaded_kernel_give_identical_bytes(family, shape):
     from autotune.backends.cuda.backend import GpuRunner, download, launch_kernel, load_kernel, poisoned, upload
     from autotune.backends.reference import random_inputs

@@ -223,9 +223,9 @@ class BlockedShape:
         return self.b_floats if self.lanes_n == 1 else self.TN
 
 
-# Families rendered from templates/blocked.cu.j2 (split-K adds C's read-modify-write per split,
+# Families rendered from templates/blocked.cu.j2 (split-K and the tail split add C's read-modify-write per split,
 # which the model leaves out: it is small beside the operand traffic of a deep K).
-BLOCKED_TEMPLATE = ("blocked", "splitk")
+BLOCKED_TEMPLATE = ("blocked", "splitk", "tailsplit")
 
 
 def blocked_shape(config: Config) -> BlockedShape:

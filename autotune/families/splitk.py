@@ -20,7 +20,7 @@ SPLITS = (2, 4, 8, 16, 32)
 
 
 def derive(p: Params) -> dict[str, int]:
-    return {**derive_tiles(p), "MAX_TILES": MAX_TILES}
+    return {**derive_tiles(p), "MAX_TILES": MAX_TILES, "WAVE": 0}  # WAVE=0: no tail split (family tailsplit)
 
 
 def tiles(p: Params, M: int, N: int) -> int:
