@@ -226,3 +226,20 @@ def test_no_gpu_is_one_line_before_any_shape(tmp_path):
     assert result.exit_code == 2 and result.output.startswith("error: no CUDA device found"), result.output
     assert len(result.output.strip().splitlines()) == 1
     assert not (tmp_path / "s.sqlite").exists() and not (tmp_path / "out").exists()
+
+
+def test_the_suite_leaves_naive_out_unless_asked(tmp_path):
+    """The seed's naive kernel never wins a shape and a trial of it takes seconds at 8192^3."""
+    from click.testing import CliRunner
+
+    from autotune.cli import cli
+    from autotune.families import FAMILIES
+
+    path = shapes_file(tmp_path, (8, 8, 8, "a"))
+    args = ["suite", "--shapes", str(path), "--backend", "sim", "--total-timeout", "0.001", "--db",
+            str(tmp_path / "s.sqlite"), "-o", str(tmp_path / "out")]
+    assert CliRunner().invoke(cli, args).exit_code == 0
+    budget = json.loads((tmp_path / "out" / "shape-suite-sim.json").read_text())["budget"]
+    assert budget["families"] == [name for name in FAMILIES if name != "naive"]
+    assert CliRunner().invoke(cli, [*args, "--family", "naive,tiled"]).exit_code == 0
+    assert json.loads((tmp_path / "out" / "shape-suite-sim.json").read_text())["budget"]["families"] == ["naive", "tiled"]
