@@ -35,7 +35,7 @@ STALLS = ("mio_throttle", "short_scoreboard", "long_scoreboard", "barrier", "mat
 # Output that means the profiler may not read the GPU's counters (or could not start at all).
 NOT_PERMITTED = ("ERR_NVGPUCTRPERM", "LibraryNotLoaded", "Failed to initialize the profiler")
 TIMEOUT_S = 600.0
-_TO_MS = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3}
+_TO_MS = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3, "ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 _PREFIX = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 
 
