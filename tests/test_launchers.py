@@ -42,9 +42,17 @@ def configs():
     return out
 
 
+# Families whose grid is searched per shape (tailsplit's pieces per tail tile: a loop over candidates
+# whose outcome depends on M and N) have no formula: their launchers take the exported shape only.
+NO_FORMULA = {"tailsplit"}
+
+
 @pytest.mark.parametrize("config", configs(), ids=str)
 def test_formula_equals_the_family_geometry(config):
     formula = derive_formula(config)
+    if config.family.name in NO_FORMULA:
+        assert isinstance(formula, str) and config.family.name in formula
+        return
     assert isinstance(formula, GridFormula), formula
     for M, N in SHAPES + BIG:
         geo = config.geometry(M, N)
