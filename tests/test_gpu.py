@@ -82,7 +82,7 @@ def test_search_and_export_round_trip(backend, tmp_path):
     result = run_search(db, backend, [NAIVE, TILED], backend.limits, sampler="random", trials=6, seed=2,
                         peak_tflops=backend.peak_tflops)
     assert result.new == 6 and result.best is not None
-    cu, js = export_command(str(path), SHAPE, None, str(tmp_path / "best.cu"))
+    cu, js, _, _ = export_command(str(path), SHAPE, None, str(tmp_path / "best.cu"))
     info = json.loads(js.read_text())
     # load the exported kernel from its files alone, as another program would
     dev = Device(0)

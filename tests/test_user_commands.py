@@ -303,7 +303,7 @@ def test_a_database_of_another_tool_is_one_line(name, tmp_path):
     assert not (tmp_path / "best.cu").exists() and not (tmp_path / "report").exists()
 
 
-@pytest.mark.parametrize("case", ["under-a-file", "cu-is-a-folder", "json-is-a-folder"])
+@pytest.mark.parametrize("case", ["under-a-file", "cu-is-a-folder", "json-is-a-folder", "header-is-a-folder"])
 def test_export_to_an_unwritable_path_is_one_line_and_writes_nothing(case, tmp_path):
     # Paths that cannot be written even as root: below a regular file, or where the .cu or its
     # .json manifest is an existing folder (today: IsADirectoryError traceback, and with a
@@ -312,15 +312,17 @@ def test_export_to_an_unwritable_path_is_one_line_and_writes_nothing(case, tmp_p
     (tmp_path / "file.txt").write_text("not a folder\n")
     out = {"under-a-file": tmp_path / "file.txt" / "best.cu",
            "cu-is-a-folder": tmp_path / "dir.cu",
-           "json-is-a-folder": tmp_path / "manifest.cu"}[case]
+           "json-is-a-folder": tmp_path / "manifest.cu", "header-is-a-folder": tmp_path / "header.cu"}[case]
     if case == "cu-is-a-folder":
         out.mkdir()
     if case == "json-is-a-folder":
         out.with_suffix(".json").mkdir()
+    if case == "header-is-a-folder":  # the launcher header beside it (best.h)
+        out.with_suffix(".h").mkdir()
     assert_process_one_line_error(*run_process(["export", *SHAPE_4096, "-o", str(out), "--db", str(db)]))
     assert (tmp_path / "file.txt").read_text() == "not a folder\n"
-    if case == "json-is-a-folder":
-        assert not out.exists(), "the .cu was written although its manifest could not be"
+    if case in ("json-is-a-folder", "header-is-a-folder"):
+        assert not out.exists(), "the .cu was written although its manifest or header could not be"
     assert_untouched(db, original)
 
 

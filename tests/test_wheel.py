@@ -17,6 +17,7 @@ def test_wheel_installs_and_runs(tmp_path):
     tops = {n.split("/")[0] for n in names}
     assert all(t == "autotune" or t.endswith(".dist-info") for t in tops), tops
     assert "autotune/templates/tiled.cu.j2" in names and "autotune/templates/naive.cu.j2" in names
+    assert "autotune/templates/launch.h.j2" in names and "autotune/templates/launch.py.j2" in names  # export's
     entry = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
     assert "autotune = autotune.cli:main" in entry
 

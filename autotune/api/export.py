@@ -1,9 +1,11 @@
-"""Export a kernel as standalone CUDA source plus a JSON launch manifest; and the row that
-`best` shows and `export` writes by default (find_best). Both only read the database.
+"""Export a kernel as standalone CUDA source plus a JSON launch manifest, a C++ header with a host
+launcher and a Python launcher (codegen.launcher); and the row that `best` shows and `export`
+writes by default (find_best). Both only read the database.
 
 The manifest says everything another program needs to launch the kernel: its name, the
-signature, grid and block for the recorded shape, dynamic shared memory (and whether it needs
-the opt-in above 48 KiB), and what was measured (time, TFLOP/s, % of cuBLAS, GPU).
+signature, grid and block for the exported shape and the grid's formula for any shape, dynamic
+shared memory (and whether it needs the opt-in above 48 KiB), the shape it was tuned at, and what
+was measured (time, TFLOP/s, % of cuBLAS, GPU).
 """
 from __future__ import annotations
 
@@ -11,11 +13,13 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import sqlite_utils
 
 from autotune import store
 from autotune.backends.outcome import OK
+from autotune.codegen.launcher import Launchers, launchers
 from autotune.codegen.render import render, sha256
 from autotune.errors import AutotuneError, SpaceError
 from autotune.families import config_of_row
@@ -94,10 +98,18 @@ def nothing_found(db: sqlite_utils.Database, db_path: str, shape: tuple[int, int
 
 # --------------------------------------------------------------------------- the export
 
+class Exported(NamedTuple):
+    source: Path  # best.cu
+    manifest: Path  # best.json
+    header: Path  # best.h
+    launcher: Path  # best.py
+
+
 def manifest(config: Config, launch: Launch, shape: tuple[int, int, int], source_hash: str,
-             row: dict | None, kernel: str | None = None) -> dict:
+             row: dict | None, kernel: str | None = None, grid_formula: dict | None = None) -> dict:
     """`kernel`: the name in the exported source (a stored source keeps the name it was rendered
-    under, which for rows older than a parameter is not today's config.name)."""
+    under, which for rows older than a parameter is not today's config.name). `grid_formula`: the
+    grid for any M and N (codegen.launcher)."""
     M, N, K = shape
     name = kernel or config.name
     optin = launch.shared_bytes > SHARED_OPTIN_BYTES
@@ -108,7 +120,9 @@ def manifest(config: Config, launch: Launch, shape: tuple[int, int, int], source
         "signature": f'extern "C" __global__ void {name}{SIGNATURE}',
         "layout": "row-major FP32: C[M,N] = A[M,K] * B[K,N]",
         "shape": {"M": M, "N": N, "K": K},
+        "tuned_shape": {k: row[k] for k in ("M", "N", "K")} if row else None,
         "grid": list(launch.grid),
+        "grid_formula": grid_formula,
         "block": list(launch.block),
         "dynamic_shared_bytes": launch.shared_bytes,
         "needs_shared_optin": optin,
@@ -120,9 +134,9 @@ def manifest(config: Config, launch: Launch, shape: tuple[int, int, int], source
 
 
 def export_command(db_path: str, shape: tuple[int, int, int], config: Config | None, output: str,
-                   backend: str = "cuda", gpu: str | None = None) -> tuple[Path, Path]:
-    """Write the best kernel for the shape (or the named config) and its manifest."""
-    output_paths(output)  # a path that cannot be written is refused before anything is read
+                   backend: str = "cuda", gpu: str | None = None) -> Exported:
+    """Write the best kernel for the shape (or the named config), its manifest and launchers."""
+    paths = output_paths(output)  # a path that cannot be written is refused before anything is read
     db = store.open_readonly(db_path)
     row = None
     if config is None:
@@ -140,35 +154,42 @@ def export_command(db_path: str, shape: tuple[int, int, int], config: Config | N
     source_hash = row["source_hash"] if row else sha256(source)
     if row is None:  # a named config: attach its measurement at this shape if there is one
         row = next((r for r in store.results(db, shape, backend, gpu, OK) if r["source_hash"] == source_hash), None)
-    info = manifest(config, config.geometry(shape[0], shape[1]), shape, source_hash, row,
-                    row["kernel"] if row else None)
-    return write_export(output, source, info)
+    kernel = row["kernel"] if row else config.name
+    launch = config.geometry(shape[0], shape[1])
+    tuned = (row["M"], row["N"], row["K"]) if row else None
+    made = launchers(config, kernel, launch, shape, tuned, paths.source)
+    info = manifest(config, launch, shape, source_hash, row, kernel, made.grid_formula)
+    return write_export(output, source, info, made)
 
 
-def output_paths(out: str) -> tuple[Path, Path]:
-    """The .cu and its .json beside it, refused with one line unless both can be written."""
+def output_paths(out: str) -> Exported:
+    """The .cu and beside it its .json, .h and .py, refused with one line unless all can be written."""
     path = Path(out)
     if path.suffix != ".cu":
-        raise AutotuneError(f"export file {out!r} must end in .cu (the manifest goes beside it as .json)")
+        raise AutotuneError(f"export file {out!r} must end in .cu (the manifest and launchers go beside it as "
+                            f".json, .h and .py)")
     folder = path.parent
     if not folder.exists():
         raise AutotuneError(f"export folder {str(folder)!r} does not exist; create it or choose another -o")
     if not folder.is_dir():
         raise AutotuneError(f"export folder {str(folder)!r} is a file, not a folder; choose another -o")
-    pair = (path, path.with_suffix(".json"))
-    for p in pair:
+    paths = Exported(path, path.with_suffix(".json"), path.with_suffix(".h"), path.with_suffix(".py"))
+    for p in paths:
         if p.is_dir():
             raise AutotuneError(f"cannot export to {str(p)!r}: it is a folder; choose another -o")
-    if not os.access(folder, os.W_OK | os.X_OK) or any(p.exists() and not os.access(p, os.W_OK) for p in pair):
-        raise AutotuneError(f"cannot write {str(path)!r} and its .json in {str(folder)!r}; choose another -o")
-    return pair
+    if not os.access(folder, os.W_OK | os.X_OK) or any(p.exists() and not os.access(p, os.W_OK) for p in paths):
+        raise AutotuneError(f"cannot write {str(path)!r} and its .json, .h and .py in {str(folder)!r}; "
+                            f"choose another -o")
+    return paths
 
 
-def write_export(out: str, source: str, info: dict) -> tuple[Path, Path]:
-    cu, js = output_paths(out)
+def write_export(out: str, source: str, info: dict, made: Launchers) -> Exported:
+    paths = output_paths(out)
     try:
-        cu.write_text(source)
-        js.write_text(json.dumps(info, indent=2) + "\n")
+        paths.source.write_text(source)
+        paths.manifest.write_text(json.dumps(info, indent=2) + "\n")
+        paths.header.write_text(made.header)
+        paths.launcher.write_text(made.python)
     except OSError as exc:  # a full disk, or the folder changed since the check
         raise AutotuneError(f"cannot write the export {out!r}: {exc}; choose another -o") from None
-    return cu, js
+    return paths

@@ -144,13 +144,14 @@ def measure(M, N, K, family, params, result_id, seed, device, backend, kernel_ti
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
 @friendly
 def export(M, N, K, family, params, result_id, gpu, backend, output, db_path) -> None:
-    """Write a kernel (default: the best for the shape) as CUDA source plus a JSON manifest."""
+    """Write a kernel (default: the best for the shape) as CUDA source plus a JSON manifest, a C++
+    header with a host launcher (.h) and a Python launcher (.py) that run it at any shape."""
     from autotune.api.export import export_command
 
     shape = resolve_shape(M, N, K)
     config = resolve_config(db_path, family, params, result_id)
-    cu, js = export_command(db_path, shape, config, output, backend, gpu)
-    click.echo(f"wrote {cu} and {js}")
+    cu, js, header, launcher = export_command(db_path, shape, config, output, backend, gpu)
+    click.echo(f"wrote {cu}, {js}, {header} and {launcher}")
 
 
 @cli.command()

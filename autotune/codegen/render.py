@@ -48,6 +48,11 @@ def sha256(text: str | bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def render_template(name: str, **values: object) -> str:
+    """Any template of the folder (the exported launchers) with the given values."""
+    return _env().get_template(name).render(**values)
+
+
 def render(config: Config, limits: Limits = Limits()) -> str:
     """The kernel's CUDA source. Refuses a config outside the space before rendering."""
     bad = violations(config, limits)

@@ -10,7 +10,6 @@ from autotune.space.config import (
                                    Param,
                                    Params,
                                    Value,
-                                   ceil_div,
                                    check_shape,
                                    expand,
                                    make_config,
@@ -19,6 +18,7 @@ from autotune.space.config import (
                                    violations,
                                    within,
 )
+from autotune.space.expr import ceil_div
 from autotune.space.shapes import Shape, nearness, rank_shapes, shape_distance, shape_text
 from autotune.space.walk import combinations, count_valid, enumerate_space, iter_valid, random_valid, valid_configs
 

@@ -218,7 +218,3 @@ def check_shape(M: int, N: int, K: int) -> None:
                 f"{label} has {elements} elements; kernels index with int, so each matrix "
                 f"must hold fewer than 2**31: use a smaller shape"
             )
-
-
-def ceil_div(a: int, b: int) -> int:
-    return -(-a // b)

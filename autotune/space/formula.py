@@ -1,0 +1,77 @@
+"""A config's launch grid as a formula of the problem shape, for launchers that run it at any
+shape: the family's own `geometry` and `shape_rules` evaluated with symbolic M and N (space.expr
+says why this way), so the grid is written once, in the family's module.
+
+The formula is C and Python text over M and N (long long in C), plus the condition under which
+the family's shape rules accept the shape (e.g. split-K's turnstile count). Block and dynamic
+shared memory must not depend on the shape: they are numbers. A family whose geometry cannot be
+derived (space.expr.NotDerivable) has no formula; `derive_formula` returns the reason instead.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from autotune.space.config import Config, Launch
+from autotune.space.expr import Expr, NotDerivable, any_of, emit, explore, join, var
+
+SHAPE_VARS = ("M", "N")  # the grid depends on the output's rows and columns only
+
+
+@dataclass(frozen=True)
+class GridFormula:
+    grid: tuple[Any, Any, Any]  # Expr or int each
+    accepts: Any  # Expr or bool: the family's shape rules hold
+    block: tuple[int, int, int]
+    shared_bytes: int
+
+    def grid_c(self) -> list[str]:
+        return [emit(g, "c", top=True) for g in self.grid]
+
+    def grid_python(self) -> list[str]:
+        return [emit(g, "python", top=True) for g in self.grid]
+
+    def accepts_c(self) -> str:
+        return emit(self.accepts, "c", top=True)
+
+    def accepts_python(self) -> str:
+        return emit(self.accepts, "python", top=True)
+
+    def evaluate(self, M: int, N: int) -> tuple[tuple[int, int, int], bool]:
+        """The grid and whether the shape is accepted, from the Python text (what the exported
+        launcher runs), for tests against the family's own geometry."""
+        scope = {"M": M, "N": N}
+        grid = tuple(int(eval(text, {}, scope)) for text in self.grid_python())  # noqa: S307 - our own text
+        return (grid[0], grid[1], grid[2]), bool(eval(self.accepts_python(), {}, scope))  # noqa: S307
+
+
+def derive_formula(config: Config) -> GridFormula | str:
+    """The config's grid formula, or the reason it has none."""
+    M, N = (var(v) for v in SHAPE_VARS)
+    family, values = config.family, config.values
+    geometry: Callable[..., Launch] = family.geometry  # called with expressions for M and N
+    rules_of: Callable[..., list[str]] = family.shape_rules
+
+    def launch() -> Launch:
+        return geometry(values, M, N)
+
+    def rules() -> list[str]:
+        return rules_of(values, M, N)
+
+    try:
+        launches = explore(launch)
+        refusals = explore(rules)
+    except NotDerivable as exc:
+        return f"the {family.name} family's launch geometry cannot be written as a formula of M and N: {exc}"
+    grid = [_part(launches, "grid", i) for i in range(3)]
+    block = [_part(launches, "block", i) for i in range(3)]
+    shared = join(launches, lambda launch: launch.shared_bytes)
+    if isinstance(shared, Expr) or any(isinstance(b, Expr) for b in block):
+        return f"the {family.name} family's block or shared memory depends on the shape"
+    return GridFormula(grid=(grid[0], grid[1], grid[2]), accepts=any_of(refusals, lambda reasons: not reasons),
+                       block=(int(block[0]), int(block[1]), int(block[2])), shared_bytes=int(shared))
+
+
+def _part(launches: list[tuple[Any, Launch]], field: str, i: int) -> Any:
+    """One component of the grid or block over every path."""
+    return join(launches, lambda launch: getattr(launch, field)[i])
