@@ -187,3 +187,22 @@ def test_the_api_loads_lazily_and_the_package_import_stays_light():
     out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["autotune.api.python", "True", "[]"]
     assert {autotune.tune.__name__, autotune.best.__name__} == {"search", "best"}
+
+
+def test_the_command_line_calls_the_same_functions(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from autotune import store
+    from autotune.api import python
+    from autotune.cli import cli
+
+    path = tmp_path / "r.sqlite"
+    fast = record(store.open_db(path), (64, 64, 64), "tiled", 1.0, backend="cuda", gpu=GPU, T=16)
+    asked = []
+    monkeypatch.setattr(python, "search", lambda *shape, **options: asked.append((shape, options)) or 0)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["search", "--M", "64", "--family", "tiled", "--db", str(path)]).exit_code == 0
+    [(shape, options)] = asked
+    assert shape == (64, 64, 64) and [f.name for f in options["family"]] == ["tiled"] and options["db"] == str(path)
+    shown = runner.invoke(cli, ["best", "--M", "64", "--json", "--db", str(path)])
+    assert autotune.best(64, db=str(path))["kernel"] == fast and f'"kernel": "{fast}"' in shown.output
