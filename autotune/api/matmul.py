@@ -1,0 +1,126 @@
+"""The callable that `autotune.load()` returns: C = A * B on the caller's device arrays, with
+the best recorded kernel for the device's GPU model and the call's shape (api.dispatch).
+
+Launching goes through a Launcher: the GPU one (backends.cuda.launcher) compiles with NVRTC and
+launches with cuda.core; tests inject one that records what it was asked, so everything above
+the launch (the checks, the choice, the caches) runs without a GPU.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any, Protocol
+
+from autotune.api.arrays import ArrayView, read_array
+from autotune.api.dispatch import Choice, Dispatcher
+from autotune.api.operands import describe, plain
+from autotune.errors import AutotuneError
+from autotune.space import Launch, Shape
+
+
+class Launcher(Protocol):
+    """The device side of a call."""
+
+    def device_name(self, device: int) -> str:
+        """The GPU model of a device (the gpu_name its results are recorded under)."""
+
+    def device_of(self, ptr: int) -> int | None:
+        """The device a pointer's memory lives on; None for host memory."""
+
+    def load(self, device: int, source: str, kernel: str, shared_bytes: int) -> Any:
+        """Compile (for the device's architecture) and load a kernel, opted in to `shared_bytes`
+        of dynamic shared memory."""
+
+    def launch(self, device: int, kernel: Any, launch: Launch, stream: int, a: int, b: int, c: int,
+               shape: Shape) -> None:
+        """Enqueue one launch on the stream (a handle; 0: the legacy default stream)."""
+
+
+class Matmul:
+    """mm(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, stream=None) -> out.
+
+    A, B (and out) are device arrays with __dlpack__ or __cuda_array_interface__. The kernel runs
+    on `stream` (an int handle, or an object with __cuda_stream__, .cuda_stream or .ptr); by
+    default on the current stream of A's library (torch, CuPy), else the legacy default stream.
+    Without out, C is allocated by A's library (torch and CuPy arrays only). The call returns when
+    the launch is enqueued, as the libraries' own products do."""
+
+    def __init__(self, dispatcher: Dispatcher, launcher: Launcher):
+        self.dispatcher, self.launcher = dispatcher, launcher
+        self._kernels: dict[tuple[int, str, int], Any] = {}  # (device, source hash, opted-in shared bytes)
+        self._names: dict[int, str] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, A: Any, B: Any, out: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
+                 trans_a: bool = False, trans_b: bool = False, stream: Any = None) -> Any:
+        handle = stream_handle(stream) if stream is not None else current_stream(A)
+        views = [read_array(x, name, handle, self.launcher.device_of) for x, name in ((A, "A"), (B, "B"))]
+        c = read_array(out, "out", handle, self.launcher.device_of) if out is not None else None
+        shape, layout, device = describe(views[0], views[1], c, trans_a, trans_b, alpha, beta)
+        choice = self.dispatcher.choose(self.gpu_name(device), shape, layout)
+        geometry = choice.config.geometry(shape[0], shape[1])
+        kernel = self._kernel(device, choice, geometry.shared_bytes)
+        if out is None:
+            out = new_output(A, views[0], shape)
+        c_ptr = c.ptr if c is not None else read_array(out, "out", handle, self.launcher.device_of).ptr
+        self.launcher.launch(device, kernel, geometry, handle, views[0].ptr, views[1].ptr, c_ptr, shape)
+        return out
+
+    def choose(self, M: int, N: int, K: int, device: int = 0) -> Choice:
+        """The kernel a call of this shape on this device runs, and why it was chosen."""
+        return self.dispatcher.choose(self.gpu_name(device), (M, N, K), plain((M, N, K)))
+
+    def gpu_name(self, device: int) -> str:
+        name = self._names.get(device)
+        if name is None:
+            name = self._names[device] = self.launcher.device_name(device)
+        return name
+
+    def _kernel(self, device: int, choice: Choice, shared_bytes: int) -> Any:
+        key = (device, choice.source_hash, shared_bytes)
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            with self._lock:  # two threads asking at once compile once
+                kernel = self._kernels.get(key)
+                if kernel is None:
+                    kernel = self._kernels[key] = self.launcher.load(device, choice.source, choice.kernel,
+                                                                     shared_bytes)
+        return kernel
+
+
+def stream_handle(stream: Any) -> int:
+    """An int handle from what callers pass for a stream."""
+    if isinstance(stream, int) and not isinstance(stream, bool):
+        return stream
+    if hasattr(stream, "__cuda_stream__"):  # cuda.core's protocol: (version, handle)
+        return int(stream.__cuda_stream__()[1])
+    for attr in ("cuda_stream", "ptr"):  # torch.cuda.Stream, cupy.cuda.Stream
+        if isinstance(getattr(stream, attr, None), int):
+            return int(getattr(stream, attr))
+    raise AutotuneError(f"stream={stream!r} is not a CUDA stream: pass an int handle, a torch.cuda.Stream, a "
+                        f"cupy.cuda.Stream or an object with __cuda_stream__")
+
+
+def current_stream(x: Any) -> int:
+    """The stream A's library runs on now (torch: on A's device; CuPy: its current device's);
+    for other libraries, the legacy default stream (0). Only a library already imported by the
+    caller is asked: an array of it exists."""
+    module = type(x).__module__.partition(".")[0]
+    if module == "torch" and getattr(x, "is_cuda", False):
+        return int(sys.modules["torch"].cuda.current_stream(x.device).cuda_stream)
+    if module == "cupy":
+        return int(sys.modules["cupy"].cuda.get_current_stream().ptr)
+    return 0
+
+
+def new_output(A: Any, a: ArrayView, shape: Shape) -> Any:
+    """C, M x N float32 on A's device, allocated by A's library."""
+    M, N, _ = shape
+    if a.library == "torch":
+        return A.new_empty((M, N))  # A's dtype (float32, checked) and device; torch's current stream
+    if a.library == "cupy":
+        cupy = sys.modules["cupy"]
+        with cupy.cuda.Device(a.device):
+            return cupy.empty((M, N), dtype=cupy.float32)
+    raise AutotuneError(f"pass out= (an M x N float32 device array): a new output is allocated for torch and CuPy "
+                        f"arrays only, and A is a {a.library} array")

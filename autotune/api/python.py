@@ -1,0 +1,91 @@
+"""The Python API: tune a shape, read the best kernel, and multiply with it. The command line's
+`search` and `best` call these same functions. Re-exported by the package, lazily:
+`autotune.tune` (this module's `search`: `autotune.search` is the search layer's package),
+`autotune.best` and `autotune.load`.
+
+    import autotune
+    autotune.tune(4096)                     # autotune search --M 4096
+    row = autotune.best(4096)               # autotune best --M 4096
+    mm = autotune.load()                    # the best recorded kernel per GPU model and shape
+    C = mm(A, B)                            # torch / CuPy / any DLPack or CUDA-array-interface arrays
+"""
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+from autotune import store
+from autotune.api import commands
+from autotune.api.dispatch import Dispatcher
+from autotune.api.export import find_best
+from autotune.api.matmul import Launcher, Matmul
+from autotune.errors import AutotuneError
+from autotune.families import FAMILIES
+from autotune.space import Family, Shape, check_shape
+
+
+def default_db() -> str:
+    """AUTOTUNE_DB, else db/autotune.sqlite (relative to the working folder), as on the command line."""
+    return os.environ.get("AUTOTUNE_DB", str(store.DEFAULT_DB))
+
+
+def shape_of(M: int, N: int | None = None, K: int | None = None) -> Shape:
+    """N and K default to M (a square problem); refused with one line when out of range."""
+    shape = (M, M if N is None else N, M if K is None else K)
+    check_shape(*shape)
+    return shape
+
+
+def families_of(family: str | Sequence[str | Family] | None) -> list[Family]:
+    names = family.split(",") if isinstance(family, str) else list(family or FAMILIES)
+    out = []
+    for f in names:
+        if isinstance(f, Family):
+            out.append(f)
+        elif f.strip() in FAMILIES:
+            out.append(FAMILIES[f.strip()])
+        else:
+            raise AutotuneError(f"unknown family {f!r}; known: {', '.join(FAMILIES)}")
+    return out
+
+
+def search(M: int, N: int | None = None, K: int | None = None, *,
+           family: str | Sequence[str | Family] | None = None, db: str | None = None, sampler: str = "tpe-mv",
+           trials: int = 60, timeout: float | None = None, seed: int = 0, backend: str = "cuda",
+           devices: tuple[int, ...] | None = None, workers: int | None = None, storage: str | None = None,
+           study: str | None = None, kernel_timeout: float | None = None, replay_db: str | None = None,
+           compile_jobs: int | None = None, remeasure: str | None = None) -> int:
+    """Search kernels for the shape and record every result in `db` (`autotune search`; the
+    options are the command's). Prints the summary; returns the exit status: 0 when it ran to its
+    end, 128 + the signal's number when a signal (Ctrl-C) stopped it. Bad input or a broken
+    environment raises AutotuneError before anything is measured."""
+    options = commands.SearchOptions(
+        shape=shape_of(M, N, K), families=families_of(family), db_path=default_db() if db is None else db,
+        sampler=sampler, trials=trials, timeout=timeout, seed=seed, kind=backend, devices=devices,
+        workers=workers, storage=storage, study=study, kernel_timeout=kernel_timeout, replay_db=replay_db,
+        compile_jobs=compile_jobs, remeasure=remeasure)
+    return commands.search_command(options)
+
+
+def best(M: int, N: int | None = None, K: int | None = None, *, db: str | None = None, backend: str = "cuda",
+         gpu: str | None = None, family: str | None = None) -> dict:
+    """The fastest verified result row for the shape (`autotune best`): at a shape never tuned,
+    the nearest recorded shape's fastest valid at this one (said in one line on stderr); none at
+    all is an AutotuneError. The database is only read."""
+    path = default_db() if db is None else db
+    return find_best(store.open_readonly(path), path, shape_of(M, N, K), backend, gpu, family)
+
+
+def load(db: str | None = None, gpu: str | None = None, *, backend: str = "cuda",
+         launcher: Launcher | None = None, defaults_only: bool = False) -> Matmul:
+    """A matmul that runs, per call, the best kernel recorded in `db` for the GPU model of the
+    operands' device (or `gpu`: a name or UUID whose results to use on any device) at the call's
+    shape: the exact shape's fastest, else the nearest recorded shape's (api.dispatch), else the
+    `blocked` family default. defaults_only: no database at all, family defaults only.
+    launcher: the device side (default: NVRTC and cuda.core on the GPU; tests pass a fake)."""
+    dispatcher = Dispatcher(None if defaults_only else default_db() if db is None else db, backend, gpu)
+    if launcher is None:
+        from autotune.backends.cuda.launcher import CudaLauncher
+
+        launcher = CudaLauncher()
+    return Matmul(dispatcher, launcher)

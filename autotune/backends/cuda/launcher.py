@@ -1,0 +1,88 @@
+"""The device side of `autotune.load()`'s matmul (api.matmul.Launcher): NVRTC for the device's
+own architecture through the cubin cache (codegen.nvrtc), the kernel loaded as the search loads
+it (backend.load_kernel: opted in above 48 KiB of dynamic shared memory), and launched with
+cuda.core on the caller's stream, on raw device pointers the caller's library owns.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator
+
+import numpy as np
+
+from autotune.backends.cuda.backend import first_error, load_kernel
+from autotune.backends.cuda.device import device_info
+from autotune.codegen import nvrtc
+from autotune.errors import AutotuneError
+from autotune.space import Launch
+
+
+class CudaLauncher:
+    def __init__(self) -> None:
+        device_info(0)  # no GPU (or no driver) is one clear error now, not a failure at the first call
+        self._streams: dict[int, Any] = {}
+        self._primary: dict[int, Any] = {}
+
+    def device_name(self, device: int) -> str:
+        return device_info(device).name
+
+    def device_of(self, ptr: int) -> int | None:
+        from cuda.bindings import driver
+
+        attr = driver.CUpointer_attribute
+        err, kind = driver.cuPointerGetAttribute(attr.CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr)
+        if err != driver.CUresult.CUDA_SUCCESS or int(kind) == int(driver.CUmemorytype.CU_MEMORYTYPE_HOST):
+            return None  # memory the driver does not know (plain host memory), or pinned host memory
+        err, ordinal = driver.cuPointerGetAttribute(attr.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr)
+        return int(ordinal) if err == driver.CUresult.CUDA_SUCCESS else None
+
+    def load(self, device: int, source: str, kernel: str, shared_bytes: int) -> Any:
+        info = device_info(device)
+        built = nvrtc.compile_source(source, kernel, info.arch)
+        if not built.ok:
+            raise AutotuneError(f"{kernel} does not compile for {info.arch}: {first_error(built.log)}")
+        with self._current(device):
+            return load_kernel(built.cubin, kernel, shared_bytes, device)
+
+    def launch(self, device: int, kernel: Any, launch: Launch, stream: int, a: int, b: int, c: int,
+               shape: tuple[int, int, int]) -> None:
+        from cuda.core import LaunchConfig
+        from cuda.core import launch as enqueue
+
+        M, N, K = shape
+        config = LaunchConfig(grid=launch.grid, block=launch.block, shmem_size=launch.shared_bytes)
+        with self._current(device):
+            # a Python int is passed as a pointer-sized integer: the device addresses of A, B, C
+            enqueue(self._stream(stream), config, kernel, a, b, c, np.int32(M), np.int32(N), np.int32(K))
+
+    def _stream(self, handle: int) -> Any:
+        stream = self._streams.get(handle)
+        if stream is None:
+            from cuda.core import LEGACY_DEFAULT_STREAM, Stream
+
+            # not owned: the caller's library keeps the stream alive while it is in use
+            stream = self._streams[handle] = LEGACY_DEFAULT_STREAM if handle == 0 else Stream.from_handle(handle)
+        return stream
+
+    @contextlib.contextmanager
+    def _current(self, device: int) -> Iterator[None]:
+        """The device's primary context (the one torch and CuPy use) current for the launch; the
+        caller's own current context put back after."""
+        from cuda.bindings import driver
+
+        primary = self._primary.get(device)
+        if primary is None:
+            err, primary = driver.cuDevicePrimaryCtxRetain(driver.CUdevice(device))
+            if err != driver.CUresult.CUDA_SUCCESS:
+                raise AutotuneError(f"cannot use device {device}: {err}")
+            self._primary[device] = primary
+        _, before = driver.cuCtxGetCurrent()
+        if int(before) == int(primary):
+            yield
+            return
+        driver.cuCtxSetCurrent(primary)
+        try:
+            yield
+        finally:
+            if int(before):
+                driver.cuCtxSetCurrent(before)

@@ -1,0 +1,65 @@
+"""autotune.load()'s matmul against torch.matmul (TF32 off) on torch tensors, timed the same way:
+CUDA events around `--reps` back-to-back calls on the current stream, after warm-up, best of
+`--rounds`. Prints both, their ratio, the kernel chosen and why, and the relative error.
+
+    python benchmarks/api_vs_torch.py --M 4096 --db db/autotune.sqlite
+
+The ratio includes everything a caller pays per call (reading the arrays through DLPack, the
+cached choice, the launch), not only the kernel: that is the speed a user gets.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import autotune
+from autotune.backends.reference import TOLERANCE
+
+
+def time_ms(torch, run, reps: int, rounds: int) -> float:
+    """Milliseconds per call: the best round's mean over `reps` calls."""
+    for _ in range(3):
+        run()
+    best = float("inf")
+    for _ in range(rounds):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(reps):
+            run()
+        end.record()
+        end.synchronize()
+        best = min(best, start.elapsed_time(end) / reps)
+    return best
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--M", type=int, default=4096)
+    parser.add_argument("--N", type=int)
+    parser.add_argument("--K", type=int)
+    parser.add_argument("--db", help="results database (default: AUTOTUNE_DB or db/autotune.sqlite)")
+    parser.add_argument("--defaults-only", action="store_true", help="no database: the blocked default kernel")
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    M, N, K = args.M, args.N or args.M, args.K or args.M
+    mm = autotune.load(db=args.db, defaults_only=args.defaults_only)
+    A, B = torch.randn(M, K, device="cuda"), torch.randn(K, N, device="cuda")
+    C, ref = torch.empty(M, N, device="cuda"), torch.empty(M, N, device="cuda")
+    ours = time_ms(torch, lambda: mm(A, B, out=C), args.reps, args.rounds)
+    theirs = time_ms(torch, lambda: torch.matmul(A, B, out=ref), args.reps, args.rounds)
+    error = float(torch.linalg.norm((C - ref).double()) / torch.linalg.norm(ref.double()))
+    flops = 2.0 * M * N * K
+    print(f"{torch.cuda.get_device_name()}, {M}x{N}x{K}, FP32 (TF32 off)")
+    print(f"kernel: {mm.choose(M, N, K, torch.cuda.current_device()).describe()}")
+    print(f"autotune.load(): {ours:.3f} ms  {flops / ours / 1e9:.2f} TFLOP/s")
+    print(f"torch.matmul:    {theirs:.3f} ms  {flops / theirs / 1e9:.2f} TFLOP/s")
+    print(f"speed vs torch.matmul: {theirs / ours:.1%}; relative error {error:.2e} (tolerance {TOLERANCE:g})")
+    return 0 if error <= TOLERANCE else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

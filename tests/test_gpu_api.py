@@ -1,0 +1,76 @@
+"""On a GPU: autotune.load()'s matmul on torch tensors and CuPy arrays, on a stream that is not
+the default one, equals torch.matmul (TF32 off) within the verification tolerance at odd shapes;
+an nn.Linear forward (x @ W.T) through it; and the refusals that only a real library shows."""
+import pytest
+
+import autotune
+from autotune.backends.reference import TOLERANCE
+from autotune.errors import AutotuneError
+
+pytestmark = pytest.mark.gpu
+ODD = [(131, 67, 93), (1000, 999, 1001)]  # no tile divides them; the second takes the blocked default's tails
+
+
+@pytest.fixture(scope="module")
+def torch():
+    torch = pytest.importorskip("torch")
+    torch.backends.cuda.matmul.allow_tf32 = False  # the reference is plain FP32, as cuBLAS's in the search
+    return torch
+
+
+@pytest.fixture(scope="module")
+def mm():
+    return autotune.load(defaults_only=True)  # the blocked default: needs no database
+
+
+def relative_error(torch, c, ref) -> float:
+    return float(torch.linalg.norm((c - ref).double()) / torch.linalg.norm(ref.double()))
+
+
+@pytest.mark.parametrize("shape", ODD)
+def test_torch_tensors_on_a_side_stream_match_torch_matmul(torch, mm, shape):
+    M, N, K = shape
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):  # made, multiplied and read on the side stream: no sync with the default one
+        A, B = torch.randn(M, K, device="cuda"), torch.randn(K, N, device="cuda")
+        C = mm(A, B)
+        out = torch.full((M, N), float("nan"), device="cuda")
+        assert mm(A, B, out=out) is out
+        ref = torch.matmul(A, B)
+    side.synchronize()
+    assert C.shape == (M, N) and C.dtype == torch.float32 and C.device == A.device
+    assert relative_error(torch, C, ref) <= TOLERANCE
+    assert relative_error(torch, out, ref) <= TOLERANCE
+
+
+def test_cupy_arrays_on_a_side_stream_match_torch_matmul(torch, mm):
+    cupy = pytest.importorskip("cupy")
+    M, N, K = ODD[0]
+    with cupy.cuda.Stream(non_blocking=True) as side:
+        A = cupy.random.standard_normal((M, K), dtype=cupy.float32)
+        B = cupy.random.standard_normal((K, N), dtype=cupy.float32)
+        C = mm(A, B)
+    side.synchronize()
+    assert isinstance(C, cupy.ndarray)
+    ref = torch.matmul(torch.from_dlpack(A), torch.from_dlpack(B))
+    assert relative_error(torch, torch.from_dlpack(C), ref) <= TOLERANCE
+
+
+def test_an_nn_linear_forward(torch, mm):
+    layer = torch.nn.Linear(93, 67, bias=False, device="cuda")
+    x = torch.randn(131, 93, device="cuda")
+    with torch.no_grad():
+        # no NT kernel yet: W.T as a row-major copy (load() never makes one behind the caller's back)
+        y = mm(x, layer.weight.t().contiguous())
+        assert relative_error(torch, y, layer(x)) <= TOLERANCE
+
+
+def test_what_torch_cannot_export_is_refused_in_one_line(torch, mm):
+    layer = torch.nn.Linear(8, 8, device="cuda")
+    x = torch.randn(8, 8, device="cuda")
+    with pytest.raises(AutotuneError, match="cannot be read as a device array: .*detach"):
+        mm(x, layer.weight)  # requires grad
+    with pytest.raises(AutotuneError, match="trans_b=True: no NT kernel yet"):
+        mm(x, layer.weight.detach(), trans_b=True)
+    with pytest.raises(AutotuneError, match="A \\(torch\\) is in host memory"):
+        mm(x.cpu(), x)
