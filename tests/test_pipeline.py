@@ -176,9 +176,11 @@ def test_ready_waits_and_swallows_failures():
     assert ready(late, limit_s=0.05) is None
 
 
-def test_default_jobs():
-    assert 1 <= default_jobs() <= 8
-    assert default_jobs() <= max(1, (os.cpu_count() or 1) - 1)
+def test_default_jobs_grow_with_the_gpu_workers_within_the_cores(monkeypatch):
+    monkeypatch.setattr("autotune.search.pipeline.os.cpu_count", lambda: 32)
+    assert [default_jobs(w) for w in (1, 2, 3, 4)] == [8, 16, 24, 27]  # 32 cores less the workers and the search
+    monkeypatch.setattr("autotune.search.pipeline.os.cpu_count", lambda: 2)
+    assert default_jobs(1) == default_jobs(2) == 1
 
 
 # --------------------------------------------------------------------------- the pool of processes

@@ -124,7 +124,7 @@ def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], fam
                remeasure: tuple[str, ...] = (), note: Callable[[str], None] | None = None) -> SearchResult:
     """Search until `trials` new measurements, `timeout` seconds, or `stop` is set (the
     trials in flight finish first). KeyboardInterrupt ends it at once, marked interrupted.
-    compile_jobs: processes compiling ahead for GPU workers (default pipeline.default_jobs()).
+    compile_jobs: processes compiling ahead for GPU workers (default pipeline.default_jobs(): 8 per GPU).
     start_from_defaults: measure first the best configs recorded at the nearest shapes
     (search.starts), then each family's default config (the sampler benchmark turns it off to
     compare samplers alone). remeasure: statuses whose rows recorded before this search are
@@ -210,7 +210,7 @@ def _start_compiler(run: _Run, backends: list[Backend], jobs: int | None) -> Non
         return
     from autotune.search.pipeline import Compiler, default_jobs
 
-    run.compiler = Compiler(jobs or default_jobs())
+    run.compiler = Compiler(jobs or default_jobs(ahead))
     run.depth = -(-run.compiler.jobs // ahead)
 
 

@@ -48,15 +48,19 @@ if TYPE_CHECKING:  # optuna is imported where it is used: pool children import t
     import optuna
     import sqlite_utils
 
-MAX_JOBS = 8  # compile processes by default at most: beyond this the GPU, not the compiler, sets the pace
+# Compile processes per GPU worker by default: a register-blocked kernel takes NVRTC 1-2 s and its
+# measurement about 0.1 s at 4096^3, so 8 of them keep one H200 busy (beyond that the GPU sets the
+# pace); two GPUs with the same 8 wait for the compiler (docs/BENCHMARKS.md, session 5 scaling).
+JOBS_PER_WORKER = 8
 WAIT_S = 120.0  # the longest the GPU loop waits for one config's ahead work before compiling it itself
 QUEUE_PER_JOB = 4  # trials asked ahead at most per job (refused and reused ones included): bounds a sampler
 WATCH_S = 0.2  # how often a child checks whether the pool closed or its parent died
 
 
-def default_jobs() -> int:
-    """One compile process per core but one (the search and the GPU worker need a core), at most MAX_JOBS."""
-    return max(1, min((os.cpu_count() or 1) - 1, MAX_JOBS))
+def default_jobs(workers: int = 1) -> int:
+    """JOBS_PER_WORKER compile processes for each GPU worker, within the cores less one per worker
+    and one for the search itself."""
+    return max(1, min((os.cpu_count() or 1) - 1 - workers, JOBS_PER_WORKER * workers))
 
 
 # --------------------------------------------------------------------------- in a pool process
