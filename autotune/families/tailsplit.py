@@ -29,16 +29,16 @@ from __future__ import annotations
 from autotune.families.blocked import BLOCKED, derive_tiles, shared_bytes, threads
 from autotune.space import Family, Launch, Param, Params, ceil_div
 
-MAX_S = 16  # pieces per tail tile at most: beyond it each piece's share of K is small beside its epilogue
 WAVES = (132, 264, 396, 528)  # 1 to 4 resident blocks on each of the H200's 132 SMs
+MAXSES = (2, 4, 8, 16)  # the cap on pieces per tail tile (parameter MAXS)
 
 
-def pieces(rest: int, wave: int) -> int:
-    """Blocks per tile of the last, partial wave of `rest` tiles (1: not split)."""
+def pieces(rest: int, wave: int, maxs: int) -> int:
+    """Blocks per tile of the last, partial wave of `rest` tiles (1: not split), at most `maxs`."""
     best, best_rounds = 1, 1  # unsplit, the rest take one round of a whole tile
     if rest == 0:
         return best
-    for s in range(2, MAX_S + 1):
+    for s in range(2, maxs + 1):
         rounds = ceil_div(rest * s, wave)
         if rounds * best < best_rounds * s:  # rounds / s < best_rounds / best
             best, best_rounds = s, rounds
@@ -53,22 +53,22 @@ def blocks(p: Params, M: int, N: int) -> int:
     """The grid: one block per tile of the whole waves, `pieces` per tile of the last one."""
     t = tiles(p, M, N)
     rest = t % p["WAVE"]
-    return t - rest + rest * pieces(rest, p["WAVE"])
+    return t - rest + rest * pieces(rest, p["WAVE"], p["MAXS"])
 
 
 def block_work(p: Params, M: int, N: int, block: int) -> tuple[int, int, int]:
-    """(tile, piece, pieces) of a block, as the kernel assigns them."""
+    """(tile, piece, pieces) of a block, as the kernel assigns them: the tail's pieces piece-major."""
     t = tiles(p, M, N)
     rest = t % p["WAVE"]
-    whole, s = t - rest, pieces(rest, p["WAVE"])
+    whole, s = t - rest, pieces(rest, p["WAVE"], p["MAXS"])
     if block < whole:
         return block, 0, 1
-    return whole + (block - whole) // s, (block - whole) % s, s
+    return whole + (block - whole) % rest, (block - whole) // rest, s
 
 
 def derive(p: Params) -> dict[str, int]:
     # MAX_TILES: the turnstiles, one per tile of the last wave (fewer than WAVE), so no shape is refused
-    return {**derive_tiles(p), "SPLITK": 1, "MAX_TILES": p["WAVE"], "MAX_S": MAX_S}
+    return {**derive_tiles(p), "SPLITK": 1, "MAX_TILES": p["WAVE"]}
 
 
 def _geometry(p: Params, M: int, N: int) -> Launch:
@@ -81,10 +81,12 @@ TAILSPLIT = Family(
         "into pieces that fill it, added into C in piece order (deterministic)",
     params=(*BLOCKED.params,
             Param("WAVE", WAVES, 132, "blocks the GPU runs at once (SMs x resident blocks per SM): "
-                                      "the tiles past the last whole wave are split")),
+                                      "the tiles past the last whole wave are split"),
+            Param("MAXS", MAXSES, 16, "pieces per tail tile at most (each piece adds a tile of C: "
+                                      "more pieces fill the last wave better but add more)")),
     constraints=BLOCKED.constraints,
     template=BLOCKED.template,
     geometry=_geometry,
     derive=derive,
-    tags={**BLOCKED.tags, "WAVE": "WV"},
+    tags={**BLOCKED.tags, "WAVE": "WV", "MAXS": "MS"},
 )
