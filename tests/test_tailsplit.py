@@ -15,7 +15,7 @@ from autotune.codegen.render import render
 from autotune.explain.model import PRESETS, predict
 from autotune.explain.sass import SassCounts
 from autotune.families import BLOCKED, FAMILIES
-from autotune.families.tailsplit import MAX_S, TAILSPLIT, WAVES, block_work, blocks, pieces, tiles
+from autotune.families.tailsplit import MAXSES, TAILSPLIT, WAVES, block_work, blocks, pieces, tiles
 from autotune.space import Config, Launch, make_config, violations
 
 # WAVE is the GPU's blocks at once (hundreds); the emulator's shapes have a few tiles, so the tests
@@ -89,14 +89,14 @@ def test_a_dropped_tail_piece_is_wrong():
     config = small({**SMALL, "WAVE": 4})
     source = render(config)
     assert statuses(config, source, (MUTATION_SHAPE,)) == ["ok"]
-    broken = edit(source, "const bool add = piece > 0;",
-                  "const bool add = piece > 0;\n    if (piece == 1) for (auto& row : acc) for (float& x : row) x = 0.0f;")
+    broken = edit(source, "const bool add = PIECE && piece > 0;",
+                  "const bool add = PIECE && piece > 0;\n    if (piece == 1) for (auto& row : acc) for (float& x : row) x = 0.0f;")
     assert statuses(config, broken, (MUTATION_SHAPE,)) == ["wrong"]
 
 
 def test_pieces_storing_instead_of_adding_are_wrong():
     config = small({**SMALL, "WAVE": 4})
-    broken = edit(render(config), "const bool add = piece > 0;", "const bool add = false;")
+    broken = edit(render(config), "const bool add = PIECE && piece > 0;", "const bool add = false;")
     assert statuses(config, broken, (MUTATION_SHAPE,)) == ["wrong"]
 
 
@@ -105,9 +105,10 @@ def test_pieces_storing_instead_of_adding_are_wrong():
 @pytest.mark.parametrize("wave", (2, 3, 4, 5, *WAVES))
 def test_every_tile_is_one_block_or_its_pieces_in_order(wave):
     """Each tile is covered once: by one block of a whole wave, or by pieces 0 .. S-1 of the last
-    wave at consecutive, higher block indices (a piece's predecessors come first)."""
+    wave, piece-major: piece p of the u-th tail tile is block whole + p * rest + u (a piece's
+    predecessors come first, and a tile's pieces lie `rest` blocks apart, in successive rounds)."""
     for M, N in ((70, 70), (1, 1), (4096, 4096), (8192, 8192), (4000, 4000), (4097, 4095), (1024, 1024)):
-        p = {**make_config(BLOCKED, {}).values, "WAVE": wave}
+        p = {**make_config(BLOCKED, {}).values, "WAVE": wave, "MAXS": 16}
         t, rest = tiles(p, M, N), tiles(p, M, N) % wave
         covered: dict[int, list[tuple[int, int, int]]] = {}
         for b in range(blocks(p, M, N)):
@@ -116,22 +117,25 @@ def test_every_tile_is_one_block_or_its_pieces_in_order(wave):
         assert sorted(covered) == list(range(t))
         for tile, mine in covered.items():
             first, s = mine[0][0], mine[0][2]
-            assert mine == [(first + i, i, s) for i in range(s)]
-            assert s == (1 if tile < t - rest else pieces(rest, wave))
-        assert blocks(p, M, N) == t - rest + rest * pieces(rest, wave)
+            assert mine == [(first + i * rest, i, s) for i in range(s)]
+            assert s == (1 if tile < t - rest else pieces(rest, wave, 16))
+        assert blocks(p, M, N) == t - rest + rest * pieces(rest, wave, 16)
 
 
 def test_the_pieces_fill_the_last_wave_never_slower_than_unsplit():
     for wave in WAVES:
-        for rest in range(1, wave):
-            s = pieces(rest, wave)
-            assert 1 <= s <= MAX_S
-            tail = -(-rest * s // wave) / s  # the tail's time in tiles: rounds of 1/s of a tile
-            assert rest / wave <= tail <= 1
-            assert all(tail <= -(-rest * other // wave) / other for other in range(1, MAX_S + 1))
-    assert pieces(0, 132) == 1
-    assert pieces(116, 132) == 9  # 4096^3, 128 x 256 tiles: 8 rounds of a ninth, not 1 round of a whole
-    assert pieces(10, 132) == 13  # a thin last wave: WAVE // rest pieces fill it in one round
+        for maxs in MAXSES:
+            for rest in range(1, wave):
+                s = pieces(rest, wave, maxs)
+                assert 1 <= s <= maxs
+                tail = -(-rest * s // wave) / s  # the tail's time in tiles: rounds of 1/s of a tile
+                assert rest / wave <= tail <= 1
+                assert all(tail <= -(-rest * other // wave) / other for other in range(1, maxs + 1))
+    assert pieces(0, 132, 16) == 1
+    assert pieces(116, 132, 16) == 9  # 4096^3, 128 x 256 tiles: 8 rounds of a ninth, not 1 round of a whole
+    assert pieces(116, 132, 8) == 1  # ... which a cap of 8 forbids: no split
+    assert pieces(10, 132, 16) == 13  # a thin last wave: WAVE // rest pieces fill it in one round
+    assert pieces(10, 132, 4) == 4
     assert blocks(make_config(TAILSPLIT, {}).values, 4096, 4096) == 396 + 116 * 9
 
 
@@ -143,16 +147,16 @@ def test_the_kernels_pieces_rule_is_pythons():
     wave = TAILSPLIT.param("WAVE").default
     source = render(make_config(TAILSPLIT, {})) + probe
     C = run_kernel(source, "probe", Launch((1, 1, 1), (1, 1, 1)), np.zeros((1, 1)), np.zeros((1, wave)), 1, wave, 1)
-    assert C[0].astype(int).tolist() == [pieces(rest, wave) for rest in range(wave)]
+    assert C[0].astype(int).tolist() == [pieces(rest, wave, 16) for rest in range(wave)]
 
 
 # --------------------------------------------------------------------------- space, names, model
 
 def test_tailsplit_is_the_blocked_space_times_the_wave():
-    assert [p.name for p in TAILSPLIT.params] == [p.name for p in BLOCKED.params] + ["WAVE"]
+    assert [p.name for p in TAILSPLIT.params] == [p.name for p in BLOCKED.params] + ["WAVE", "MAXS"]
     assert TAILSPLIT.constraints == BLOCKED.constraints and TAILSPLIT.template == BLOCKED.template
     assert FAMILIES["tailsplit"] is TAILSPLIT and not violations(make_config(TAILSPLIT, {}))
-    assert make_config(TAILSPLIT, {"WAVE": 264}).name.endswith("_WV264")
+    assert make_config(TAILSPLIT, {"WAVE": 264}).name.endswith("_WV264_MS16")
     assert make_config(TAILSPLIT, {"GM": 8}).geometry(4096, 4096).grid == (1440, 1, 1)
 
 

@@ -8,37 +8,58 @@ all of K (whole waves, data-parallel, as in blocked); each of the `rest` tiles o
 split into `pieces` blocks over consecutive chunks of K (chunks as in splitk), added into C in piece
 order behind the turnstiles of templates/_splitk.cu.j2: ordered, not atomic, so the output is
 bit-identical from run to run. The grid is 1-D, T - rest + rest * pieces blocks; block b < T - rest
-is tile b, a later one is piece u % pieces of tile T - rest + u // pieces (u = b - (T - rest)). The
-pieces have the highest block indices, so they are dispatched last and fill the last wave, and a
-piece waits only for pieces of lower index (dispatched earlier: resident or done), the progress
-argument of split-K. Tile t is placed as blocked places block t (row-major, or GM block-rows
-grouped for L2), so GM keeps working: the tail tiles are the last ones of that order. A wrong WAVE
-makes the kernel slower, never wrong. The kernel computes rest and pieces from M, N and the
-constants WAVE and MAX_S (the signature stays (A, B, C, M, N, K)); `pieces` below is the same rule,
-and a test runs the kernel's copy against it.
+is tile b; a later one, u = b - (T - rest), is piece u // rest of tile T - rest + u % rest
+(piece-major). Tile t is placed as blocked places block t (row-major, or GM block-rows grouped for
+L2), so GM keeps working: the tail tiles are the last ones of that order. A wrong WAVE makes the
+kernel slower, never wrong. The kernel computes rest and pieces from M, N and the constants WAVE and
+MAXS (the signature stays (A, B, C, M, N, K)); `pieces` below is the same rule, and a test runs the
+kernel's copy against it.
+
+Why the kernel is shaped as it is (measured on the H200, 128 x 256 tiles):
+- A whole tile runs family blocked's code. The kernel body is one function template instantiated
+  twice, tile_body<false> (kBegin = 0, Kc = K, no turnstile: all of it folds away) and
+  tile_body<true> (a piece), and the kernel branches once per block. Before, one body served both:
+  the split-K bookkeeping lived across the main loop and took registers (252 -> 255), and the same
+  FFMAs came out with other registers: twice the operand register-bank conflicts of blocked's loop
+  (by nvdisasm: 319 -> 674 extra bank reads per 2048 FFMAs with banks = register mod 2); 6% slower
+  than blocked at one exact wave, 9% at 4096^3 with WAVE=264 (where nothing is split). ptxas still
+  allocates the two instances together (255 registers), and their loops still show more bank
+  conflicts than blocked's (607 and 734 by the same count): whether the whole-tile path now runs at
+  blocked's speed is for the H200 to tell.
+- Piece-major order. Tile-major (a tile's pieces at consecutive block indices) runs all pieces of a
+  tile side by side, so they finish together and then add into C one after another, each waiting
+  for the one before while holding its SM. Piece-major puts a tile's pieces `rest` blocks apart, in
+  successive rounds: a piece's predecessor has usually finished, and the adds overlap with compute.
+  Progress is kept: the predecessor of a piece has a lower block index (dispatched earlier).
+- Batched adds. A piece's read-add-write of C (a 128 x 256 tile) was one L2 round trip per 16 bytes
+  (the compiler may not move a load of C past a store to C): 32 round trips per thread. An adding
+  piece now reads a sub-tile row's old values (TM x WNITER x TN/4 float4s) before storing any.
+- MAXS caps the pieces per tail tile. Each piece pays a prologue and a read-add-write of a tile of
+  C, so the best cap depends on the shape and is for the search to find (MAXS=8 at 4096^3 with
+  WAVE=132 leaves the tail unsplit: there only 9 pieces beat one whole tile).
 
 Pieces per tail tile (a deviation from pieces = WAVE // rest, for the reason that follows): the
-number s in 1 .. MAX_S that minimises the tail's time, rounds(s) / s tiles' time, where rounds(s) =
+number s in 1 .. MAXS that minimises the tail's time, rounds(s) / s tiles' time, where rounds(s) =
 ceil(rest * s / WAVE) is the number of rounds in which WAVE blocks run its rest * s pieces; ties go
-to the fewest pieces (fewer serial additions into C). WAVE // rest alone never splits when more than
-half of the last wave is busy, the very case of 4096^3 above (rest = 116 of 132: WAVE // rest = 1,
-while 9 pieces take 8 rounds of a ninth of a tile, 0.89 of a tile's time instead of 1).
+to the fewest pieces (fewer additions into C). WAVE // rest alone never splits when more than half
+of the last wave is busy, the very case of 4096^3 above (rest = 116 of 132: WAVE // rest = 1, while
+9 pieces take 8 rounds of a ninth of a tile, 0.89 of a tile's time instead of 1).
 """
 from __future__ import annotations
 
 from autotune.families.blocked import BLOCKED, derive_tiles, shared_bytes, threads
 from autotune.space import Family, Launch, Param, Params, ceil_div
 
-MAX_S = 16  # pieces per tail tile at most: beyond it each piece's share of K is small beside its epilogue
 WAVES = (132, 264, 396, 528)  # 1 to 4 resident blocks on each of the H200's 132 SMs
+MAXSES = (2, 4, 8, 16)  # the cap on pieces per tail tile (parameter MAXS)
 
 
-def pieces(rest: int, wave: int) -> int:
-    """Blocks per tile of the last, partial wave of `rest` tiles (1: not split)."""
+def pieces(rest: int, wave: int, maxs: int) -> int:
+    """Blocks per tile of the last, partial wave of `rest` tiles (1: not split), at most `maxs`."""
     best, best_rounds = 1, 1  # unsplit, the rest take one round of a whole tile
     if rest == 0:
         return best
-    for s in range(2, MAX_S + 1):
+    for s in range(2, maxs + 1):
         rounds = ceil_div(rest * s, wave)
         if rounds * best < best_rounds * s:  # rounds / s < best_rounds / best
             best, best_rounds = s, rounds
@@ -53,22 +74,22 @@ def blocks(p: Params, M: int, N: int) -> int:
     """The grid: one block per tile of the whole waves, `pieces` per tile of the last one."""
     t = tiles(p, M, N)
     rest = t % p["WAVE"]
-    return t - rest + rest * pieces(rest, p["WAVE"])
+    return t - rest + rest * pieces(rest, p["WAVE"], p["MAXS"])
 
 
 def block_work(p: Params, M: int, N: int, block: int) -> tuple[int, int, int]:
-    """(tile, piece, pieces) of a block, as the kernel assigns them."""
+    """(tile, piece, pieces) of a block, as the kernel assigns them: the tail's pieces piece-major."""
     t = tiles(p, M, N)
     rest = t % p["WAVE"]
-    whole, s = t - rest, pieces(rest, p["WAVE"])
+    whole, s = t - rest, pieces(rest, p["WAVE"], p["MAXS"])
     if block < whole:
         return block, 0, 1
-    return whole + (block - whole) // s, (block - whole) % s, s
+    return whole + (block - whole) % rest, (block - whole) // rest, s
 
 
 def derive(p: Params) -> dict[str, int]:
     # MAX_TILES: the turnstiles, one per tile of the last wave (fewer than WAVE), so no shape is refused
-    return {**derive_tiles(p), "SPLITK": 1, "MAX_TILES": p["WAVE"], "MAX_S": MAX_S}
+    return {**derive_tiles(p), "SPLITK": 1, "MAX_TILES": p["WAVE"]}
 
 
 def _geometry(p: Params, M: int, N: int) -> Launch:
@@ -81,10 +102,12 @@ TAILSPLIT = Family(
         "into pieces that fill it, added into C in piece order (deterministic)",
     params=(*BLOCKED.params,
             Param("WAVE", WAVES, 132, "blocks the GPU runs at once (SMs x resident blocks per SM): "
-                                      "the tiles past the last whole wave are split")),
+                                      "the tiles past the last whole wave are split"),
+            Param("MAXS", MAXSES, 16, "pieces per tail tile at most (each piece adds a tile of C: "
+                                      "more pieces fill the last wave better but add more)")),
     constraints=BLOCKED.constraints,
     template=BLOCKED.template,
     geometry=_geometry,
     derive=derive,
-    tags={**BLOCKED.tags, "WAVE": "WV"},
+    tags={**BLOCKED.tags, "WAVE": "WV", "MAXS": "MS"},
 )
