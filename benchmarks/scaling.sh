@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
-# One GPU against several: the same search (default families, --trials TRIALS at M^3) into fresh
-# databases on --devices 0 and on --devices DEVICES; each run's summary line, and where its new
-# trials spent their time (benchmarks/trial_breakdown.py). New measurements per second is
-# "new measurements" / "s" of the summary line (the search loop's own wall time).
+# One GPU against several: the same search (--trials TRIALS at M^3) into fresh databases, with an
+# empty compile cache each (a warm cache hides the compile work that several GPUs need), on
+# --devices 0 and on --devices DEVICES; each run's summary line, and where its new trials spent
+# their time (benchmarks/trial_breakdown.py). New measurements per second is "new measurements" /
+# "s" of the summary line (the search loop's own wall time). EXTRA adds search options: with
+# "--sampler random --family blocked" both runs measure the same configs (random proposals do not
+# depend on results), so the comparison is not blurred by one run meeting slower kernels.
 #
-#   DEVICES=0,1 TRIALS=120 M=4096 OUT=folder bash benchmarks/scaling.sh
+#   DEVICES=0,1 TRIALS=120 M=4096 OUT=folder EXTRA="--sampler random --family blocked" bash benchmarks/scaling.sh
 set -u
 trials=${TRIALS:-120}; M=${M:-4096}; devices=${DEVICES:-0,1}; out=${OUT:-.}
 for devs in 0 "$devices"; do
   tag=$(echo "$devs" | tr , -)
   db="$out/scaling-$M-gpus-$tag.sqlite"
   rm -f "$db" "$db-wal" "$db-shm"
+  export AUTOTUNE_CACHE; AUTOTUNE_CACHE=$(mktemp -d)
   echo "== --devices $devs"
   start=$(date +%s.%N)
-  timeout 600 python3 -m autotune.cli search --M "$M" --trials "$trials" --devices "$devs" --db "$db" \
+  timeout 600 python3 -m autotune.cli search --M "$M" --trials "$trials" --devices "$devs" --db "$db" ${EXTRA:-} \
     > "$out/scaling-$M-gpus-$tag.log" 2>&1
   end=$(date +%s.%N)
   grep -E "new measurements|error" "$out/scaling-$M-gpus-$tag.log" | tail -3
