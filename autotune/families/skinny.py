@@ -8,7 +8,7 @@ order behind the turnstiles of templates/_splitk.cu.j2, as the splitk family doe
 """
 from __future__ import annotations
 
-from autotune.families.splitk import MAX_TILES
+from autotune.families.splitk import MAX_TILES, turnstile_rule
 from autotune.space import Constraint, Family, Launch, Param, Params, ceil_div
 
 COLUMNS_PER_THREAD = 4  # one float4 of a row of B
@@ -33,10 +33,8 @@ def _geometry(p: Params, M: int, N: int) -> Launch:
 
 def _shape_rules(p: Params, M: int, N: int) -> list[str]:
     tiles_n, tiles_m = tiles(p, M, N)
-    if p["SPLITK"] == 1 or tiles_n * tiles_m <= MAX_TILES:
-        return []
-    return [f"{tiles_n * tiles_m} output tiles of {p['MR']}x{COLUMNS_PER_THREAD * p['THREADS']} exceed the "
-            f"{MAX_TILES} split-K turnstiles (one per tile, a fixed array in the module): use SPLITK=1 or larger MR"]
+    return turnstile_rule(tiles_n * tiles_m, p["SPLITK"], f"{p['MR']}x{COLUMNS_PER_THREAD * p['THREADS']}",
+                          "use SPLITK=1 or larger MR")
 
 
 SKINNY = Family(

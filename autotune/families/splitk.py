@@ -33,12 +33,16 @@ def _geometry(p: Params, M: int, N: int) -> Launch:
     return Launch(grid=grid, block=(threads(p), 1, 1), shared_bytes=shared_bytes(p))
 
 
-def _shape_rules(p: Params, M: int, N: int) -> list[str]:
-    n = tiles(p, M, N)
-    if n <= MAX_TILES:
+def turnstile_rule(tiles, splits, tile: str, fix: str) -> list[str]:
+    """The split-K shape rule of every family with turnstiles: one per output tile, a fixed array."""
+    if splits == 1 or tiles <= MAX_TILES:
         return []
-    return [f"{n} output tiles of {p['BM']}x{p['BN']} exceed the {MAX_TILES} split-K turnstiles "
-            "(one per tile, a fixed array in the module): use larger BM/BN"]
+    return [f"{tiles} output tiles of {tile} exceed the {MAX_TILES} split-K turnstiles (one per tile, a fixed "
+            f"array in the module): {fix}"]
+
+
+def _shape_rules(p: Params, M: int, N: int) -> list[str]:
+    return turnstile_rule(tiles(p, M, N), p["SPLITK"], f"{p['BM']}x{p['BN']}", "use larger BM/BN")
 
 
 # Defaults other than blocked's: a 128 x 128 tile with the per-thread shape of the blocked default

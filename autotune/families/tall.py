@@ -23,7 +23,7 @@ The B tile is double-buffered: one barrier a tile.
 """
 from __future__ import annotations
 
-from autotune.families.splitk import MAX_TILES
+from autotune.families.splitk import MAX_TILES, turnstile_rule
 from autotune.space import Constraint, Family, Launch, Param, Params, ceil_div
 
 MAX_A_IN_FLIGHT = 16  # float4s of A a lane loads per tile before using them (4 registers each)
@@ -66,10 +66,8 @@ def _geometry(p: Params, M: int, N: int) -> Launch:
 
 def _shape_rules(p: Params, M: int, N: int) -> list[str]:
     tiles_n, tiles_m = tiles(p, M, N)
-    if p["SPLITK"] == 1 or tiles_n * tiles_m <= MAX_TILES:
-        return []
-    return [f"{tiles_n * tiles_m} output tiles of {rows_per_block(p)}x{p['NR']} exceed the {MAX_TILES} split-K "
-            f"turnstiles (one per tile, a fixed array in the module): use SPLITK=1 or more rows per block"]
+    return turnstile_rule(tiles_n * tiles_m, p["SPLITK"], f"{rows_per_block(p)}x{p['NR']}",
+                          "use SPLITK=1 or more rows per block")
 
 
 TALL = Family(
