@@ -12,12 +12,13 @@ from autotune.families.skinny import SKINNY
 from autotune.families.splitk import SPLITK
 from autotune.families.tailsplit import TAILSPLIT
 from autotune.families.tall import TALL
+from autotune.families.tf32x3 import TF32X3
 from autotune.families.tiled import TILED
 from autotune.space import Config, Family, make_config
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (NAIVE, TILED, BLOCKED, SPLITK, TAILSPLIT, SKINNY, TALL)}
+FAMILIES: dict[str, Family] = {f.name: f for f in (NAIVE, TILED, BLOCKED, SPLITK, TAILSPLIT, SKINNY, TALL, TF32X3)}
 
-__all__ = ["BLOCKED", "FAMILIES", "NAIVE", "SKINNY", "SPLITK", "TAILSPLIT", "TALL", "TILED", "config_of_row"]
+__all__ = ["BLOCKED", "FAMILIES", "NAIVE", "SKINNY", "SPLITK", "TAILSPLIT", "TALL", "TF32X3", "TILED", "config_of_row"]
 
 
 def config_of_row(row: Mapping[str, Any]) -> Config:
