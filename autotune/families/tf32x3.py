@@ -81,8 +81,8 @@ TF32X3 = Family(
         Param("WM", (32, 64, 128), 64, "rows of C per warp (WM/16 MMA tiles)"),
         Param("WN", (16, 32, 64), 32, "columns of C per warp (WN/8 MMA tiles)"),
         Param("STAGES", (2, 3, 4), 3, "shared-memory stages filled by cp.async"),
-        Param("TERMS", (1, 2, 3), 3, "products per MMA: 3 = big*big + big*small + small*big (FP32-class), "
-              "2 = big*big + big_a*small_b, 1 = plain TF32"),
+        Param("TERMS", (1, 3), 3, "products per MMA: 3 = big*big + big*small + small*big (FP32-class), "
+              "1 = plain TF32 (for comparison)"),
     ),
     constraints=(
         Constraint("warp tiles must tile the block tile (BM % WM == 0 and BN % WN == 0)", TILE,
