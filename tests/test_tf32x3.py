@@ -110,3 +110,36 @@ def test_tf32x3_space_constraints():
     }
     for reason, params in cases.items():
         assert any(reason in v for v in violations(make_config(fam, params))), (reason, params)
+
+
+def test_the_default_runs_on_tensor_cores_and_the_model_knows_it():
+    from autotune.errors import AutotuneError
+    from autotune.explain.counts import count_columns, format_counts, model_columns
+    from autotune.explain.model import PRESETS
+    from autotune.explain.sass import analyze, find_nvdisasm
+
+    try:
+        find_nvdisasm()
+    except AutotuneError:
+        pytest.skip("nvdisasm absent: pip install 'autotune[sass]'")
+    config = make_config(TF32X3, {})
+    report = analyze(config)
+    p = config.values
+    steps = p["BK"] // 8  # k-steps of one tile; the hot loop holds at least one tile
+    per_tile = (p["WM"] // 16) * (p["WN"] // 8) * p["TERMS"] * steps
+    assert report.loop.hmma > 0 and report.loop.hmma % per_tile == 0 and report.loop.ffma == 0
+    assert report.loop.ldgsts > 0 and not report.resources.spills
+    model = model_columns(config, count_columns(report), PRESETS["h200"])
+    assert model["ceil_fma"] == pytest.approx(PRESETS["h200"].tf32_tflops / p["TERMS"])
+    assert "HMMA" in format_counts(report, model)
+
+
+def test_tensor_core_families_only_under_fp32_tc():
+    from autotune.cli.options import parse_families
+    from autotune.errors import AutotuneError
+
+    assert TF32X3 not in parse_families(None)
+    assert TF32X3 in parse_families(None, "fp32-tc")
+    assert parse_families("tf32x3", "fp32-tc") == [TF32X3]
+    with pytest.raises(AutotuneError, match="--precision fp32-tc"):
+        parse_families("blocked,tf32x3")
