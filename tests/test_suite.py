@@ -233,13 +233,13 @@ def test_the_suite_leaves_naive_out_unless_asked(tmp_path):
     from click.testing import CliRunner
 
     from autotune.cli import cli
-    from autotune.families import FAMILIES
+    from autotune.families import families_for
 
     path = shapes_file(tmp_path, (8, 8, 8, "a"))
     args = ["suite", "--shapes", str(path), "--backend", "sim", "--total-timeout", "0.001", "--db",
             str(tmp_path / "s.sqlite"), "-o", str(tmp_path / "out")]
     assert CliRunner().invoke(cli, args).exit_code == 0
     budget = json.loads((tmp_path / "out" / "shape-suite-sim.json").read_text())["budget"]
-    assert budget["families"] == [name for name in FAMILIES if name != "naive"]
+    assert budget["families"] == [name for name in families_for("fp32") if name != "naive"]  # FP32 contract
     assert CliRunner().invoke(cli, [*args, "--family", "naive,tiled"]).exit_code == 0
     assert json.loads((tmp_path / "out" / "shape-suite-sim.json").read_text())["budget"]["families"] == ["naive", "tiled"]

@@ -20,7 +20,7 @@ from autotune.api.dispatch import Dispatcher
 from autotune.api.export import find_best
 from autotune.api.matmul import Launcher, Matmul
 from autotune.errors import AutotuneError
-from autotune.families import FAMILIES
+from autotune.families import FAMILIES, families_for
 from autotune.space import Family, Shape, check_shape
 
 
@@ -37,7 +37,8 @@ def shape_of(M: int, N: int | None = None, K: int | None = None) -> Shape:
 
 
 def families_of(family: str | Sequence[str | Family] | None) -> list[Family]:
-    names = family.split(",") if isinstance(family, str) else list(family or FAMILIES)
+    """The families named; by default the FP32 ones (a tensor-core family only when named)."""
+    names = family.split(",") if isinstance(family, str) else list(family or families_for("fp32"))
     out = []
     for f in names:
         if isinstance(f, Family):

@@ -19,6 +19,7 @@ from autotune.cli.options import (
     parse_choices,
     parse_families,
     parse_shape,
+    precision_option,
     resolve_config,
     resolve_shape,
     results_options,
@@ -26,7 +27,7 @@ from autotune.cli.options import (
 )
 from autotune.errors import AutotuneError
 from autotune.explain.model import PRESETS
-from autotune.families import FAMILIES
+from autotune.families import FAMILIES, families_for
 from autotune.search import SAMPLERS
 from autotune.space import Limits, expand
 
@@ -39,8 +40,9 @@ def cli() -> None:
 
 @cli.command()
 @shape_options
-@click.option("--family", "family_text", default=",".join(FAMILIES), show_default=True,
-              help="families to search, comma-separated")
+@click.option("--family", "family_text", help="families to search, comma-separated (default: every family of "
+              "--precision)")
+@precision_option
 @click.option("-p", "--param", "params", multiple=True, metavar="NAME=V1,V2",
               help="search only these values of a parameter (repeat for others), e.g. -p BM=128,256")
 @click.option("--sampler", type=click.Choice(SAMPLERS), default="tpe-mv", show_default=True,
@@ -75,7 +77,7 @@ def cli() -> None:
                    "or timeout (after fixing what made them fail); the new row is kept beside the old one")
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
 @friendly
-def search(M, N, K, family_text, params, sampler, trials, timeout, seed, device, devices_text, workers, backend,
+def search(M, N, K, family_text, precision, params, sampler, trials, timeout, seed, device, devices_text, workers, backend,
            replay_db, storage, study_name, kernel_timeout, compile_jobs, remeasure, db_path) -> None:
     """Generate, compile, verify, time and record SGEMM variants; Optuna picks which.
     Ctrl-C stops after the trials in flight and prints the summary (exit status 130)."""
@@ -85,7 +87,7 @@ def search(M, N, K, family_text, params, sampler, trials, timeout, seed, device,
     if study_name and not storage:
         raise AutotuneError("--study names a study kept in --storage; without --storage each search is a fresh "
                             "in-memory study (it still reuses every result in --db)")
-    families = narrow_families(parse_families(family_text), params)
+    families = narrow_families(parse_families(family_text, precision), params)
     sys.exit(run_search(*resolve_shape(M, N, K), family=families, db=db_path, sampler=sampler, trials=trials,
                         timeout=timeout, seed=seed, backend=backend, devices=parse_devices(devices_text, device),
                         workers=workers, storage=storage, study=study_name, kernel_timeout=kernel_timeout,
@@ -168,8 +170,9 @@ def render(family, params, result_id, db_path) -> None:
 @cli.command()
 @click.option("--backend", type=click.Choice(["sim", "cuda"]), default="sim", show_default=True,
               help="sim: the CPU emulator (no GPU); cuda: the GPU")
-@click.option("--family", "family_text", default=",".join(FAMILIES), show_default=True,
-              help="families to verify, comma-separated")
+@click.option("--family", "family_text", help="families to verify, comma-separated (default: every family of "
+              "--precision)")
+@precision_option
 @click.option("--limit", type=click.IntRange(min=1), default=12, show_default=True,
               help="variants per family: a sample covering every parameter value")
 @click.option("--shape", "shapes", multiple=True, metavar="MxNxK", help="shapes (default: 1x1x1 17x33x9 100x37x129 64x64x64)")
@@ -177,13 +180,13 @@ def render(family, params, result_id, db_path) -> None:
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index")
 @click.option("--json", "as_json", is_flag=True, help="print the rows as JSON")
 @friendly
-def verify(backend, family_text, limit, shapes, seed, device, as_json) -> None:
+def verify(backend, family_text, precision, limit, shapes, seed, device, as_json) -> None:
     """Check variants against a float64 reference over odd shapes; exit 1 if any fails."""
     from autotune.api.commands import verify_command, verify_table
     from autotune.backends.verify import SHAPES
 
     chosen = [parse_shape(s) for s in shapes] or list(SHAPES)
-    rows = verify_command(backend, parse_families(family_text), limit, chosen, seed, device)
+    rows = verify_command(backend, parse_families(family_text, precision), limit, chosen, seed, device)
     if as_json:
         click.echo(json.dumps([{**r.__dict__, "shape": list(r.shape), "backend": backend} for r in rows], indent=1))
     else:
@@ -253,7 +256,7 @@ def report(M, N, K, db_path, output, preset, gpu, arch) -> None:
     click.echo(f"wrote {report_command(db_path, resolve_shape(M, N, K), output, preset, gpu, arch)}")
 
 
-SUITE_FAMILIES = [name for name in FAMILIES if name != "naive"]
+SUITE_FAMILIES = [name for name in families_for("fp32") if name != "naive"]
 
 
 @cli.command()

@@ -13,7 +13,7 @@ import click
 
 from autotune import store
 from autotune.errors import AutotuneError
-from autotune.families import FAMILIES, config_of_row
+from autotune.families import FAMILIES, PRECISIONS, config_of_row, families_for
 from autotune.space import Config, check_shape, make_config, narrow
 
 DB_HELP = "SQLite results database (default: $AUTOTUNE_DB or db/autotune.sqlite)"
@@ -133,12 +133,29 @@ def resolve_config(db_path: str, family: str | None, params: tuple[str, ...], re
     return make_config(FAMILIES[family], parse_params(params)) if family else None
 
 
-def parse_families(text: str) -> list:
+def parse_families(text: str | None, precision: str = "fp32") -> list:
+    """The families named (default: every family of the accuracy contract). A tensor-core family
+    is refused under the fp32 contract: its error is FP32-class, its arithmetic is not FP32."""
+    if text is None:
+        return [FAMILIES[n] for n in families_for(precision)]
     names = [n.strip() for n in text.split(",") if n.strip()]
     unknown = [n for n in names if n not in FAMILIES]
     if unknown or not names:
         raise AutotuneError(f"unknown family {','.join(unknown) or text!r}; choose from {', '.join(FAMILIES)}")
+    outside = [n for n in names if n not in families_for(precision)]
+    if outside:
+        raise AutotuneError(f"{', '.join(outside)} multiplies on tensor cores (TF32 parts), outside the {precision} "
+                            f"contract: add --precision fp32-tc")
     return [FAMILIES[n] for n in names]
+
+
+PRECISION_HELP = ("accuracy contract: fp32 (FP32 arithmetic, the default families) or fp32-tc (also the "
+                  "tensor-core families: TF32 parts on tensor cores, FP32-class error)")
+
+
+def precision_option(fn):
+    return click.option("--precision", type=click.Choice(PRECISIONS), default="fp32", show_default=True,
+                        help=PRECISION_HELP)(fn)
 
 
 KERNEL_TIMEOUT_HELP = ("seconds one kernel launch may take before the watchdog stops it and records timeout "

@@ -28,7 +28,7 @@ DEFAULT_SPEC = PRESETS["h200"]
 _NOMINAL = 4096
 
 COUNT_COLUMNS = ("ffma", "lds32", "lds64", "lds128", "ldg32", "ldg64", "ldg128", "sts", "bar", "ldl", "stl",
-                 "lds_per_ffma", "sass_regs", "spills", "frame_bytes", "static_shared", "sass_scope")
+                 "lds_per_ffma", "sass_regs", "spills", "frame_bytes", "static_shared", "sass_scope", "hmma")
 MODEL_COLUMNS = ("ceil_fma", "ceil_shared", "ceil_global", "wavefronts_per_ffma", "occupancy", "occupancy_limit",
                  "predicted_tflops", "binding", "model_device")
 
@@ -53,7 +53,7 @@ def count_columns(report: SassReport) -> dict[str, Any]:
         "ldl": res.ldl, "stl": res.stl,  # whole kernel: a spill outside the loop still counts
         "lds_per_ffma": c.lds_per_ffma if c.ffma else None,
         "sass_regs": res.registers, "spills": int(res.spills), "frame_bytes": res.frame_bytes,
-        "static_shared": res.static_shared, "sass_scope": c.scope,
+        "static_shared": res.static_shared, "sass_scope": c.scope, "hmma": c.hmma,
     }
 
 
@@ -62,7 +62,7 @@ def counts_from_columns(row: dict[str, Any]) -> SassCounts:
     lds = {bits: row[f"lds{bits}"] for bits in (32, 64, 128) if row.get(f"lds{bits}")}
     ldg = {bits: row[f"ldg{bits}"] for bits in (32, 64, 128) if row.get(f"ldg{bits}")}
     return SassCounts(scope=row.get("sass_scope") or "loop", ffma=row["ffma"], lds=lds, ldg=ldg,
-                      sts={32: row.get("sts") or 0}, bar=row.get("bar") or 0)
+                      sts={32: row.get("sts") or 0}, bar=row.get("bar") or 0, hmma=row.get("hmma") or 0)
 
 
 def _cached(db: sqlite_utils.Database | None, source_hash: str, arch: str) -> dict[str, Any] | None:
@@ -78,7 +78,7 @@ def kernel_counts(config: Config, source: str, arch: str, db: sqlite_utils.Datab
     source_hash = sha256(source)
     hit = _cached(db, source_hash, arch)
     if hit:
-        return {k: hit[k] for k in COUNT_COLUMNS}
+        return {k: hit.get(k) for k in COUNT_COLUMNS}  # a row from before a column was added has none
     counts = count_columns(analyze_source(config, source, arch))
     if db is not None and save:
         save_counts(db, config, source, arch, counts)
@@ -186,6 +186,9 @@ def format_counts(report: SassReport, model: dict[str, Any]) -> str:
         f"  registers {res.registers}, spills {'yes' if res.spills else 'none'} (frame {res.frame_bytes} B, "
         f"LDL {res.ldl}, STL {res.stl}), static shared {res.static_shared} B",
     ]
+    if c.hmma:
+        lines.insert(2, f"  tensor cores: HMMA {c.hmma}   LDGSTS {c.ldgsts}   LOP3 {c.lop3} (TF32 conversions)   "
+                        f"shared loads per HMMA {c.shared_loads / c.hmma:.3g}")
     if model:
         shared = f"{model['ceil_shared']:.2f}" if model["ceil_shared"] is not None else "none (no shared loads)"
         lines.append(f"  model ({model['model_device']}): FMA {model['ceil_fma']:.2f}, shared {shared}, "

@@ -67,6 +67,9 @@ class DeviceSpec:
     shared_per_block_max: int = 227 * 1024  # usable by one block after opting in
     reserved_shared_per_block: int = 1024  # the system's share of every block (sm_80+)
     reg_alloc_unit: int = 256  # registers are handed to a warp in chunks of this size
+    # Hopper's dense TF32 tensor-core rate: 494.7 TFLOP/s on 132 SMs at 1830 MHz (the H100/H200 data
+    # sheets) is 2048 FLOP per SM per clock. mma.sync reaches part of it; wgmma all.
+    tf32_flop_per_clock_per_sm: int = 2048
 
     @classmethod
     def from_properties(cls, props: Any, name: str = "device", clock_mhz: float | None = None,
@@ -95,6 +98,11 @@ class DeviceSpec:
     @property
     def fma_tflops(self) -> float:
         return self.sm_count * self.fp32_lanes_per_sm * 2 * self.clock_mhz * 1e6 / 1e12
+
+    @property
+    def tf32_tflops(self) -> float:
+        """The tensor cores' dense TF32 rate (products of TF32 parts, FP32 sums)."""
+        return self.sm_count * self.tf32_flop_per_clock_per_sm * self.clock_mhz * 1e6 / 1e12
 
 
 PRESETS: dict[str, DeviceSpec] = {
@@ -322,7 +330,7 @@ def intensity(config: Config) -> float:
         return config.values["T"] / 4
     if config.family.name == "naive":
         return 0.25
-    if config.family.name in BLOCKED_TEMPLATE:  # per BK step: (BM + BN)*BK floats in, 2*BM*BN*BK FLOP
+    if config.family.name in (*BLOCKED_TEMPLATE, "tf32x3"):  # per BK step: (BM + BN)*BK floats in, 2*BM*BN*BK FLOP
         BM, BN = config.values["BM"], config.values["BN"]
         return BM * BN / (2 * (BM + BN))
     if config.family.name == "skinny":  # per k: a float4 of B (16 bytes) for 4*MR FMAs (A is MR floats beside it)
@@ -335,6 +343,8 @@ def intensity(config: Config) -> float:
 def predict(spec: DeviceSpec, counts: SassCounts, launch: Launch, regs: int,
             static_shared: int, config: Config) -> Prediction:
     """The three ceilings, occupancy, and the lowest ceiling with the pipe that sets it."""
+    if counts.hmma:
+        return _predict_tensor_cores(spec, counts, launch, regs, static_shared, config)
     fma = spec.fma_tflops
     waves = shared_wavefronts(config, counts)
     per_ffma = waves / counts.ffma if counts.ffma else 0.0
@@ -347,6 +357,31 @@ def predict(spec: DeviceSpec, counts: SassCounts, launch: Launch, regs: int,
     binding = min(ceilings, key=lambda k: ceilings[k])
     return Prediction(
         fma_ceiling=fma, shared_ceiling=shared, global_ceiling=glob, wavefronts_per_ffma=per_ffma,
+        intensity=flop_per_byte, occupancy=occupancy(spec, launch, regs, static_shared),
+        predicted=ceilings[binding], binding=binding,
+    )
+
+
+HMMA_FLOP = 2 * 16 * 8 * 8  # one warp's mma.m16n8k8
+
+
+def _predict_tensor_cores(spec: DeviceSpec, counts: SassCounts, launch: Launch, regs: int,
+                          static_shared: int, config: Config) -> Prediction:
+    """A tensor-core kernel (HMMA in its hot loop): the "fma" ceiling is the TF32 rate over TERMS
+    (each FP32 product costs TERMS MMAs), in FP32 FLOP; shared memory serves the hot loop's loads,
+    one wavefront each (the fragment reads are conflict-free by layout), per TERMS-th of its MMAs."""
+    terms = config.values.get("TERMS", 1)
+    fma = spec.tf32_tflops / terms
+    useful = counts.hmma * HMMA_FLOP / terms  # FP32 FLOP per pass of the hot loop
+    waves = shared_wavefronts(config, counts)
+    per_clock = spec.shared_bytes_per_clock_per_sm / (BANKS * 4)
+    shared = spec.sm_count * spec.clock_mhz * 1e6 * per_clock * useful / waves / 1e12 if waves else math.inf
+    flop_per_byte = intensity(config)
+    glob = flop_per_byte * spec.dram_gbps / 1000
+    ceilings = {"fma": fma, "shared": shared, "global": glob}
+    binding = min(ceilings, key=lambda k: ceilings[k])
+    return Prediction(
+        fma_ceiling=fma, shared_ceiling=shared, global_ceiling=glob, wavefronts_per_ffma=waves / counts.hmma,
         intensity=flop_per_byte, occupancy=occupancy(spec, launch, regs, static_shared),
         predicted=ceilings[binding], binding=binding,
     )

@@ -112,6 +112,9 @@ class SassCounts:
     stl: int = 0
     bar: int = 0  # BAR.SYNC and other BAR forms
     instructions: int = 0
+    hmma: int = 0  # tensor-core MMAs (HMMA.1688.F32.TF32 for the tf32x3 family)
+    ldgsts: int = 0  # cp.async copies, global to shared
+    lop3: int = 0  # logic ops: with HMMA, mostly the TF32 conversions' masks (cvt.rna is IADD + LOP3)
 
     @property
     def shared_loads(self) -> int:
@@ -171,8 +174,10 @@ def loops(code: list[Instr | str]) -> list[list[Instr]]:
 
 
 def hot_loop(code: list[Instr | str]) -> list[Instr] | None:
-    """The loop with the most FFMA (the smaller one on a tie); None without FFMA in loops."""
-    scored = [(_ffma(body), -len(body), body) for body in loops(code)]
+    """The loop with the most FFMA, or HMMA in a tensor-core kernel (the smaller one on a tie); None
+    without either in loops."""
+    scored = [(_ffma(body) + sum(1 for x in body if x.opcode.startswith("HMMA")), -len(body), body)
+              for body in loops(code)]
     scored = [s for s in scored if s[0] > 0]
     return max(scored, key=lambda s: s[:2])[2] if scored else None
 
@@ -190,7 +195,7 @@ def width(opcode: str) -> int:
 def tally(body: list[Instr], scope: str) -> SassCounts:
     """Count one list of instructions by opcode family and width."""
     maps: dict[str, dict[int, int]] = {"LDS": {}, "LDG": {}, "STS": {}, "STG": {}}
-    plain = {"FFMA": 0, "LDL": 0, "STL": 0, "BAR": 0}
+    plain = {"FFMA": 0, "LDL": 0, "STL": 0, "BAR": 0, "HMMA": 0, "LDGSTS": 0, "LOP3": 0}
     for x in body:
         base = x.opcode.split(".")[0]
         if base in maps:
@@ -201,6 +206,7 @@ def tally(body: list[Instr], scope: str) -> SassCounts:
     return SassCounts(
         scope=scope, ffma=plain["FFMA"], lds=maps["LDS"], ldg=maps["LDG"], sts=maps["STS"],
         stg=maps["STG"], ldl=plain["LDL"], stl=plain["STL"], bar=plain["BAR"], instructions=len(body),
+        hmma=plain["HMMA"], ldgsts=plain["LDGSTS"], lop3=plain["LOP3"],
     )
 
 

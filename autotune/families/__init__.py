@@ -12,12 +12,27 @@ from autotune.families.skinny import SKINNY
 from autotune.families.splitk import SPLITK
 from autotune.families.tailsplit import TAILSPLIT
 from autotune.families.tall import TALL
+from autotune.families.tf32x3 import TF32X3
 from autotune.families.tiled import TILED
 from autotune.space import Config, Family, make_config
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (NAIVE, TILED, BLOCKED, SPLITK, TAILSPLIT, SKINNY, TALL)}
+FAMILIES: dict[str, Family] = {f.name: f for f in (NAIVE, TILED, BLOCKED, SPLITK, TAILSPLIT, SKINNY, TALL, TF32X3)}
 
-__all__ = ["BLOCKED", "FAMILIES", "NAIVE", "SKINNY", "SPLITK", "TAILSPLIT", "TALL", "TILED", "config_of_row"]
+# The accuracy contracts a search can run under. fp32: every product and sum in FP32 units. fp32-tc:
+# FP32 in and out, products on tensor cores from TF32 parts (the tensor-core families): FP32-class
+# error rather than FP32 arithmetic, so such a family is searched only when the user asks for it.
+PRECISIONS = ("fp32", "fp32-tc")
+TENSOR_CORE = ("tf32x3",)
+
+__all__ = ["BLOCKED", "FAMILIES", "NAIVE", "PRECISIONS", "SKINNY", "SPLITK", "TAILSPLIT", "TALL", "TENSOR_CORE",
+           "TF32X3", "TILED", "config_of_row", "families_for"]
+
+
+def families_for(precision: str) -> list[str]:
+    """The families a search under this contract may use, in FAMILIES order."""
+    if precision not in PRECISIONS:
+        raise SpaceError(f"unknown precision {precision!r}; choose from {', '.join(PRECISIONS)}")
+    return [name for name in FAMILIES if precision == "fp32-tc" or name not in TENSOR_CORE]
 
 
 def config_of_row(row: Mapping[str, Any]) -> Config:

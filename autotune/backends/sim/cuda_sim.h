@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 // Built-in index types: CUDA's uint3 has unsigned members, so mixed int/unsigned
 // arithmetic in a kernel behaves exactly as it does under nvcc.
@@ -74,6 +75,9 @@ extern "C" float __sim_shfl_xor(float v, int lane_mask, int width);
 inline float __shfl_xor_sync(unsigned, float v, int lane_mask, int width = warpSize) {
     return __sim_shfl_xor(v, lane_mask, width);
 }
+// A warp's lanes meet the same way to pool `count` floats each (at most 16): every lane gets all
+// 32 lanes' values, lane-major, in `all`. The tensor-core MMA below is built on it.
+extern "C" void __sim_warp_gather(const float* mine, int count, float* all);
 inline void __threadfence() {}
 inline void __threadfence_block() {}
 
@@ -103,3 +107,44 @@ inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
 inline float __frcp_rn(float a) { return 1.0f / a; }
+
+inline unsigned __float_as_uint(float x) { unsigned u; std::memcpy(&u, &x, sizeof u); return u; }
+inline float __uint_as_float(unsigned u) { float x; std::memcpy(&x, &u, sizeof x); return x; }
+
+// cvt.rna.tf32.f32: to nearest with ties away from zero, by the bit arithmetic the GPU runs for
+// it (sm_80+ SASS: add half a TF32 unit, 0x1000, to the bits unless |x| is infinite or NaN,
+// then clear the low 13 bits). A carry into the exponent rounds up to the next binade or to inf.
+inline float __sim_to_tf32_bits(float x) { return __uint_as_float(__float_as_uint(x) & 0xffffe000u); }
+
+inline float __sim_to_tf32(float x) {
+    unsigned u = __float_as_uint(x);
+    if (std::fabs(x) < INFINITY) u += 0x1000u;
+    return __uint_as_float(u & 0xffffe000u);
+}
+
+// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 for one warp: D = A*B + D with A 16x8, B
+// 8x8, D 16x8, in the PTX ISA's per-lane fragments (g = lane / 4, t = lane % 4):
+// a = A[g][t], A[g+8][t], A[g][t+4], A[g+8][t+4]; b = B[t][g], B[t+4][g];
+// d = D[g][2t], D[g][2t+1], D[g+8][2t], D[g+8][2t+1]. The lanes meet (every lane of the warp
+// must call it, as on the GPU) and each computes its own four outputs from the pooled fragments.
+// The tensor core reads only the TF32 bits of A and B (the low 13 are ignored), so products are
+// exact in FP32; each output adds its 8 products to D in k order in FP32. The GPU's order and
+// internal precision of that sum are not documented: results may differ from the GPU's in the
+// last bits of the accumulation, never in which values are multiplied.
+inline void __sim_mma_m16n8k8_tf32(float (&d)[4], const float (&a)[4], const float (&b)[2]) {
+    const float mine[6] = {a[0], a[1], a[2], a[3], b[0], b[1]};
+    float all[32 * 6];
+    __sim_warp_gather(mine, 6, all);
+    const auto A = [&](int row, int k) {  // the lane and register that hold A[row][k]
+        return __sim_to_tf32_bits(all[((row % 8) * 4 + k % 4) * 6 + (row >= 8) + 2 * (k >= 4)]);
+    };
+    const auto B = [&](int k, int col) { return __sim_to_tf32_bits(all[(col * 4 + k % 4) * 6 + 4 + (k >= 4)]); };
+    const int lane = static_cast<int>(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % warpSize;
+    const int g = lane / 4, t = lane % 4;
+    for (int i = 0; i < 4; ++i) {
+        const int row = g + 8 * (i >= 2), col = 2 * t + i % 2;
+        float sum = d[i];
+        for (int k = 0; k < 8; ++k) sum += A(row, k) * B(k, col);
+        d[i] = sum;
+    }
+}

@@ -77,6 +77,8 @@ std::vector<Fiber> g_fibers;
 Fiber* g_cur = nullptr;
 Args g_args;
 float g_shuffled[2][kMaxThreads];  // [parity][thread]: the values of a warp's current shuffle
+constexpr int kMaxGather = 16;
+float g_gathered[2][kMaxThreads][kMaxGather];  // the same for a warp gather (__sim_warp_gather)
 const char* g_name = "kernel";  // for messages
 const void* g_sched_bottom = nullptr;  // the scheduler's stack, for ASan's fiber API
 size_t g_sched_size = 0;
@@ -264,6 +266,19 @@ extern "C" float __sim_shfl_xor(float v, int lane_mask, int width) {
     // CUDA: a lane whose source lies in a later group of `width` lanes gets its own value.
     if (src / width > lane / width || me - lane + src >= static_cast<int>(g_fibers.size())) return v;
     return g_shuffled[parity][me - lane + src];
+}
+
+// A gather is a meeting like a shuffle (the same parity counter, so the two may interleave); every
+// lane reads all of its warp's slots. It needs a whole warp: a partial one is an error, as an
+// MMA in a partial warp is undefined on the GPU.
+extern "C" void __sim_warp_gather(const float* mine, int count, float* all) {
+    Fiber& f = *g_cur;
+    const int me = static_cast<int>(&f - g_fibers.data()), first = me - me % warpSize, parity = f.shuffles++ & 1;
+    if (count < 1 || count > kMaxGather) fail(kUsageExit, "usage", "a warp gather pools 1 to 16 floats a lane");
+    if (first + warpSize > static_cast<int>(g_fibers.size())) block_fail("a warp-wide operation in a partial warp");
+    std::memcpy(g_gathered[parity][me], mine, sizeof(float) * count);
+    park(f, State::Shuffling, 0);
+    for (int l = 0; l < warpSize; ++l) std::memcpy(all + l * count, g_gathered[parity][first + l], sizeof(float) * count);
 }
 
 int main(int argc, char** argv) {
