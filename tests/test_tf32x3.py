@@ -17,7 +17,8 @@ from autotune.space import Config, Launch, make_config, violations
 # shape with 16-byte copies (K, N multiples of 4) and a partial last tile (100 = 3*32 + 4).
 SHAPES = ((1, 1, 1), (70, 45, 37), (33, 130, 100), (17, 8, 9))
 SMALL = {"BM": 64, "BN": 64, "BK": 16, "WM": 32, "WN": 32, "STAGES": 2}
-CONFIGS = (SMALL, {"BM": 64, "BN": 64, "BK": 32, "WM": 64, "WN": 16, "STAGES": 3})
+# the second sums in the tensor cores' accumulator alone (PROMOTE=0), the first adds each stage into an FP32 sum
+CONFIGS = (SMALL, {"BM": 64, "BN": 64, "BK": 32, "WM": 64, "WN": 16, "STAGES": 3, "PROMOTE": 0})
 MUTATION_SHAPE = (33, 130, 100)
 
 

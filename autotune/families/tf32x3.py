@@ -83,6 +83,9 @@ TF32X3 = Family(
         Param("STAGES", (2, 3, 4), 3, "shared-memory stages filled by cp.async"),
         Param("TERMS", (1, 3), 3, "products per MMA: 3 = big*big + big*small + small*big (FP32-class), "
               "1 = plain TF32 (for comparison)"),
+        Param("PROMOTE", (0, 1), 1, "1: each stage's products go to a fresh accumulator that an ordinary FP32 add "
+              "(round to nearest) moves into the sum; the tensor cores' own accumulation is not IEEE FP32, "
+              "and over all of K its error grows with K (docs/BENCHMARKS.md, session 5)"),
     ),
     constraints=(
         Constraint("warp tiles must tile the block tile (BM % WM == 0 and BN % WN == 0)", TILE,
@@ -91,13 +94,14 @@ TF32X3 = Family(
                    lambda p, lim: threads(p) <= lim.max_threads_per_block),
         Constraint("threads must divide the float4 copies of the A and B tiles evenly ((BM*BK/4) and "
                    "(BK*BN/4) multiples of the thread count)", (*TILE, "BK"), lambda p, _: _loads_even(p)),
-        Constraint(f"at most {MAX_ACCUMULATORS} accumulators per thread ((WM/16)*(WN/8)*4) to stay in registers "
-                   f"beside the split fragments", ("WM", "WN"), lambda p, _: accumulators(p) <= MAX_ACCUMULATORS),
+        Constraint(f"at most {MAX_ACCUMULATORS} accumulators per thread ((WM/16)*(WN/8)*4, twice that with PROMOTE=1) "
+                   f"to stay in registers beside the split fragments", ("WM", "WN", "PROMOTE"),
+                   lambda p, _: accumulators(p) * (1 + p["PROMOTE"]) <= MAX_ACCUMULATORS),
         Constraint("shared memory STAGES*(BM*(BK+4) + BK*(BN+8))*4 bytes must fit the device's per-block limit",
                    ("STAGES", "BM", "BK", "BN"), lambda p, lim: shared_bytes(p) <= lim.max_shared_optin),
     ),
     template="tf32x3.cu.j2",
     geometry=_geometry,
     derive=derive,
-    tags={"STAGES": "S", "TERMS": "X"},
+    tags={"STAGES": "S", "TERMS": "X", "PROMOTE": "PR"},
 )
