@@ -11,25 +11,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import autotune
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cuda_events import time_ms  # noqa: E402
+
 from autotune.backends.reference import TOLERANCE
-
-
-def time_ms(torch, run, reps: int, rounds: int) -> float:
-    """Milliseconds per call: the best round's mean over `reps` calls."""
-    for _ in range(3):
-        run()
-    best = float("inf")
-    for _ in range(rounds):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(reps):
-            run()
-        end.record()
-        end.synchronize()
-        best = min(best, start.elapsed_time(end) / reps)
-    return best
 
 
 def main() -> int:

@@ -16,6 +16,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cuda_events import time_ms  # noqa: E402
 
 from autotune.codegen.render import render  # noqa: E402
 from autotune.families import FAMILIES  # noqa: E402
@@ -25,21 +28,6 @@ from autotune.space import make_config  # noqa: E402
 def parse_shape(text: str) -> tuple[int, int, int]:
     parts = [int(x) for x in text.split("x")]
     return (parts[0], parts[0], parts[0]) if len(parts) == 1 else (parts[0], parts[1], parts[2])
-
-
-def time_ms(torch, run, reps: int = 10, rounds: int = 5) -> float:
-    for _ in range(2):
-        run()
-    best = float("inf")
-    for _ in range(rounds):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(reps):
-            run()
-        end.record()
-        end.synchronize()
-        best = min(best, start.elapsed_time(end) / reps)
-    return best
 
 
 def rel_err(torch, C, ref64) -> float:
@@ -59,8 +47,8 @@ def one_shape(torch, cp, config, kernel, shape: tuple[int, int, int]) -> dict:
     def ours() -> None:
         kernel(launch.grid, launch.block, args, shared_mem=launch.shared_bytes, stream=stream)
 
-    ours_ms = time_ms(torch, ours)
-    cublas_ms = time_ms(torch, lambda: torch.matmul(A, B, out=ref))
+    ours_ms = time_ms(torch, ours, reps=10, warmup=2)
+    cublas_ms = time_ms(torch, lambda: torch.matmul(A, B, out=ref), reps=10, warmup=2)
     ref64 = A.double() @ B.double()
     return {"M": M, "N": N, "K": K, "ours_ms": round(ours_ms, 4), "cublas_ms": round(cublas_ms, 4),
             "speedup": round(cublas_ms / ours_ms, 3), "err_ours": rel_err(torch, C, ref64),
