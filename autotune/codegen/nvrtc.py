@@ -7,14 +7,20 @@ a changed template never reuses a stale cubin.
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from autotune.codegen.render import sha256
 from autotune.errors import EnvironmentFault
 
 OPTIONS_VERSION = "std=c++17;O3"  # part of the cache key: change it when the options change
+# The longest one compile may take. The spaces' kernels compile in 0.1-17 s (docs/BENCHMARKS.md,
+# "Compile time by family"); one past a minute is an unrolled loop gone wrong, and a search must
+# not wait minutes on it: it is recorded as a compile_error. AUTOTUNE_COMPILE_LIMIT_S overrides it.
+COMPILE_LIMIT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -24,6 +30,15 @@ class Compiled:
     log: str  # the NVRTC log: empty on success, the errors on failure
     arch: str
     key: str  # cache key
+    timed_out: bool = False  # NVRTC passed the limit (the log says so): its thread may still be running
+
+
+def compile_limit_s() -> float:
+    return float(os.environ.get("AUTOTUNE_COMPILE_LIMIT_S") or COMPILE_LIMIT_S)
+
+
+def too_slow(limit_s: float) -> str:
+    return f"NVRTC took longer than {limit_s:g} s"
 
 
 class CompileError(Exception):
@@ -65,19 +80,48 @@ def cache_key(source: str, arch: str) -> str:
 
 
 def compile_source(source: str, name: str, arch: str = "sm_90") -> Compiled:
-    """Compile to a cubin; a compile failure is returned (ok=False, with its log), not raised."""
-    key = cache_key(source, arch)
+    """Compile to a cubin; a compile failure is returned (ok=False, with its log), not raised.
+    So is a compile past compile_limit_s(): it leaves a mark in the cache, so that no process
+    (the GPU worker after a compile-ahead process) waits on that source again under that limit."""
+    key, limit_s = cache_key(source, arch), compile_limit_s()
     hit = cache_dir() / f"{key}.cubin"
     if hit.exists():
         return Compiled(True, hit.read_bytes(), "", arch, key)
+    gave_up = hit.with_suffix(f".over{limit_s:g}s")
+    if gave_up.exists():
+        return Compiled(False, b"", too_slow(limit_s), arch, key, timed_out=True)
     try:
-        cubin = _nvrtc(source, name, arch)
+        cubin = _nvrtc_within(source, name, arch, limit_s)
     except CompileError as exc:
         return Compiled(False, b"", exc.log, arch, key)
+    except TimeoutError:
+        gave_up.touch()
+        return Compiled(False, b"", too_slow(limit_s), arch, key, timed_out=True)
     tmp = hit.with_suffix(f".tmp{os.getpid()}")
     tmp.write_bytes(cubin)
     tmp.replace(hit)  # atomic: a concurrent reader never sees half a file
     return Compiled(True, cubin, "", arch, key)
+
+
+def _nvrtc_within(source: str, name: str, arch: str, limit_s: float) -> bytes:
+    """_nvrtc, or TimeoutError past limit_s. NVRTC cannot be interrupted: its thread runs on, and
+    a caller that must free the core ends its process (search.pipeline's compile processes do)."""
+    done: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            done["cubin"] = _nvrtc(source, name, arch)
+        except Exception as exc:  # raised again in the caller's thread
+            done["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True, name=f"nvrtc {name}")
+    thread.start()
+    thread.join(limit_s)
+    if thread.is_alive():
+        raise TimeoutError(too_slow(limit_s))
+    if "error" in done:
+        raise done["error"]
+    return done["cubin"]
 
 
 def _nvrtc(source: str, name: str, arch: str) -> bytes:

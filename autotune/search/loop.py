@@ -269,6 +269,10 @@ def _one_trial(run: _Run, db: sqlite_utils.Database, backend: Backend, owner: st
             trial.set_user_attr("reason", "a parameter value outside the chosen family's values")
             run.study.tell(trial, state=TrialState.PRUNED)
             return None
+        if asked and not asked.settled_by(run.deadline):  # --timeout bounds the search: no compile after it
+            trial.set_user_attr("reason", "the search's time ran out while its kernel compiled")
+            run.study.tell(trial, state=TrialState.PRUNED)
+            return None
         trial.set_user_attr("kernel", config.name)
         trial.set_user_attr("owner", f"{owner.host}:{owner.pid}")
         done = evaluate(db, backend, config, run.limits, run.peak_tflops, owner, claims_for(db, run.server),

@@ -32,7 +32,8 @@ import multiprocessing as mp
 import os
 import signal
 import threading
-from concurrent.futures import Future, ProcessPoolExecutor
+import time
+from concurrent.futures import Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
@@ -82,6 +83,8 @@ def build(job: BuildJob) -> dict[str, Any] | None:
     from autotune.explain.sass import analyze_cubin
 
     built = compile_source(job.source, job.name, job.arch)
+    if built.timed_out:  # NVRTC runs on in its thread: end this process to free the core (the pool
+        os._exit(0)  # starts afresh); the cache's mark tells the GPU worker not to compile it again
     if not built.ok or not job.counts:
         return None
     return explain.count_columns(analyze_cubin(job.name, built.cubin, job.arch))
@@ -99,7 +102,7 @@ def _child_start(stop: Any, parent: int) -> None:
 
 def _exit_when_done(stop: Any, parent: int) -> None:
     """Leave at once (also mid-compile) when the pool closes or the search is gone."""
-    while not stop.wait(WATCH_S) and os.getppid() == parent:
+    while not stop.poll(WATCH_S) and os.getppid() == parent:  # the pipe reads as ended once the pool closes
         pass
     os._exit(0)
 
@@ -113,7 +116,9 @@ class Compiler:
     def __init__(self, jobs: int):
         self.jobs = max(1, jobs)
         self._context = mp.get_context("spawn")
-        self._stop = self._context.Event()
+        # a pipe, not an Event: a child ended mid-wait (a compile past the limit) would leave an
+        # Event's condition waiting for it forever on set()
+        self._stop, self._stopping = self._context.Pipe(duplex=False)
         self._lock = threading.Lock()
         self._work: dict[tuple[str, str], Future] = {}
         self._closed = False
@@ -133,7 +138,7 @@ class Compiler:
         """Cancel what has not started, stop the children (mid-job too) and reap them."""
         with self._lock:
             self._closed = True
-        self._stop.set()
+        self._stopping.close()
         self._pool.shutdown(wait=True, cancel_futures=True)
 
     def _start(self) -> ProcessPoolExecutor:
@@ -197,6 +202,14 @@ class Asked:
 
     def ready(self) -> dict[str, Any] | None:
         return ready(self.work)
+
+    def settled_by(self, deadline: float | None) -> bool:
+        """Whether its ahead work (if any) ends by `deadline` (time.monotonic()): built, failed or given
+        up. Past the deadline the search starts no new wait, nor a compile of its own on the GPU loop."""
+        if self.work is None or deadline is None:
+            return True
+        wait([self.work], timeout=max(0.0, min(deadline - time.monotonic(), WAIT_S)))
+        return self.work.done() or time.monotonic() < deadline  # WAIT_S passed first: evaluate() compiles
 
 
 class Ahead:
