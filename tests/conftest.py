@@ -1,18 +1,13 @@
 """GPU tests carry the `gpu` marker. They skip, with the reason, where no CUDA device
 answers the driver; with AUTOTUNE_REQUIRE_GPU=1 (set on GPU hosts) that skip is a failure."""
+import fcntl
 import os
 import uuid
 
 import pytest
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups
 def pytest_collection_modifyitems(config, items):
-    # pytest-xdist (--dist loadgroup, pyproject's addopts) keeps a file's tests on one worker, so
-    # a module fixture (the report's dozen compiled kernels) is built once; all GPU tests share
-    # one worker, so that no two of them time kernels on the device at the same moment.
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group("gpu" if "gpu" in item.keywords else item.path.name))
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if not gpu_items:
         return
@@ -64,3 +59,16 @@ def pg_url():
         with engine.begin() as conn:
             conn.execute(sa.text(f"DROP SCHEMA {schema} CASCADE"))
         engine.dispose()
+
+
+@pytest.fixture(autouse=True)
+def _one_gpu_test_at_a_time(request, tmp_path_factory):
+    """pytest-xdist (pyproject's addopts: a worker per core, a file's tests on one worker) would
+    run GPU tests of different files at once; they time kernels, so they take turns on a lock
+    in the folder all workers' temporary folders share."""
+    if "gpu" not in request.keywords:
+        yield
+        return
+    with open(tmp_path_factory.getbasetemp().parent / "autotune-gpu.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
