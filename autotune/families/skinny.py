@@ -8,8 +8,8 @@ order behind the turnstiles of templates/_splitk.cu.j2, as the splitk family doe
 """
 from __future__ import annotations
 
-from autotune.families.splitk import MAX_TILES, turnstile_rule
-from autotune.space import Constraint, Family, Launch, Param, Params, ceil_div
+from autotune.families.splitk import MAX_TILES, split_grid
+from autotune.space import Constraint, Family, Param, Params, ceil_div
 
 COLUMNS_PER_THREAD = 4  # one float4 of a row of B
 
@@ -26,15 +26,8 @@ def tiles(p: Params, M: int, N: int) -> tuple[int, int]:
     return ceil_div(N, COLUMNS_PER_THREAD * p["THREADS"]), ceil_div(M, p["MR"])
 
 
-def _geometry(p: Params, M: int, N: int) -> Launch:
-    tiles_n, tiles_m = tiles(p, M, N)
-    return Launch(grid=(tiles_n, tiles_m, p["SPLITK"]), block=(p["THREADS"], 1, 1))
-
-
-def _shape_rules(p: Params, M: int, N: int) -> list[str]:
-    tiles_n, tiles_m = tiles(p, M, N)
-    return turnstile_rule(tiles_n * tiles_m, p["SPLITK"], f"{p['MR']}x{COLUMNS_PER_THREAD * p['THREADS']}",
-                          "use SPLITK=1 or larger MR")
+_geometry, _shape_rules = split_grid(tiles, lambda p: f"{p['MR']}x{COLUMNS_PER_THREAD * p['THREADS']}",
+                                     "use SPLITK=1 or larger MR")
 
 
 SKINNY = Family(

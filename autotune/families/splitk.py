@@ -12,6 +12,8 @@ module-level array, so a shape with more output tiles than MAX_TILES is refused 
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from autotune.families.blocked import BLOCKED, derive_tiles, shared_bytes, threads
 from autotune.space import Family, Launch, Param, Params, ceil_div
 
@@ -39,6 +41,25 @@ def turnstile_rule(tiles, splits, tile: str, fix: str) -> list[str]:
         return []
     return [f"{tiles} output tiles of {tile} exceed the {MAX_TILES} split-K turnstiles (one per tile, a fixed "
             f"array in the module): {fix}"]
+
+
+Tiles = Callable[[Params, int, int], "tuple[int, int]"]
+Geometry = Callable[[Params, int, int], Launch]
+Rules = Callable[[Params, int, int], "list[str]"]
+
+
+def split_grid(tiles_of: Tiles, tile: Callable[[Params], str], fix: str) -> tuple[Geometry, Rules]:
+    """Geometry and shape rule of a GEMV-like family (skinny, tall): a grid of (tiles along N,
+    tiles along M, SPLITK) blocks of THREADS threads, turnstiles when SPLITK > 1."""
+    def geometry(p: Params, M: int, N: int) -> Launch:
+        tiles_n, tiles_m = tiles_of(p, M, N)
+        return Launch(grid=(tiles_n, tiles_m, p["SPLITK"]), block=(p["THREADS"], 1, 1))
+
+    def rules(p: Params, M: int, N: int) -> list[str]:
+        tiles_n, tiles_m = tiles_of(p, M, N)
+        return turnstile_rule(tiles_n * tiles_m, p["SPLITK"], tile(p), fix)
+
+    return geometry, rules
 
 
 def _shape_rules(p: Params, M: int, N: int) -> list[str]:

@@ -23,8 +23,8 @@ The B tile is double-buffered: one barrier a tile.
 """
 from __future__ import annotations
 
-from autotune.families.splitk import MAX_TILES, turnstile_rule
-from autotune.space import Constraint, Family, Launch, Param, Params, ceil_div
+from autotune.families.splitk import MAX_TILES, split_grid
+from autotune.space import Constraint, Family, Param, Params, ceil_div
 
 MAX_A_IN_FLIGHT = 16  # float4s of A a lane loads per tile before using them (4 registers each)
 MAX_B_STAGED = 16  # floats of the B tile a thread holds between loading and storing it
@@ -59,15 +59,8 @@ def tiles(p: Params, M: int, N: int) -> tuple[int, int]:
     return ceil_div(N, p["NR"]), ceil_div(M, rows_per_block(p))
 
 
-def _geometry(p: Params, M: int, N: int) -> Launch:
-    tiles_n, tiles_m = tiles(p, M, N)
-    return Launch(grid=(tiles_n, tiles_m, p["SPLITK"]), block=(p["THREADS"], 1, 1))
-
-
-def _shape_rules(p: Params, M: int, N: int) -> list[str]:
-    tiles_n, tiles_m = tiles(p, M, N)
-    return turnstile_rule(tiles_n * tiles_m, p["SPLITK"], f"{rows_per_block(p)}x{p['NR']}",
-                          "use SPLITK=1 or more rows per block")
+_geometry, _shape_rules = split_grid(tiles, lambda p: f"{rows_per_block(p)}x{p['NR']}",
+                                     "use SPLITK=1 or more rows per block")
 
 
 TALL = Family(
