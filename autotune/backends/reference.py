@@ -12,7 +12,11 @@ commonest such bug, an output never written.)
 """
 from __future__ import annotations
 
+from typing import Mapping
+
 import numpy as np
+
+from autotune.space import Value
 
 TOLERANCE = 1e-4
 
@@ -20,6 +24,19 @@ TOLERANCE = 1e-4
 def reference(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """A @ B in float64: the exact-enough answer every kernel is compared against."""
     return np.asarray(A, dtype=np.float64) @ np.asarray(B, dtype=np.float64)
+
+
+def transposes(params: Mapping[str, Value]) -> tuple[bool, bool]:
+    """(TA, TB) of a config's values: whether its kernel reads A, B stored transposed (absent: not)."""
+    return bool(params.get("TA", 0)), bool(params.get("TB", 0))
+
+
+def stored(A: np.ndarray, B: np.ndarray, params: Mapping[str, Value]) -> tuple[np.ndarray, np.ndarray]:
+    """The operands as a kernel of this layout reads them: A (M x K) and B (K x N) themselves, or
+    with TA=1 A's transpose (K x M) and with TB=1 B's (N x K), row-major. The product a kernel
+    must compute is A @ B (`reference`) whatever the layout."""
+    ta, tb = transposes(params)
+    return (np.ascontiguousarray(A.T) if ta else A), (np.ascontiguousarray(B.T) if tb else B)
 
 
 def relative_error(C: np.ndarray, ref: np.ndarray) -> float:

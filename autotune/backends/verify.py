@@ -1,6 +1,7 @@
 """Correctness checks for generated kernels, whatever runs them (the CPU emulator or a GPU).
 
-A backend is any function run(config, source, launch, A, B, M, N, K) -> C. It may raise
+A backend is any function run(config, source, launch, A, B, M, N, K) -> C, A and B stored as the
+config's layout reads them (reference.stored: transposed for TA=1, TB=1). It may raise
 an exception that carries a `.kind` (like autotune.backends.sim.SimError); that becomes the row's
 status. Nothing GPU-related is imported here.
 The tolerance and the reference live in autotune/reference.py, shared with the GPU backend.
@@ -13,7 +14,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from autotune.backends.reference import TOLERANCE, random_inputs, reference, relative_error  # noqa: F401 (re-exported)
+from autotune.backends.reference import TOLERANCE, random_inputs, reference, relative_error, stored  # noqa: F401 (re-exported)
 from autotune.codegen.render import render
 from autotune.space import Config, Family, Launch, combinations, random_valid, valid_configs
 
@@ -38,7 +39,7 @@ def check(config: Config, source: str, shape: tuple[int, int, int], run: Runner,
     M, N, K = shape
     A, B = random_inputs(M, N, K, seed)
     try:
-        C = run(config, source, config.geometry(M, N), A, B, M, N, K)
+        C = run(config, source, config.geometry(M, N), *stored(A, B, config.values), M, N, K)
     except Exception as exc:  # a backend error with a kind is a result; anything else is a bug
         kind = getattr(exc, "kind", None)
         if not isinstance(kind, str):

@@ -17,6 +17,9 @@ Interior tiles of the register path likewise load through one pointer per matrix
 per tile, and the inner loop reads fragments at constant offsets from per-thread origins, so
 the unrolled loop holds almost nothing but LDS and FFMA. BSWAP=1 stores B's columns swapped in
 pairs, which moves B fragments to registers of the other bank than their accumulators.
+TA=1 and TB=1 read A and B stored transposed (cuBLAS's T operands; nn.Linear is x * W^T, TB=1):
+the float4 loads then run along the stored rows, A's tile goes into shared memory as it is (no
+transpose on the way in) and B's goes in transposed, so everything after shared memory is the same.
 GM groups block-rows for L2 reuse; MINB is the `__launch_bounds__` minimum of resident blocks
 (a register cap).
 """
@@ -94,6 +97,11 @@ def _rows_apart(p: Params) -> bool:
     return t > 0 and t % (p["BK"] // 4) == 0 and t % (p["BN"] // 4) == 0
 
 
+def _rows_apart_ta(p: Params) -> bool:
+    t = threads(p)
+    return p["TA"] == 0 or (t > 0 and t % (p["BM"] // 4) == 0)
+
+
 BLOCKED = Family(
     name="blocked",
     doc="register blocking: warp tiles of thread tiles, float4 loads, A transposed in shared memory",
@@ -115,6 +123,10 @@ BLOCKED = Family(
         Param("MINB", (1, 2), 1, "__launch_bounds__ minimum resident blocks per SM (caps registers)"),
         Param("BSWAP", (0, 1), lambda p: int(_can_swap(p)),
               "1: B's columns swapped in pairs in shared memory (register banks of the FFMA operands)", absent=0),
+        Param("TA", (0, 1), 0, "1: A is stored transposed, K x M row-major (A[m][k] at A[k*M + m])",
+              absent=0, named_at_absent=False),
+        Param("TB", (0, 1), 0, "1: B is stored transposed, N x K row-major (B[k][n] at B[n*K + k])",
+              absent=0, named_at_absent=False),
     ),
     constraints=(
         Constraint("warp tiles must tile the block tile (BM % WM == 0 and BN % WN == 0)", TILE, lambda p, _: tiles_fit(p)),
@@ -134,6 +146,8 @@ BLOCKED = Family(
                    lambda p, _: p["MINB"] * threads(p) <= MAX_THREADS_PER_SM),
         Constraint("threads per block must be a multiple of BK/4 and of BN/4, so that a thread's float4 loads "
                    "of a tile lie whole rows apart", (*TILE, "BK"), lambda p, _: _rows_apart(p)),
+        Constraint("TA=1 needs threads per block a multiple of BM/4, so that a thread's float4 loads of the "
+                   "K x BM tile of the stored A lie whole rows apart", (*TILE, "TA"), lambda p, _: _rows_apart_ta(p)),
         Constraint("BSWAP=1 needs ASYNC=0 (cp.async copies B's 16 bytes as they are) and TN a multiple of 4 "
                    "(B fragments read as float4)", ("BSWAP", "ASYNC", "TN"), lambda p, _: p["BSWAP"] == 0 or _can_swap(p)),
     ),

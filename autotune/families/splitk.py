@@ -12,6 +12,7 @@ module-level array, so a shape with more output tiles than MAX_TILES is refused 
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 from autotune.families.blocked import BLOCKED, derive_tiles, shared_bytes, threads
@@ -74,7 +75,7 @@ SPLITK = Family(
     name="splitk",
     doc="register blocking (the blocked template) with K divided among SPLITK blocks per tile, "
         "added into C in split order (deterministic)",
-    params=(*(Param(p.name, p.values, DEFAULTS.get(p.name, p.default), p.doc, p.absent) for p in BLOCKED.params),
+    params=(*(replace(p, default=DEFAULTS.get(p.name, p.default)) for p in BLOCKED.params),
             Param("SPLITK", SPLITS, 8, "blocks per tile of C, each over its own chunk of K")),
     constraints=BLOCKED.constraints,
     template=BLOCKED.template,

@@ -51,6 +51,9 @@ class Param:
     # A recorded row without the column is read as this value (families.config_of_row, used by
     # export, report and replay), so old databases keep their meaning under the new names.
     absent: Value | None = None
+    # False: the kernel name leaves the parameter out while it has its `absent` value, so the
+    # kernels from before it keep their names, and with them their rendered sources.
+    named_at_absent: bool = True
 
     def parse(self, text: Value) -> Value:
         """Turn a command-line string into an allowed value, or say what is allowed."""
@@ -140,8 +143,12 @@ class Config:
     @property
     def name(self) -> str:
         """The kernel's identity: derived from the family and its parameters."""
-        parts = [f"{self.family.tags.get(k, k)}{v}" for k, v in self.params]
+        parts = [f"{self.family.tags.get(k, k)}{v}" for k, v in self.params if self._named(k, v)]
         return "sgemm_" + self.family.name + "_" + "_".join(parts)
+
+    def _named(self, key: str, value: Value) -> bool:
+        p = self.family.param(key)
+        return p.named_at_absent or value != p.absent
 
     def geometry(self, M: int, N: int) -> Launch:
         return self.family.geometry(self.values, M, N)

@@ -13,7 +13,7 @@ from autotune.backends import sim
 from autotune.backends.base import Backend
 from autotune.backends.canary import broken, canary
 from autotune.backends.outcome import COMPILE_ERROR, LAUNCH_ERROR, OK, TIMEOUT, WRONG, Outcome, Timing
-from autotune.backends.reference import TOLERANCE, random_inputs, reference, relative_error
+from autotune.backends.reference import TOLERANCE, random_inputs, reference, relative_error, stored, transposes
 from autotune.backends.sim.build import build_kernel, compiler
 from autotune.backends.sim.runner import DEFAULT_TIMEOUT_S
 from autotune.errors import AutotuneError
@@ -72,8 +72,9 @@ class SimBackend(Backend):
         try:
             build_kernel(source, config.name)  # compile first (cached), so that a watchdog sees it done
             self.tick()
-            C = sim.run_kernel(source, config.name, config.geometry(M, N), self.A, self.B, M, N, K,
-                               timeout=timeout)
+            A, B = stored(self.A, self.B, config.values)  # the reference, A @ B, is every layout's
+            C = sim.run_kernel(source, config.name, config.geometry(M, N), A, B, M, N, K,
+                               timeout=timeout, transposed=transposes(config.values))
         except sim.SimError as exc:
             return Outcome(STATUS_OF_KIND[exc.kind], reason=f"{exc.kind}: {exc.message}"[:300])
         ms = (time.perf_counter() - start) * 1e3

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from autotune.backends.reference import transposes
 from autotune.backends.sim.build import build_kernel, sim_cache
 from autotune.backends.sim.errors import SimError
 from autotune.backends.sim.report import ASAN_EXIT, failure
@@ -37,13 +38,16 @@ def run_kernel(
     N: int,
     K: int,
     timeout: float = DEFAULT_TIMEOUT_S,
+    transposed: tuple[bool, bool] = (False, False),
 ) -> np.ndarray:
-    """C = the kernel's output for A (M x K) and B (K x N), float32 (M, N).
+    """C = the kernel's output for A (M x K) and B (K x N), float32 (M, N); `transposed` (TA, TB):
+    A is given as K x M, B as N x K (reference.stored).
 
     C starts as NaN, so outputs the kernel never writes show up as NaN.
     Raises SimError: compile, barrier, out_of_bounds, crash or timeout.
     """
-    A32, B32 = _operand(A, (M, K), "A"), _operand(B, (K, N), "B")
+    ta, tb = transposed
+    A32, B32 = _operand(A, (K, M) if ta else (M, K), "A"), _operand(B, (N, K) if tb else (K, N), "B")
     exe = build_kernel(source, name)
     header = np.array([M, N, K, *launch.grid, *launch.block, launch.shared_bytes], dtype=np.int32)
     with tempfile.TemporaryDirectory(prefix="sim-run-", dir=sim_cache()) as tmp:
@@ -58,7 +62,7 @@ def run_kernel(
 
 def run(config: Config, source: str, launch: Launch, A: np.ndarray, B: np.ndarray, M: int, N: int, K: int) -> np.ndarray:
     """run_kernel in the shape verify.verify_configs expects of a backend."""
-    return run_kernel(source, config.name, launch, A, B, M, N, K)
+    return run_kernel(source, config.name, launch, A, B, M, N, K, transposed=transposes(config.values))
 
 
 def _operand(X: np.ndarray, shape: tuple[int, int], label: str) -> np.ndarray:
