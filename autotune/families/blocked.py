@@ -20,6 +20,8 @@ pairs, which moves B fragments to registers of the other bank than their accumul
 TA=1 and TB=1 read A and B stored transposed (cuBLAS's T operands; nn.Linear is x * W^T, TB=1):
 the float4 loads then run along the stored rows, A's tile goes into shared memory as it is (no
 transpose on the way in) and B's goes in transposed, so everything after shared memory is the same.
+(A thread's loads of the stored A tile lie whole rows apart as those of B do: BM/4 <= 64 divides
+the threads, a multiple of 32 that is at least 64 when BM = 256 since WM <= 128.)
 GM groups block-rows for L2 reuse; MINB is the `__launch_bounds__` minimum of resident blocks
 (a register cap).
 """
@@ -97,11 +99,6 @@ def _rows_apart(p: Params) -> bool:
     return t > 0 and t % (p["BK"] // 4) == 0 and t % (p["BN"] // 4) == 0
 
 
-def _rows_apart_ta(p: Params) -> bool:
-    t = threads(p)
-    return p["TA"] == 0 or (t > 0 and t % (p["BM"] // 4) == 0)
-
-
 BLOCKED = Family(
     name="blocked",
     doc="register blocking: warp tiles of thread tiles, float4 loads, A transposed in shared memory",
@@ -146,8 +143,6 @@ BLOCKED = Family(
                    lambda p, _: p["MINB"] * threads(p) <= MAX_THREADS_PER_SM),
         Constraint("threads per block must be a multiple of BK/4 and of BN/4, so that a thread's float4 loads "
                    "of a tile lie whole rows apart", (*TILE, "BK"), lambda p, _: _rows_apart(p)),
-        Constraint("TA=1 needs threads per block a multiple of BM/4, so that a thread's float4 loads of the "
-                   "K x BM tile of the stored A lie whole rows apart", (*TILE, "TA"), lambda p, _: _rows_apart_ta(p)),
         Constraint("BSWAP=1 needs ASYNC=0 (cp.async copies B's 16 bytes as they are) and TN a multiple of 4 "
                    "(B fragments read as float4)", ("BSWAP", "ASYNC", "TN"), lambda p, _: p["BSWAP"] == 0 or _can_swap(p)),
     ),

@@ -1,0 +1,88 @@
+"""TA and TB: the register-blocked kernels (and splitk and tailsplit, the same template) reading A
+and B stored transposed, each layout checked on the emulator against A @ B."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from autotune.backends.reference import stored
+from autotune.backends.sim import run
+from autotune.backends.verify import check
+from autotune.codegen.render import render
+from autotune.families import FAMILIES
+from autotune.space import Config, make_config, violations
+
+# Odd shapes run the guarded scalar loads; in 36 x 40 x 24 the first tile is whole (the unguarded
+# float4 loads and 16-byte cp.async copies) and the others are edge tiles (guarded float4 loads).
+SHAPES = ((17, 33, 9), (36, 40, 24))
+SMALL = {"BM": 32, "BN": 32, "BK": 8, "WM": 16, "WN": 32, "WNITER": 1, "TM": 2, "TN": 4}
+CASES = (
+    ("blocked", {**SMALL, "STAGES": 2, "ASYNC": 0, "BSWAP": 1}),  # register prefetch, B's columns swapped
+    ("blocked", {**SMALL, "STAGES": 3, "ASYNC": 1}),  # cp.async
+    ("splitk", {**SMALL, "STAGES": 2, "ASYNC": 0, "SPLITK": 2}),  # chunks of K: the pointers offset by kBegin
+)
+LAYOUTS = {"NN": (0, 0), "NT": (0, 1), "TN": (1, 0), "TT": (1, 1)}
+
+
+def config(family: str, params: dict, layout: str) -> Config:
+    ta, tb = LAYOUTS[layout]
+    c = make_config(FAMILIES[family], {**params, "TA": ta, "TB": tb})
+    assert not violations(c)
+    return c
+
+
+def statuses(c: Config, source: str, shapes=SHAPES) -> list[str]:
+    runner = lambda cfg, _src, *rest: run(cfg, source, *rest)  # noqa: E731  (maybe a broken source)
+    return [check(c, source, shape, runner, seed=2).status for shape in shapes]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_every_layout_matches_the_reference(layout):
+    for family, params in CASES:
+        c = config(family, params, layout)
+        assert statuses(c, render(c)) == ["ok"] * len(SHAPES), c.name
+
+
+def test_a_kernel_gets_its_layouts_operands():
+    X = np.arange(6, dtype=np.float32).reshape(2, 3)
+    A, B = stored(X, X, {"TA": 1})  # TB absent: an old row, untransposed
+    assert A.shape == (3, 2) and A.flags.c_contiguous and A[2, 1] == X[1, 2] and B is X
+
+
+def test_a_kernel_that_ignores_the_layout_is_wrong():
+    # The NN kernel handed NT operands: the check knows the layout, so this cannot pass.
+    nt = config("blocked", CASES[0][1], "NT")
+    nn_source = render(config("blocked", CASES[0][1], "NN")).replace(
+        config("blocked", CASES[0][1], "NN").name, nt.name)
+    assert statuses(nt, nn_source, SHAPES[:1]) == ["wrong"]
+
+
+@pytest.mark.parametrize("old, new", [
+    # TA=1's guarded loads reading A at its untransposed index A[m * K + k]
+    ("ra[i] = load4(A, k0 + r, row0 + c, K, M, vecA);", "ra[i] = load4(A, row0 + c, k0 + r, M, K, vecA);"),
+    # TB=1's shared-memory store untransposed (Bs[n][k] instead of Bs[k][n])
+    ("Bs[(c + 0) * BN + n] = rb[i].x;", "Bs[n * BK + c] = rb[i].x;"),
+])
+def test_an_untransposed_index_is_wrong(old, new):
+    c = config("blocked", CASES[0][1], "TT")
+    source = render(c)
+    assert old in source, "the template changed?"
+    assert statuses(c, source.replace(old, new), SHAPES[:1]) == ["wrong"]
+
+
+def test_the_names_show_a_transpose_only_when_there_is_one():
+    nn, nt, tn = (config("blocked", CASES[0][1], layout) for layout in ("NN", "NT", "TN"))
+    assert "TA" not in nn.name and "TB" not in nn.name
+    assert nt.name == nn.name + "_TB1" and tn.name == nn.name + "_TA1"
+    assert "TA=1" in render(tn) and "TA=" not in render(nn)
+
+
+
+def test_the_search_backend_measures_each_layout_against_a_times_b():
+    from autotune.backends.outcome import OK, WRONG
+    from autotune.backends.sim.backend import SimBackend
+
+    backend = SimBackend(*SHAPES[0])
+    nn, tn = (config("blocked", CASES[0][1], layout) for layout in ("NN", "TN"))
+    assert backend.measure(tn, render(tn)).status == OK
+    assert backend.measure(tn, render(nn).replace(nn.name, tn.name)).status == WRONG
