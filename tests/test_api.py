@@ -116,8 +116,6 @@ def test_non_contiguous_operands_are_refused_with_what_to_pass(mm):
 
 
 @pytest.mark.parametrize("option, says", [
-    ({"trans_b": True}, "trans_b=True: no NT kernel yet; pass B.T.contiguous()"),
-    ({"trans_a": True}, "trans_a=True: no TN kernel yet; pass A.T.contiguous()"),
     ({"alpha": 2.0}, "alpha=2: the kernels compute C = A*B only (alpha=1, beta=0) yet"),
     ({"beta": 1.0}, "beta=1: no kernel accumulates into C yet"),
 ])
@@ -178,6 +176,29 @@ def test_dispatch_picks_the_exact_then_the_nearest_shape_then_the_default(tmp_pa
     assert on_other.measured_at == (300, 300, 300)  # gpu=: that model's results, whatever the device
     default = autotune.load(db=str(path), launcher=launcher, backend="sim").choose(256, 256, 256)
     assert (default.origin, default.config.family.name) == ("default", "blocked")
+
+
+def test_transposed_operands_run_kernels_of_their_layout(tmp_path, launcher):
+    from autotune import store
+
+    path = tmp_path / "r.sqlite"
+    db = store.open_db(path)
+    small = {"BM": 32, "BN": 32, "BK": 8, "WM": 16, "WN": 32, "WNITER": 1, "TM": 2, "TN": 4}
+    nn = record(db, (64, 64, 32), "blocked", 1.0, backend="cuda", gpu=GPU, **small)
+    nt = record(db, (64, 64, 32), "blocked", 2.0, backend="cuda", gpu=GPU, TB=1, **small)
+    record(db, (64, 64, 32), "tiled", 0.5, backend="cuda", gpu=GPU, T=16)  # fastest, but NN only
+    mm = autotune.load(db=str(path), launcher=launcher)
+    x, w, y = DeviceArray((64, 32), 0x1000), DeviceArray((64, 32), 0x2000), DeviceArray((64, 64), 0x3000)
+    mm(x, w, out=y, trans_b=True)  # nn.Linear: x * W^T, W stored N x K
+    assert launcher.launches[-1]["kernel"] == f"loaded {nt}" and launcher.launches[-1]["shape"] == (64, 64, 32)
+    assert launcher.launches[-1]["ptrs"] == (0x1000, 0x2000, 0x3000)  # W as it is, no copy
+    mm(x, DeviceArray((32, 64), 0x2000), out=y)
+    assert launcher.launches[-1]["kernel"] != f"loaded {nt}" and nn != nt
+    nearest = mm(DeviceArray((60, 32), 0x1000), w, out=DeviceArray((60, 64), 0x3000), trans_b=True)
+    assert nearest is not None and launcher.launches[-1]["kernel"] == f"loaded {nt}"
+    tn = autotune.load(launcher=launcher, defaults_only=True)
+    tn(DeviceArray((32, 64), 0x1000), DeviceArray((32, 64), 0x2000), out=y, trans_a=True)  # nothing recorded
+    assert launcher.launches[-1]["kernel"].endswith("_TA1")  # blocked's default, transposed A
 
 
 def test_the_api_loads_lazily_and_the_package_import_stays_light():

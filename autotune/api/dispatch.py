@@ -6,6 +6,8 @@ The rule, in order:
    (api.export.nearest_best: the distance of space.shapes, the smaller shape on a tie);
 3. default: else the default config of the first family (in FAMILIES order, `blocked` first
    among those that take any shape) that a constraint does not refuse at this shape.
+Only kernels of the call's transposes count: a row's TA and TB (absent: 0) must be the layout's
+trans_a and trans_b, and a default takes them as parameters (families without them: NN only).
 The source is the one that was measured (stored with the row), today's render where the row
 has none stored, so the kernel that runs is the kernel that was timed.
 """
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from autotune import store
 from autotune.api.export import nearest_best
 from autotune.api.operands import Layout
+from autotune.backends.outcome import OK
 from autotune.codegen.render import render, sha256
 from autotune.errors import AutotuneError
 from autotune.families import FAMILIES, config_of_row
@@ -60,20 +63,20 @@ class Dispatcher:
         choice = self._chosen.get(key)
         if choice is None:
             with self._lock:
-                choice = self._chosen[key] = self._decide(key[0], shape)
+                choice = self._chosen[key] = self._decide(key[0], shape, layout)
         return choice
 
-    def _decide(self, gpu: str, shape: Shape) -> Choice:
-        # Every recorded row is of the one layout the kernels compute today; once others exist,
-        # the rows looked up here are those of the call's layout.
+    def _decide(self, gpu: str, shape: Shape, layout: Layout) -> Choice:
+        wanted = transposes(layout)
         if self._db is not None:
-            row = store.best(self._db, shape, self.backend, gpu)
+            rows = [r for r in store.results(self._db, shape, self.backend, gpu, OK) if _transposes(r) == wanted]
+            row = min(rows, key=lambda r: r["time_ms"]) if rows else None
             origin = "exact"
             if row is None:
-                row, origin = nearest_best(self._db, shape, self.backend, gpu, None), "nearest"
+                row, origin = nearest_best(self._db, shape, self.backend, gpu, None, wanted), "nearest"
             if row is not None:
                 return self._of_row(row, origin)
-        return default_choice(shape)
+        return default_choice(shape, layout)
 
     def _of_row(self, row: dict, origin: str) -> Choice:
         config = config_of_row(row)
@@ -85,10 +88,23 @@ class Dispatcher:
         return Choice(config, kernel, source, sha256(source), origin, (row["M"], row["N"], row["K"]), row["id"])
 
 
-def default_choice(shape: Shape) -> Choice:
+def transposes(layout: Layout) -> dict[str, int]:
+    """The kernel parameters of a layout's transposes."""
+    return {"TA": int(layout.trans_a), "TB": int(layout.trans_b)}
+
+
+def _transposes(row: dict) -> dict[str, int]:
+    return {"TA": row.get("TA") or 0, "TB": row.get("TB") or 0}  # absent (an older row): not transposed
+
+
+def default_choice(shape: Shape, layout: Layout | None = None) -> Choice:
     M, N, _ = shape
+    given = {k: v for k, v in transposes(layout).items() if v} if layout is not None else {}
     for name in DEFAULT_ORDER:
-        config = make_config(FAMILIES[name], {})
+        family = FAMILIES[name]
+        if any(p not in {q.name for q in family.params} for p in given):
+            continue  # a family without these transposes
+        config = make_config(family, given)
         if not violations(config) and not shape_violations(config, M, N):
             source = render(config)
             return Choice(config, config.name, source, sha256(source), "default", None, None)

@@ -2,10 +2,12 @@
 whether a kernel exists for that layout.
 
 The layout (transposes, alpha, beta, the leading dimensions) is part of what the dispatcher
-looks a kernel up by. Today's kernels compute one layout only: C = A * B, every operand
-row-major with contiguous rows (lda = K, ldb = N, ldc = N). Anything else is refused with the
-reason and what to pass instead; nothing is copied or transposed behind the caller's back
-(a hidden copy would cost as much as the product at small K and hide it from any timing).
+looks a kernel up by. Today's kernels compute C = op(A) * op(B), every stored operand row-major
+with contiguous rows: A as M x K (lda = K) or, trans_a, as K x M (lda = M, the kernels' TA=1);
+B as K x N (ldb = N) or, trans_b, as N x K (ldb = K, TB=1; nn.Linear's x * W^T); C as M x N.
+Anything else is refused with the reason and what to pass instead; nothing is copied or
+transposed behind the caller's back (a hidden copy would cost as much as the product at small K
+and hide it from any timing).
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ class Layout:
 
 
 def plain(shape: Shape) -> Layout:
-    """The one layout the kernels compute today (the signature SIGNATURE of api.export)."""
+    """C = A * B, no operand transposed (the signature SIGNATURE of api.export)."""
     M, N, K = shape
     return Layout(False, False, 1.0, 0.0, lda=K, ldb=N, ldc=N)
 
@@ -42,15 +44,13 @@ def unsupported(layout: Layout, shape: Shape) -> list[str]:
     """Why no kernel computes this layout yet (empty: one does)."""
     M, N, K = shape
     out = []
-    if layout.trans_a:
-        out.append("trans_a=True: no TN kernel yet; pass A.T.contiguous() (a row-major M x K copy) with trans_a=False")
-    if layout.trans_b:
-        out.append("trans_b=True: no NT kernel yet; pass B.T.contiguous() (a row-major K x N copy) with trans_b=False")
     if layout.alpha != 1.0:
         out.append(f"alpha={layout.alpha:g}: the kernels compute C = A*B only (alpha=1, beta=0) yet; scale the result")
     if layout.beta != 0.0:
         out.append(f"beta={layout.beta:g}: no kernel accumulates into C yet (beta=0 only); add the product to C yourself")
-    for name, ld, cols in (("A", layout.lda, K), ("B", layout.ldb, N), ("out", layout.ldc, N)):
+    stored_cols = (("A", layout.lda, M if layout.trans_a else K), ("B", layout.ldb, K if layout.trans_b else N),
+                   ("out", layout.ldc, N))
+    for name, ld, cols in stored_cols:
         if ld != cols:
             out.append(f"{name} has a leading dimension of {ld} for {cols} columns (a slice of a wider matrix): "
                        f"kernels read contiguous rows only yet; pass {name}.contiguous()")
