@@ -86,3 +86,15 @@ def test_the_search_backend_measures_each_layout_against_a_times_b():
     nn, tn = (config("blocked", CASES[0][1], layout) for layout in ("NN", "TN"))
     assert backend.measure(tn, render(tn)).status == OK
     assert backend.measure(tn, render(nn).replace(nn.name, tn.name)).status == WRONG
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_every_layout_verifies_against_cublas_on_the_gpu(layout):
+    from autotune.backends.cuda.backend import CudaBackend
+
+    backend = CudaBackend(1031, 517, 263, seed=7)  # odd: every guard; and the odd-shape check problem
+    for family, params in (("blocked", {}), ("blocked", {"ASYNC": 1, "STAGES": 3, "BSWAP": 0}), ("splitk", {})):
+        c = config(family, params, layout)
+        outcome = backend.measure(c, render(c))
+        assert outcome.status == "ok", f"{c.name}: {outcome.reason}"
