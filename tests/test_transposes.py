@@ -98,3 +98,14 @@ def test_every_layout_verifies_against_cublas_on_the_gpu(layout):
         c = config(family, params, layout)
         outcome = backend.measure(c, render(c))
         assert outcome.status == "ok", f"{c.name}: {outcome.reason}"
+
+
+def test_a_search_of_a_layout_keeps_only_the_families_that_have_it():
+    from autotune.cli.options import narrow_families, with_layout
+
+    every = list(FAMILIES.values())
+    nt = narrow_families(every, with_layout((), "NT"))
+    assert {f.name for f in nt} == {"blocked", "splitk", "tailsplit"}
+    assert all(f.param("TA").values == (0,) and f.param("TB").values == (1,) for f in nt)
+    assert len(narrow_families(every, with_layout((), "NN"))) == len(every)  # every family computes NN
+    assert with_layout(("BM=64",), "TN") == ("BM=64", "TA=1", "TB=0")

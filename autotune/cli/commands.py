@@ -15,6 +15,7 @@ from autotune.cli.options import (
     config_options,
     default_db,
     friendly,
+    layout_option,
     narrow_families,
     parse_choices,
     parse_families,
@@ -24,6 +25,7 @@ from autotune.cli.options import (
     resolve_shape,
     results_options,
     shape_options,
+    with_layout,
 )
 from autotune.errors import AutotuneError
 from autotune.explain.model import PRESETS
@@ -45,6 +47,7 @@ def cli() -> None:
 @precision_option
 @click.option("-p", "--param", "params", multiple=True, metavar="NAME=V1,V2",
               help="search only these values of a parameter (repeat for others), e.g. -p BM=128,256")
+@layout_option
 @click.option("--sampler", type=click.Choice(SAMPLERS), default="tpe-mv", show_default=True,
               help="tpe-mv (multivariate TPE: the fewest trials to the best on the H200 datasets, "
                    "docs/BENCHMARKS.md), tpe, random, grid (every valid config in order), qmc (Sobol), "
@@ -77,7 +80,7 @@ def cli() -> None:
                    "or timeout (after fixing what made them fail); the new row is kept beside the old one")
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
 @friendly
-def search(M, N, K, family_text, precision, params, sampler, trials, timeout, seed, device, devices_text, workers, backend,
+def search(M, N, K, family_text, precision, params, layout, sampler, trials, timeout, seed, device, devices_text, workers, backend,
            replay_db, storage, study_name, kernel_timeout, compile_jobs, remeasure, db_path) -> None:
     """Generate, compile, verify, time and record SGEMM variants; Optuna picks which.
     Ctrl-C stops after the trials in flight and prints the summary (exit status 130)."""
@@ -87,7 +90,7 @@ def search(M, N, K, family_text, precision, params, sampler, trials, timeout, se
     if study_name and not storage:
         raise AutotuneError("--study names a study kept in --storage; without --storage each search is a fresh "
                             "in-memory study (it still reuses every result in --db)")
-    families = narrow_families(parse_families(family_text, precision), params)
+    families = narrow_families(parse_families(family_text, precision), with_layout(params, layout))
     sys.exit(run_search(*resolve_shape(M, N, K), family=families, db=db_path, sampler=sampler, trials=trials,
                         timeout=timeout, seed=seed, backend=backend, devices=parse_devices(devices_text, device),
                         workers=workers, storage=storage, study=study_name, kernel_timeout=kernel_timeout,
@@ -113,6 +116,7 @@ def best(M, N, K, family, gpu, backend, as_json, db_path) -> None:
 @cli.command()
 @shape_options
 @config_options
+@layout_option
 @click.option("--seed", type=int, default=0, show_default=True, help="input seed")
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index")
 @click.option("--backend", type=click.Choice(["cuda", "sim"]), default="cuda", show_default=True,
@@ -120,11 +124,12 @@ def best(M, N, K, family, gpu, backend, as_json, db_path) -> None:
 @click.option("--kernel-timeout", type=click.FloatRange(min=0, min_open=True), help=KERNEL_TIMEOUT_HELP)
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
 @friendly
-def measure(M, N, K, family, params, result_id, seed, device, backend, kernel_timeout, db_path) -> None:
+def measure(M, N, K, family, params, result_id, layout, seed, device, backend, kernel_timeout, db_path) -> None:
     """Verify and time named configs in a worker process (recorded like search trials).
     -p NAME=V1,V2 measures every combination of the listed values (others at their defaults)."""
     from autotune.api.commands import measure_command
 
+    params = with_layout(params, layout)
     if family and result_id is None:
         configs = expand(FAMILIES[family], parse_choices(params))
     else:

@@ -120,7 +120,31 @@ def narrow_families(families: list, params: tuple[str, ...]) -> list:
         if not any(name in {p.name for p in f.params} for f in families):
             raise AutotuneError(f"no family searched has a parameter {name!r}; "
                                 f"see `autotune space` for each family's parameters")
-    return [narrow(f, {n: v for n, v in choices.items() if n in {p.name for p in f.params}}) for f in families]
+    # A family without TA or TB computes C = A * B only (both 0): it has no kernel of the other layouts.
+    kept = [f for f in families if all(n in {p.name for p in f.params} or "0" in choices[n]
+                                       for n in TRANSPOSES if n in choices)]
+    if not kept:
+        raise AutotuneError(f"no family searched reads transposed operands ({', '.join(params)}); the register-blocked "
+                            f"ones do: --family {','.join(f.name for f in FAMILIES.values() if 'TA' in {p.name for p in f.params})}")
+    return [narrow(f, {n: v for n, v in choices.items() if n in {p.name for p in f.params}}) for f in kept]
+
+
+TRANSPOSES = ("TA", "TB")
+LAYOUTS = {"NN": (0, 0), "NT": (0, 1), "TN": (1, 0), "TT": (1, 1)}  # cuBLAS's names: op(A), then op(B)
+
+
+def with_layout(params: tuple[str, ...], layout: str | None) -> tuple[str, ...]:
+    """--layout NT is -p TA=0 -p TB=1."""
+    if layout is None:
+        return params
+    ta, tb = LAYOUTS[layout]
+    return (*params, f"TA={ta}", f"TB={tb}")
+
+
+def layout_option(fn):
+    return click.option("--layout", type=click.Choice(list(LAYOUTS)),
+                        help="only kernels of these operands: NN = A and B as stored row-major, T = that operand "
+                             "stored transposed (NT: nn.Linear's x * W^T); the same as -p TA=0/1 -p TB=0/1")(fn)
 
 
 def resolve_config(db_path: str, family: str | None, params: tuple[str, ...], result_id: int | None) -> Config | None:
