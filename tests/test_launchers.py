@@ -50,8 +50,9 @@ NO_FORMULA = {"tailsplit"}
 @pytest.mark.parametrize("config", configs(), ids=str)
 def test_formula_equals_the_family_geometry(config):
     formula = derive_formula(config)
-    if config.family.name in NO_FORMULA:
-        assert isinstance(formula, str) and config.family.name in formula
+    if config.family.name in NO_FORMULA and isinstance(formula, str):
+        # (a small MAXS can still be derived, e.g. tailsplit BM32 BN256 WAVE396 MAXS4: then it is checked below)
+        assert config.family.name in formula
         return
     assert isinstance(formula, GridFormula), formula
     for M, N in SHAPES + BIG:
