@@ -137,15 +137,21 @@ class Problem:
         return download(self.stream, self.c, self.M, self.N)
 
 
+def required_kernel(source: str, name: str, arch: str, dynamic_shared: int, device: int, what: str | None = None):
+    """A kernel that must compile (not a search's trial, whose failure is a row): NVRTC through the
+    cubin cache, loaded; a compile failure is one line naming `what` (default: the kernel)."""
+    built = nvrtc.compile_source(source, name, arch)
+    if not built.ok:
+        raise AutotuneError(f"{what or name} does not compile for {arch}: {first_error(built.log)}")
+    return load_kernel(built.cubin, name, dynamic_shared, device)
+
+
 class GpuCompare:
     """The relative error of a device output against a device reference, reduced on the GPU
     (the kernel and its meaning: gpu_compare.py). Compiled once, through the cubin cache."""
 
     def __init__(self, dev, stream, arch: str, device: int):
-        built = nvrtc.compile_source(gpu_compare.SOURCE, gpu_compare.NAME, arch)
-        if not built.ok:
-            raise AutotuneError(f"the comparison kernel does not compile for {arch}: {first_error(built.log)}")
-        self.kernel = load_kernel(built.cubin, gpu_compare.NAME, 0, device)
+        self.kernel = required_kernel(gpu_compare.SOURCE, gpu_compare.NAME, arch, 0, device, "the comparison kernel")
         self.stream = stream
         self.partials = dev.allocate(gpu_compare.MAX_BLOCKS * gpu_compare.SUMS * 8, stream=stream)
 

@@ -8,11 +8,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator
 
-import numpy as np
-
-from autotune.backends.cuda.backend import first_error, load_kernel
+from autotune.backends.cuda.backend import launch_kernel, required_kernel
 from autotune.backends.cuda.device import device_info
-from autotune.codegen import nvrtc
 from autotune.errors import AutotuneError
 from autotune.space import Launch
 
@@ -37,23 +34,14 @@ class CudaLauncher:
         return int(ordinal) if err == driver.CUresult.CUDA_SUCCESS else None
 
     def load(self, device: int, source: str, kernel: str, shared_bytes: int) -> Any:
-        info = device_info(device)
-        built = nvrtc.compile_source(source, kernel, info.arch)
-        if not built.ok:
-            raise AutotuneError(f"{kernel} does not compile for {info.arch}: {first_error(built.log)}")
         with self._current(device):
-            return load_kernel(built.cubin, kernel, shared_bytes, device)
+            return required_kernel(source, kernel, device_info(device).arch, shared_bytes, device)
 
     def launch(self, device: int, kernel: Any, launch: Launch, stream: int, a: int, b: int, c: int,
                shape: tuple[int, int, int]) -> None:
-        from cuda.core import LaunchConfig
-        from cuda.core import launch as enqueue
-
-        M, N, K = shape
-        config = LaunchConfig(grid=launch.grid, block=launch.block, shmem_size=launch.shared_bytes)
         with self._current(device):
             # a Python int is passed as a pointer-sized integer: the device addresses of A, B, C
-            enqueue(self._stream(stream), config, kernel, a, b, c, np.int32(M), np.int32(N), np.int32(K))
+            launch_kernel(self._stream(stream), kernel, launch, a, b, c, *shape)
 
     def _stream(self, handle: int) -> Any:
         stream = self._streams.get(handle)

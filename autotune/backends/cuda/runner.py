@@ -9,10 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from autotune.backends.cuda.backend import first_error, launch_kernel, load_kernel, upload
+from autotune.backends.cuda.backend import launch_kernel, required_kernel, upload
 from autotune.backends.cuda.device import device_info
 from autotune.backends.reference import random_inputs
-from autotune.codegen import nvrtc
 from autotune.errors import AutotuneError
 from autotune.families import FAMILIES
 from autotune.space import make_config
@@ -25,14 +24,11 @@ def launch(spec: dict[str, Any]) -> None:
     config = make_config(FAMILIES[spec["family"]], spec["params"])
     M, N, K = spec["shape"]
     name = spec["kernel"]
-    built = nvrtc.compile_source(Path(spec["source"]).read_text(), name, info.arch)
-    if not built.ok:
-        raise AutotuneError(f"{name} does not compile for {info.arch}: {first_error(built.log)}")
     dev = Device(info.index)
     dev.set_current()
     stream = dev.create_stream()
     geo = config.geometry(M, N)
-    kernel = load_kernel(built.cubin, name, geo.shared_bytes, info.index)
+    kernel = required_kernel(Path(spec["source"]).read_text(), name, info.arch, geo.shared_bytes, info.index)
     A, B = random_inputs(M, N, K, spec["seed"])
     a, b = upload(dev, stream, A), upload(dev, stream, B)
     c = dev.allocate(M * N * 4, stream=stream)
