@@ -56,12 +56,13 @@ def test_cupy_arrays_on_a_side_stream_match_torch_matmul(torch, mm):
     assert relative_error(torch, torch.from_dlpack(C), ref) <= TOLERANCE
 
 
-def test_an_nn_linear_forward(torch, mm):
-    layer = torch.nn.Linear(93, 67, bias=False, device="cuda")
-    x = torch.randn(131, 93, device="cuda")
+@pytest.mark.parametrize("shape", ODD)
+def test_an_nn_linear_forward_reads_the_weight_as_it_lies(torch, mm, shape):
+    M, N, K = shape
+    layer = torch.nn.Linear(K, N, bias=False, device="cuda")
+    x = torch.randn(M, K, device="cuda")
     with torch.no_grad():
-        # no NT kernel yet: W.T as a row-major copy (load() never makes one behind the caller's back)
-        y = mm(x, layer.weight.t().contiguous())
+        y = mm(x, layer.weight, trans_b=True)  # x * W^T: W (N x K) read in place by a TB=1 kernel
         assert relative_error(torch, y, layer(x)) <= TOLERANCE
 
 
@@ -70,7 +71,7 @@ def test_what_torch_cannot_export_is_refused_in_one_line(torch, mm):
     x = torch.randn(8, 8, device="cuda")
     with pytest.raises(AutotuneError, match="cannot be read as a device array: .*detach"):
         mm(x, layer.weight)  # requires grad
-    with pytest.raises(AutotuneError, match="trans_b=True: no NT kernel yet"):
-        mm(x, layer.weight.detach(), trans_b=True)
+    with pytest.raises(AutotuneError, match="out has a leading dimension"):
+        mm(x, x, out=torch.empty(8, 16, device="cuda")[:, :8])  # a slice of a wider matrix
     with pytest.raises(AutotuneError, match="A \\(torch\\) is in host memory"):
         mm(x.cpu(), x)

@@ -9,6 +9,7 @@ from autotune.backends.reference import stored
 from autotune.backends.sim import run
 from autotune.backends.verify import check
 from autotune.codegen.render import render
+from autotune.errors import AutotuneError
 from autotune.families import FAMILIES
 from autotune.space import Config, make_config, violations
 
@@ -109,3 +110,13 @@ def test_a_search_of_a_layout_keeps_only_the_families_that_have_it():
     assert all(f.param("TA").values == (0,) and f.param("TB").values == (1,) for f in nt)
     assert len(narrow_families(every, with_layout((), "NN"))) == len(every)  # every family computes NN
     assert with_layout(("BM=64",), "TN") == ("BM=64", "TA=1", "TB=0")
+
+
+def test_the_python_api_searches_one_layout_like_the_cli():
+    from autotune.api.python import families_of, with_layout
+
+    nt = with_layout(families_of("blocked,naive"), "NT")
+    assert [f.name for f in nt] == ["blocked"] and nt[0].param("TB").values == (1,)
+    assert with_layout(families_of("naive"), None)[0].name == "naive"
+    with pytest.raises(AutotuneError, match="unknown layout 'XN'; one of NN, NT, TN, TT"):
+        with_layout(families_of("blocked"), "XN")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from dataclasses import replace
 from typing import Any, Protocol
 
 from autotune.api.arrays import ArrayView, read_array
@@ -66,9 +67,11 @@ class Matmul:
         self.launcher.launch(device, kernel, geometry, handle, views[0].ptr, views[1].ptr, c_ptr, shape)
         return out
 
-    def choose(self, M: int, N: int, K: int, device: int = 0) -> Choice:
-        """The kernel a call of this shape on this device runs, and why it was chosen."""
-        return self.dispatcher.choose(self.gpu_name(device), (M, N, K), plain((M, N, K)))
+    def choose(self, M: int, N: int, K: int, device: int = 0, *, trans_a: bool = False,
+               trans_b: bool = False) -> Choice:
+        """The kernel a call of this shape and these transposes on this device runs, and why it was chosen."""
+        layout = replace(plain((M, N, K)), trans_a=trans_a, trans_b=trans_b)
+        return self.dispatcher.choose(self.gpu_name(device), (M, N, K), layout)
 
     def gpu_name(self, device: int) -> str:
         name = self._names.get(device)

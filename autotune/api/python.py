@@ -21,6 +21,7 @@ from autotune.api.export import find_best
 from autotune.api.matmul import Launcher, Matmul
 from autotune.errors import AutotuneError
 from autotune.families import FAMILIES, families_for
+from autotune.families.layouts import layout_choices, narrow_to
 from autotune.space import Family, Shape, check_shape
 
 
@@ -55,17 +56,21 @@ def search(M: int, N: int | None = None, K: int | None = None, *,
            trials: int = 60, timeout: float | None = None, seed: int = 0, backend: str = "cuda",
            devices: tuple[int, ...] | None = None, workers: int | None = None, storage: str | None = None,
            study: str | None = None, kernel_timeout: float | None = None, replay_db: str | None = None,
-           compile_jobs: int | None = None, remeasure: str | None = None) -> int:
+           compile_jobs: int | None = None, remeasure: str | None = None, layout: str | None = None) -> int:
     """Search kernels for the shape and record every result in `db` (`autotune search`; the
-    options are the command's). Prints the summary; returns the exit status: 0 when it ran to its
+    options are the command's; layout "NT" searches kernels for mm(A, B, trans_b=True), as --layout). Prints the summary; returns the exit status: 0 when it ran to its
     end, 128 + the signal's number when a signal (Ctrl-C) stopped it. Bad input or a broken
     environment raises AutotuneError before anything is measured."""
     options = commands.SearchOptions(
-        shape=shape_of(M, N, K), families=families_of(family), db_path=default_db() if db is None else db,
+        shape=shape_of(M, N, K), families=with_layout(families_of(family), layout), db_path=default_db() if db is None else db,
         sampler=sampler, trials=trials, timeout=timeout, seed=seed, kind=backend, devices=devices,
         workers=workers, storage=storage, study=study, kernel_timeout=kernel_timeout, replay_db=replay_db,
         compile_jobs=compile_jobs, remeasure=remeasure)
     return commands.search_command(options)
+
+
+def with_layout(families: list[Family], layout: str | None) -> list[Family]:
+    return families if layout is None else narrow_to(families, layout_choices(layout))
 
 
 def best(M: int, N: int | None = None, K: int | None = None, *, db: str | None = None, backend: str = "cuda",

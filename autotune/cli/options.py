@@ -14,7 +14,8 @@ import click
 from autotune import store
 from autotune.errors import AutotuneError
 from autotune.families import FAMILIES, PRECISIONS, config_of_row, families_for
-from autotune.space import Config, check_shape, make_config, narrow
+from autotune.families.layouts import LAYOUTS, layout_choices, narrow_to
+from autotune.space import Config, check_shape, make_config
 
 DB_HELP = "SQLite results database (default: $AUTOTUNE_DB or db/autotune.sqlite)"
 
@@ -115,30 +116,14 @@ def parse_params(params: tuple[str, ...]) -> dict[str, str]:
 
 def narrow_families(families: list, params: tuple[str, ...]) -> list:
     """Restrict each family to the -p values of the parameters it has (search a sub-space)."""
-    choices = parse_choices(params)
-    for name in choices:
-        if not any(name in {p.name for p in f.params} for f in families):
-            raise AutotuneError(f"no family searched has a parameter {name!r}; "
-                                f"see `autotune space` for each family's parameters")
-    # A family without TA or TB computes C = A * B only (both 0): it has no kernel of the other layouts.
-    kept = [f for f in families if all(n in {p.name for p in f.params} or "0" in choices[n]
-                                       for n in TRANSPOSES if n in choices)]
-    if not kept:
-        raise AutotuneError(f"no family searched reads transposed operands ({', '.join(params)}); the register-blocked "
-                            f"ones do: --family {','.join(f.name for f in FAMILIES.values() if 'TA' in {p.name for p in f.params})}")
-    return [narrow(f, {n: v for n, v in choices.items() if n in {p.name for p in f.params}}) for f in kept]
-
-
-TRANSPOSES = ("TA", "TB")
-LAYOUTS = {"NN": (0, 0), "NT": (0, 1), "TN": (1, 0), "TT": (1, 1)}  # cuBLAS's names: op(A), then op(B)
+    return narrow_to(families, parse_choices(params))
 
 
 def with_layout(params: tuple[str, ...], layout: str | None) -> tuple[str, ...]:
     """--layout NT is -p TA=0 -p TB=1."""
     if layout is None:
         return params
-    ta, tb = LAYOUTS[layout]
-    return (*params, f"TA={ta}", f"TB={tb}")
+    return (*params, *(f"{name}={values[0]}" for name, values in layout_choices(layout).items()))
 
 
 def layout_option(fn):

@@ -1,0 +1,40 @@
+"""Operand layouts (cuBLAS's NN, NT, TN, TT) as kernel parameters, and narrowing the families of a
+search to one layout or to chosen parameter values."""
+from __future__ import annotations
+
+from autotune.errors import AutotuneError
+from autotune.families import FAMILIES
+from autotune.space import Family, narrow
+
+TRANSPOSES = ("TA", "TB")
+LAYOUTS = {"NN": (0, 0), "NT": (0, 1), "TN": (1, 0), "TT": (1, 1)}  # cuBLAS's names: op(A), then op(B)
+
+
+def layout_choices(layout: str) -> dict[str, list[str]]:
+    """The parameter values of a layout: NT is TA=0, TB=1."""
+    if layout not in LAYOUTS:
+        raise AutotuneError(f"unknown layout {layout!r}; one of {', '.join(LAYOUTS)} (NT: nn.Linear's x * W^T)")
+    return {name: [str(v)] for name, v in zip(TRANSPOSES, LAYOUTS[layout])}
+
+
+def narrow_to(families: list[Family], choices: dict[str, list[str]]) -> list[Family]:
+    """Restrict each family to the chosen values of the parameters it has (search a sub-space)."""
+    for name in choices:
+        if not any(name in names(f) for f in families):
+            raise AutotuneError(f"no family searched has a parameter {name!r}; "
+                                f"see `autotune space` for each family's parameters")
+    # A family without TA or TB computes C = A * B only (both 0): it has no kernel of the other layouts.
+    kept = [f for f in families if all(n in names(f) or "0" in choices[n] for n in TRANSPOSES if n in choices)]
+    if not kept:
+        given = ", ".join(f"{n}={','.join(v)}" for n, v in choices.items())
+        raise AutotuneError(f"no family searched reads transposed operands ({given}); the register-blocked "
+                            f"ones do: --family {','.join(f.name for f in families_with_transposes())}")
+    return [narrow(f, {n: v for n, v in choices.items() if n in names(f)}) for f in kept]
+
+
+def names(family: Family) -> set[str]:
+    return {p.name for p in family.params}
+
+
+def families_with_transposes() -> list[Family]:
+    return [f for f in FAMILIES.values() if "TA" in names(f)]
