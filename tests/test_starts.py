@@ -154,3 +154,16 @@ def test_export_at_a_shape_never_tuned_writes_the_nearest_best_for_the_shape_ask
     assert manifest["shape"] == {"M": 1000, "N": 999, "K": 1001}
     assert manifest["grid"] == [32, 32, 1]  # launched for the shape asked: ceil(999/32), ceil(1000/32)
     assert {key: manifest["measured"][key] for key in "MNK"} == {"M": 1024, "N": 1024, "K": 1024}
+
+
+def test_a_search_of_another_layout_starts_from_this_shapes_winner_read_in_that_layout(db):
+    from autotune.families.layouts import layout_choices, narrow_to
+
+    nn = make_config(FAMILIES["blocked"], {"BM": 64, "BN": 64})
+    record(db, CUBE, "blocked", 1.0, BM=64, BN=64)
+    record(db, CUBE, "blocked", 2.0)  # slower: not the start
+    [nt] = narrow_to([FAMILIES["blocked"]], layout_choices("NT"))
+    backend, notes = FakeBackend(*CUBE), []
+    run_search(db, backend, [nt], Limits(), sampler="random", trials=1, note=notes.append)
+    assert backend.measured[0] == make_config(FAMILIES["blocked"], {**nn.values, "TB": 1}).name
+    assert notes[0].startswith("autotune: starting from 1 config recorded at 256x256x256")

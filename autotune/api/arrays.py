@@ -14,6 +14,7 @@ memory is recognised (and refused by the caller) rather than mistaken for a poin
 from __future__ import annotations
 
 import ctypes
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -50,6 +51,16 @@ def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+def _outside_autograd(x: Any) -> Any:
+    """Under torch.no_grad() a parameter (an nn.Linear's weight) still requires grad, and DLPack
+    refuses to export it, though reading it there is just what the caller asked for: its detached
+    view is the same memory. With gradients on, the refusal stands (no gradient would flow back)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor) and x.requires_grad and not torch.is_grad_enabled():
+        return x.detach()
+    return x
+
+
 def read_array(x: Any, name: str, stream: int, device_of: Callable[[int], int | None]) -> ArrayView:
     """The view of `x`; an object that speaks neither protocol, or whose producer refuses to
     export it (a torch tensor that requires grad), is one AutotuneError. `stream` is the handle
@@ -57,6 +68,7 @@ def read_array(x: Any, name: str, stream: int, device_of: Callable[[int], int | 
     `__cuda_array_interface__`, which names no device."""
     from autotune.errors import AutotuneError
 
+    x = _outside_autograd(x)
     try:
         if hasattr(x, "__dlpack_device__") and hasattr(x, "__dlpack__"):
             return _from_dlpack(x, name, stream)

@@ -1,6 +1,8 @@
 """Shape-aware starts: what a search at a shape measures before its sampler proposes anything.
 
-First the fastest verified config of each searched family that is valid here, at each of the
+First the fastest verified config of each searched family that is valid here, at this shape in
+another operand layout (a search of --layout NT after one of NN: the NN winner with TB=1; the
+best tiling hardly depends on which operand is stored transposed), then at each of the
 NEAREST_SHAPES recorded shapes nearest this one (store.nearest: same backend, same GPU model; the
 distance rule is in space.shapes), nearest shape first and, within a shape, fastest first; at
 most MAX_STARTS of them.
@@ -10,7 +12,8 @@ sampler a good region to look around from its first trial.
 
 A neighbour's config is skipped, not an error, when a constraint refuses it at this shape (its
 grid, say, exceeds a device limit here: its family's next fastest there takes its place), when
-it lies outside a narrowed (-p) family, or when this shape has a row for it already (the study
+it lies outside a narrowed (-p) family (a layout's TA and TB excepted: they are set to the
+searched layout's), or when this shape has a row for it already (the study
 was told that row).
 """
 from __future__ import annotations
@@ -24,6 +27,7 @@ from autotune.backends.base import Backend
 from autotune.backends.outcome import OK
 from autotune.errors import SpaceError
 from autotune.families import config_of_row
+from autotune.families.layouts import TRANSPOSES
 from autotune.search.plan import refusals
 from autotune.space import Config, Family, Limits, Shape, shape_text, within
 
@@ -56,12 +60,12 @@ def shape_starts(db: sqlite_utils.Database, backend: Backend, families: list[Fam
     gpu = backend.provenance["gpu_name"]
     searched = {f.name: f for f in families}
     starts, chosen, refused = Starts(), set(), set()
-    for shape in store.nearest_shapes(db, backend.shape, backend.name, gpu, NEAREST_SHAPES):
+    for shape in [backend.shape, *store.nearest_shapes(db, backend.shape, backend.name, gpu, NEAREST_SHAPES)]:
         done: set[str] = set()  # families whose winner at this shape is found
         for row in sorted(store.results(db, shape, backend.name, gpu, OK), key=lambda r: r["time_ms"]):
             config = None if row["family"] in done else _as_searched(row, searched)
-            if config is None:
-                continue
+            if config is None or (shape == backend.shape and config.name == row["kernel"]):
+                continue  # here, only other layouts' winners are news: the study was told this layout's rows
             if refusals(backend, config, limits):  # the family's next fastest there may do
                 refused.add(config.name)
                 continue
@@ -86,9 +90,12 @@ def _as_searched(row: dict, searched: dict[str, Family]) -> Config | None:
     if family is None:
         return None
     try:
-        values = config_of_row(row).values
+        values = dict(config_of_row(row).values)
     except SpaceError:
         return None
+    for p in family.params:  # another layout's config, read as this layout's
+        if p.name in TRANSPOSES and len(p.values) == 1:
+            values[p.name] = p.values[0]
     if not within(family, values):
         return None
     return Config(family, tuple((p.name, values[p.name]) for p in family.params))
