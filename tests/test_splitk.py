@@ -229,7 +229,7 @@ def test_skinny_space_constraints_and_shape_rules():
         "the in-block sum's KW*RG*THREADS*16 bytes of static shared memory must fit the 48 KiB limit"]
     assert violations(skinny({"THREADS": 256, "KW": 8})) == [
         "a block's threads THREADS*KW must not exceed the device limit (1024)"]
-    launch = skinny({"THREADS": 32, "KW": 8, "SPLITK": 4}).geometry(16, 8192)
+    launch = skinny({"THREADS": 32, "MR": 16, "KW": 8, "SPLITK": 4}).geometry(16, 8192)
     assert launch.grid == (8192 // (4 * 32), 1, 4) and launch.block == (32 * 8, 1, 1)
     assert skinny({"MR": 1, "THREADS": 64, "KT": 128, "SPLITK": 32, "KW": 1}).name == "sgemm_skinny_T64_MR1_KT128_SK32"
     assert skinny({"MR": 1, "THREADS": 64, "KT": 128, "SPLITK": 32, "KW": 2}).name.endswith("_SK32_KW2")

@@ -8,7 +8,7 @@ order behind the turnstiles of templates/_splitk.cu.j2, as the splitk family doe
 
 With KW > 1 a block is KW slices of THREADS column-threads: the block's rows of K are dealt to the
 slices in pieces of KT rows, each slice reads A straight from global memory (one address per warp:
-a broadcast) so its loop has no barrier and keeps 4*AHEAD loads of B in flight, and at the end the
+a broadcast) so its loop has no barrier and keeps 4*ahead(p) loads of B in flight, and at the end the
 slices' partials are added in slice order through shared memory, RG rows of C at a time. Many
 threads on one tile of C replace many blocks on it, so SPLITK (a serial chain of turnstiles) stays
 small. KW = 1 is the kernel from before, byte for byte.
@@ -21,8 +21,14 @@ from autotune.families.splitk import MAX_TILES, split_grid
 from autotune.space import Constraint, Family, Launch, Param, Params, ceil_div
 
 COLUMNS_PER_THREAD = 4  # one float4 of a row of B
-AHEAD = 2  # KW > 1: groups of four rows of B in flight per thread (8 loads of 16 bytes)
 SUM_FLOAT4S = 2048  # KW > 1: the in-block sum's buffer, in float4s (32 KiB): RG rows of KW*THREADS
+
+
+def ahead(p: Params) -> int:
+    """AHEAD (KW > 1): groups of four rows of B in flight per thread. On the H200 3 beat 2 by ~13% at
+    MR=16, where ~190 registers leave 8 warps per SM, so each must carry more; at MR <= 8 a third
+    group costs occupancy and was slower (benchmarks/skinny_bandwidth.py)."""
+    return 3 if p["MR"] == 16 else 2
 
 
 def sum_rows(p: Params) -> int:
@@ -31,7 +37,7 @@ def sum_rows(p: Params) -> int:
 
 
 def derive(p: Params) -> dict[str, int]:
-    return {"KQ": p["KT"] // 4, "MAX_TILES": MAX_TILES, "RG": sum_rows(p), "AHEAD": AHEAD}
+    return {"KQ": p["KT"] // 4, "MAX_TILES": MAX_TILES, "RG": sum_rows(p), "AHEAD": ahead(p)}
 
 
 def shared_bytes(p: Params) -> int:
@@ -45,7 +51,7 @@ def tiles(p: Params, M: int, N: int) -> tuple[int, int]:
 
 
 _split_geometry, _shape_rules = split_grid(tiles, lambda p: f"{p['MR']}x{COLUMNS_PER_THREAD * p['THREADS']}",
-                                     "use SPLITK=1 or larger MR")
+                                           "use SPLITK=1 or larger MR")
 
 
 def _geometry(p: Params, M: int, N: int) -> Launch:
@@ -56,13 +62,18 @@ def _geometry(p: Params, M: int, N: int) -> Launch:
 SKINNY = Family(
     name="skinny",
     doc="few rows of C per block (small M): B streamed once with 16-byte loads, A broadcast from shared "
-        "memory, K optionally split among blocks (added in split order, deterministic)",
+        "memory (KW = 1) or global memory (KW slices per block, summed in slice order), K optionally split "
+        "among blocks (added in split order, deterministic)",
     params=(
-        # DEFAULTS
+        # The defaults aim at 16 x 8192 x 8192 on the H200: 64 tiles of 8 x 128 along N, 2 block-rows,
+        # 4 splits = 512 blocks of 8 slices x 32 threads (126 registers: 2 blocks per SM). MR=8 beat MR=16
+        # there (0.126 against 0.135 ms) although it reads B twice (the second time mostly from L2):
+        # MR=16 needs ~190 registers, so too few warps keep loads in flight. SPLITK=4 keeps the turnstile
+        # chain short (32 splits: 0.23 ms); KT=64 interleaves the slices' pieces finely.
         Param("THREADS", (32, 64, 128, 256, 512), 32,
               "column-threads per block (per slice with KW > 1); a block covers 4*THREADS columns of C"),
-        Param("MR", (1, 2, 4, 8, 16), 16, "rows of C per block (each thread keeps MR x 4 accumulators)"),
-        Param("KT", (16, 32, 64, 128, 256), 256,
+        Param("MR", (1, 2, 4, 8, 16), 8, "rows of C per block (each thread keeps MR x 4 accumulators)"),
+        Param("KT", (16, 32, 64, 128, 256), 64,
               "KW = 1: columns of A staged in shared memory per tile; KW > 1: rows of K per piece dealt to a slice"),
         Param("SPLITK", (1, 2, 4, 8, 16, 32, 64), 4, "blocks per tile of C, each over its own chunk of K"),
         Param("KW", (1, 2, 4, 8, 16), 8, "slices of THREADS threads per block, each over its own pieces of the "
