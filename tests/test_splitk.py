@@ -65,11 +65,12 @@ def test_splitk_gives_the_same_bytes_every_run():
     assert first.tobytes() == second.tobytes()
 
 
-@pytest.mark.parametrize(("family", "db", "least"), (("blocked", DB, 50), ("splitk", SPLITK_DB, 15)))
+@pytest.mark.parametrize(("family", "db", "least"),
+                         (("blocked", DB, 50), ("splitk", SPLITK_DB, 15), ("skinny", SPLITK_DB, 15)))
 def test_the_blocked_family_renders_the_sources_it_was_measured_with(family, db, least):
     """SPLITK=1 and WAVE=0 leave the blocked template's output byte for byte as it was (and
-    WAVE=0 splitk's): every kernel of the family measured on the H200 (stored with its source
-    hash) renders to that very source."""
+    WAVE=0 splitk's, and KW=1 skinny's): every kernel of the family measured on the H200 (stored
+    with its source hash) renders to that very source."""
     conn = sqlite3.connect(f"file:{db}?immutable=1", uri=True)  # immutable: no -wal/-shm files beside it
     conn.row_factory = sqlite3.Row
     rows = [dict(r) for r in conn.execute("SELECT * FROM results WHERE family = ? AND status = 'ok'", (family,))]
@@ -148,11 +149,16 @@ def test_splitk_geometry_puts_the_splits_on_z():
 
 SKINNY_SHAPES = (*SHAPES, (3, 600, 50), (1, 1, 301))  # 600: three blocks of 64 threads along N
 SKINNY_CONFIGS = (
-    {},  # the default
+    {},  # the default (KW > 1)
     {"SPLITK": 1},
-    {"THREADS": 64, "MR": 1, "KT": 16, "SPLITK": 64},
-    {"THREADS": 64, "MR": 4, "KT": 32, "SPLITK": 4},
-    {"THREADS": 512, "MR": 2, "KT": 256, "SPLITK": 2},
+    {"THREADS": 128, "KT": 128, "SPLITK": 32, "KW": 1},  # the default before KW
+    {"THREADS": 64, "MR": 1, "KT": 16, "SPLITK": 64, "KW": 1},
+    {"THREADS": 64, "MR": 4, "KT": 32, "SPLITK": 4, "KW": 1},
+    {"THREADS": 512, "MR": 2, "KT": 256, "SPLITK": 2, "KW": 1},
+    # KW > 1: pieces of 16 rows dealt to 4 slices (K's short piece and tail on one slice; slices
+    # with no rows at K = 9), then RG = 4 of 16 rows summed at a time (several row groups, M < MR)
+    {"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 2, "KW": 4},
+    {"THREADS": 32, "MR": 16, "KT": 16, "SPLITK": 1, "KW": 16},
 )
 
 
@@ -166,14 +172,25 @@ def test_skinny_matches_the_reference_at_odd_shapes(params):
     assert statuses(config, render(config), SKINNY_SHAPES) == ["ok"] * len(SKINNY_SHAPES)
 
 
-def test_skinny_gives_the_same_bytes_every_run():
-    config = skinny({"THREADS": 64, "MR": 4, "KT": 16, "SPLITK": 8})
+@pytest.mark.parametrize("kw", (1, 4))
+def test_skinny_gives_the_same_bytes_every_run(kw):
+    config = skinny({"THREADS": 64, "MR": 4, "KT": 16, "SPLITK": 8, "KW": kw})
     first, second = (output(config, render(config), (10, 300, 333)) for _ in range(2))
     assert first.tobytes() == second.tobytes()
 
 
-def test_skinny_dropped_partial_sum_is_wrong():
-    config = skinny({"THREADS": 64, "MR": 4, "KT": 32, "SPLITK": 4})
+def test_skinny_slices_dropped_partial_is_wrong():
+    """The in-block sum leaves out the last slice's partials."""
+    config = skinny({"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 2, "KW": 4})
+    source = render(config)
+    assert statuses(config, source, (MUTATION_SHAPE,)) == ["ok"]
+    broken = edit(source, "for (int s = 1; s < KW; ++s) {", "for (int s = 1; s < KW - 1; ++s) {")
+    assert statuses(config, broken, (MUTATION_SHAPE,)) == ["wrong"]
+
+
+@pytest.mark.parametrize("kw", (1, 2))
+def test_skinny_dropped_partial_sum_is_wrong(kw):
+    config = skinny({"THREADS": 64, "MR": 4, "KT": 32, "SPLITK": 4, "KW": kw})
     source = render(config)
     assert statuses(config, source, (MUTATION_SHAPE,)) == ["ok"]
     broken = edit(source, "if (!add) return v;", "if (!add) return v;\n    if (blockIdx.z == 1) return __ldcg(reinterpret_cast<const float4*>(c));")
@@ -183,8 +200,15 @@ def test_skinny_dropped_partial_sum_is_wrong():
 
 def test_skinny_lost_tail_of_k_is_wrong():
     """The last, partial group of four rows of B in a tile (K % 4 != 0) dropped."""
-    config = skinny({"THREADS": 64, "MR": 4, "KT": 32, "SPLITK": 1})
+    config = skinny({"THREADS": 64, "MR": 4, "KT": 32, "SPLITK": 1, "KW": 1})
     broken = edit(render(config), "if (k < kt) step(k, kt - k, vecB);", "")
+    assert statuses(config, broken, (MUTATION_SHAPE,)) == ["wrong"]
+
+
+def test_skinny_slices_lost_tail_of_k_is_wrong():
+    """KW > 1: the last, partial group of four rows of B (K % 4 != 0) dropped."""
+    config = skinny({"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 2, "KW": 4})
+    broken = edit(render(config), "if (full < kc) {", "if (false) {")
     assert statuses(config, broken, (MUTATION_SHAPE,)) == ["wrong"]
 
 
@@ -192,13 +216,23 @@ def test_skinny_space_constraints_and_shape_rules():
     from autotune.api.commands import describe_space
     from autotune.space import Limits
 
+    sizes = {p.name: len(p.values) for p in SKINNY.params}
+    total = sizes["THREADS"] * sizes["MR"] * sizes["KT"] * sizes["SPLITK"] * sizes["KW"]
+    blocks = sum(t * w <= 1024 for t in SKINNY.param("THREADS").values for w in SKINNY.param("KW").values)
+    valid = blocks * sizes["MR"] * sizes["KT"] * sizes["SPLITK"]  # only the thread limit binds at 48 KiB
     text = describe_space(SKINNY, Limits())
-    assert "skinny:" in text and "700 valid of 700 combinations" in text
+    assert "skinny:" in text and f"{valid} valid of {total} combinations" in text
     small = Limits(max_static_shared=8 * 1024)
-    assert violations(skinny({"MR": 16, "KT": 256}), small) == [
+    assert violations(skinny({"MR": 16, "KT": 256, "KW": 1}), small) == [
         "static shared memory MR*KT*4 bytes must fit the 48 KiB static __shared__ limit"]
-    assert skinny({}).geometry(16, 8192).grid == (16, 1, 32)
-    assert skinny({"MR": 1, "THREADS": 64}).name == "sgemm_skinny_T64_MR1_KT128_SK32"
+    assert violations(skinny({"MR": 16, "KT": 256, "KW": 8}), small) == [
+        "the in-block sum's KW*RG*THREADS*16 bytes of static shared memory must fit the 48 KiB limit"]
+    assert violations(skinny({"THREADS": 256, "KW": 8})) == [
+        "a block's threads THREADS*KW must not exceed the device limit (1024)"]
+    launch = skinny({"THREADS": 32, "MR": 16, "KW": 8, "SPLITK": 4}).geometry(16, 8192)
+    assert launch.grid == (8192 // (4 * 32), 1, 4) and launch.block == (32 * 8, 1, 1)
+    assert skinny({"MR": 1, "THREADS": 64, "KT": 128, "SPLITK": 32, "KW": 1}).name == "sgemm_skinny_T64_MR1_KT128_SK32"
+    assert skinny({"MR": 1, "THREADS": 64, "KT": 128, "SPLITK": 32, "KW": 2}).name.endswith("_SK32_KW2")
     bad = shape_violations(skinny({"MR": 1, "THREADS": 64}), 40000, 512)  # 80000 tiles of 1 x 256
     assert len(bad) == 1 and "80000 output tiles of 1x256 exceed the 65536 split-K turnstiles" in bad[0]
     assert shape_violations(skinny({"MR": 1, "THREADS": 64, "SPLITK": 1}), 40000, 512) == []

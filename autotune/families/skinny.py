@@ -5,20 +5,44 @@ shared-memory tile of MR x KT, whose values all threads read at one address (a b
 runs ceil(M/MR) block-rows (each reads B again, mostly from L2 when the rows of a split are near
 in time). With SPLITK > 1 the grid's z blocks divide K and add their partials into C in split
 order behind the turnstiles of templates/_splitk.cu.j2, as the splitk family does: deterministic.
+
+With KW > 1 a block is KW slices of THREADS column-threads: the block's rows of K are dealt to the
+slices in pieces of KT rows, each slice reads A straight from global memory (one address per warp:
+a broadcast) so its loop has no barrier and keeps 4*ahead(p) loads of B in flight, and at the end the
+slices' partials are added in slice order through shared memory, RG rows of C at a time. Many
+threads on one tile of C replace many blocks on it, so SPLITK (a serial chain of turnstiles) stays
+small. KW = 1 is the kernel from before, byte for byte.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from autotune.families.splitk import MAX_TILES, split_grid
-from autotune.space import Constraint, Family, Param, Params, ceil_div
+from autotune.space import Constraint, Family, Launch, Param, Params, ceil_div
 
 COLUMNS_PER_THREAD = 4  # one float4 of a row of B
+SUM_FLOAT4S = 2048  # KW > 1: the in-block sum's buffer, in float4s (32 KiB): RG rows of KW*THREADS
+
+
+def ahead(p: Params) -> int:
+    """AHEAD (KW > 1): groups of four rows of B in flight per thread. On the H200 3 beat 2 by ~13% at
+    MR=16, where ~190 registers leave 8 warps per SM, so each must carry more; at MR <= 8 a third
+    group costs occupancy and was slower (benchmarks/skinny_bandwidth.py)."""
+    return 3 if p["MR"] == 16 else 2
+
+
+def sum_rows(p: Params) -> int:
+    """RG: rows of C summed through shared memory at a time (a power of two, so it divides MR)."""
+    return max(1, min(p["MR"], SUM_FLOAT4S // (p["THREADS"] * p["KW"])))
 
 
 def derive(p: Params) -> dict[str, int]:
-    return {"KQ": p["KT"] // 4, "MAX_TILES": MAX_TILES}
+    return {"KQ": p["KT"] // 4, "MAX_TILES": MAX_TILES, "RG": sum_rows(p), "AHEAD": ahead(p)}
 
 
 def shared_bytes(p: Params) -> int:
+    if p["KW"] > 1:
+        return p["KW"] * sum_rows(p) * p["THREADS"] * 16
     return p["MR"] * p["KT"] * 4
 
 
@@ -26,26 +50,42 @@ def tiles(p: Params, M: int, N: int) -> tuple[int, int]:
     return ceil_div(N, COLUMNS_PER_THREAD * p["THREADS"]), ceil_div(M, p["MR"])
 
 
-_geometry, _shape_rules = split_grid(tiles, lambda p: f"{p['MR']}x{COLUMNS_PER_THREAD * p['THREADS']}",
-                                     "use SPLITK=1 or larger MR")
+_split_geometry, _shape_rules = split_grid(tiles, lambda p: f"{p['MR']}x{COLUMNS_PER_THREAD * p['THREADS']}",
+                                           "use SPLITK=1 or larger MR")
+
+
+def _geometry(p: Params, M: int, N: int) -> Launch:
+    launch = _split_geometry(p, M, N)
+    return replace(launch, block=(p["THREADS"] * p["KW"], 1, 1))
 
 
 SKINNY = Family(
     name="skinny",
     doc="few rows of C per block (small M): B streamed once with 16-byte loads, A broadcast from shared "
-        "memory, K optionally split among blocks (added in split order, deterministic)",
+        "memory (KW = 1) or global memory (KW slices per block, summed in slice order), K optionally split "
+        "among blocks (added in split order, deterministic)",
     params=(
-        # The defaults aim at 16 x 8192 x 8192: one block-row, 16 x 1 tiles x 32 splits = 512 blocks.
-        Param("THREADS", (64, 128, 256, 512), 128, "threads per block; a block covers 4*THREADS columns of C"),
-        Param("MR", (1, 2, 4, 8, 16), 16, "rows of C per block (each thread keeps MR x 4 accumulators)"),
-        Param("KT", (16, 32, 64, 128, 256), 128, "columns of A staged in shared memory per tile"),
-        Param("SPLITK", (1, 2, 4, 8, 16, 32, 64), 32, "blocks per tile of C, each over its own chunk of K"),
+        # The defaults aim at 16 x 8192 x 8192 on the H200: 64 tiles of 8 x 128 along N, 2 block-rows,
+        # 4 splits = 512 blocks of 8 slices x 32 threads (126 registers: 2 blocks per SM). MR=8 beat MR=16
+        # there (0.126 against 0.135 ms) although it reads B twice (the second time mostly from L2):
+        # MR=16 needs ~190 registers, so too few warps keep loads in flight. SPLITK=4 keeps the turnstile
+        # chain short (32 splits: 0.23 ms); KT=64 interleaves the slices' pieces finely.
+        Param("THREADS", (32, 64, 128, 256, 512), 32,
+              "column-threads per block (per slice with KW > 1); a block covers 4*THREADS columns of C"),
+        Param("MR", (1, 2, 4, 8, 16), 8, "rows of C per block (each thread keeps MR x 4 accumulators)"),
+        Param("KT", (16, 32, 64, 128, 256), 64,
+              "KW = 1: columns of A staged in shared memory per tile; KW > 1: rows of K per piece dealt to a slice"),
+        Param("SPLITK", (1, 2, 4, 8, 16, 32, 64), 4, "blocks per tile of C, each over its own chunk of K"),
+        Param("KW", (1, 2, 4, 8, 16), 8, "slices of THREADS threads per block, each over its own pieces of the "
+              "block's K (1: one slice, A staged in shared memory)", absent=1, named_at_absent=False),
     ),
     constraints=(
-        Constraint("static shared memory MR*KT*4 bytes must fit the 48 KiB static __shared__ limit", ("MR", "KT"),
-                   lambda p, lim: shared_bytes(p) <= lim.max_static_shared),
-        Constraint("a block's threads must not exceed the device limit (1024)", ("THREADS",),
-                   lambda p, lim: p["THREADS"] <= lim.max_threads_per_block),
+        Constraint("static shared memory MR*KT*4 bytes must fit the 48 KiB static __shared__ limit", ("MR", "KT", "KW"),
+                   lambda p, lim: p["KW"] > 1 or shared_bytes(p) <= lim.max_static_shared),
+        Constraint("the in-block sum's KW*RG*THREADS*16 bytes of static shared memory must fit the 48 KiB limit",
+                   ("MR", "THREADS", "KW"), lambda p, lim: p["KW"] == 1 or shared_bytes(p) <= lim.max_static_shared),
+        Constraint("a block's threads THREADS*KW must not exceed the device limit (1024)", ("THREADS", "KW"),
+                   lambda p, lim: p["THREADS"] * p["KW"] <= lim.max_threads_per_block),
     ),
     template="skinny.cu.j2",
     geometry=_geometry,
