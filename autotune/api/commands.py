@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from autotune import store
 from autotune.backends.outcome import FAILED, OK, Fault
 from autotune.backends.pool import check_kernel_timeout, check_same_model, exit_status, stop_on_signals, worker_specs
+from autotune.backends.reference import contract_text
 from autotune.codegen.render import render
 from autotune.errors import AutotuneError
 from autotune.space import Config, Family, Limits, combinations, count_valid, enumerate_space, violations
@@ -20,7 +21,8 @@ def format_row(row: dict) -> str:
     peak = f", {row['pct_peak']:.1f}% of FP32 peak" if row.get("pct_peak") else ""
     return (f"{row['kernel']}  (id {row['id']}, {row['gpu_name']}, {shape})\n"
             f"  {row['time_ms']:.3f} ms median [{row['time_ms_min']:.3f} .. {row['time_ms_max']:.3f}], "
-            f"{row['tflops']:.2f} TFLOP/s, {pct}{peak}")
+            f"{row['tflops']:.2f} TFLOP/s, {pct}{peak}\n"
+            f"  {contract_text(row)}")
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ class Outcome:
     status: str
     reason: str = ""
     err: float | None = None  # relative Frobenius error against the reference
+    err_ref: float | None = None  # fp32-tc: cuBLAS FP32's own error against the same float64 reference
     timing: Timing | None = None
     extra: dict = field(default_factory=dict)  # num_regs, static_shared, clock, ...
 
@@ -46,6 +47,8 @@ class Outcome:
             "time_ms_min": t.get("min_ms"),
             "time_ms_max": t.get("max_ms"),
             "reps": t.get("reps"),
+            # only where measured: a column first added with a None would take the wrong type
+            **({"err_ref": self.err_ref} if self.err_ref is not None else {}),
             **self.extra,
         }
 

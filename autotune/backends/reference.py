@@ -1,4 +1,4 @@
-"""Correctness: the float64 reference, the relative Frobenius error and the bound a variant must meet.
+"""Correctness: the float64 reference, the relative Frobenius error, and the accuracy contracts.
 
 Tolerance. A float32 sum of K products rounds at every step, with unit roundoff
 u = 2**-24 ~ 6e-8. With inputs uniform in [-1, 1] the rounding errors have random signs
@@ -9,6 +9,27 @@ of K terms out of every output costs ~1/sqrt(K) (3e-2 at K = 1024), a wrong tile
 TOLERANCE = 1e-4 sits well above rounding and well below any systematic error. (A single
 wrong output among very many is diluted by the norm; the NaN poisoning of C catches the
 commonest such bug, an output never written.)
+
+Relative error, everywhere (host, GPU comparison kernel, benchmarks): ||C - ref||_F / ||ref||_F in
+float64. The Frobenius ratio, not the largest element's: it is the quantity the error analysis of a
+sum of K products predicts (sqrt(K) * u, above), so an FP32 kernel and cuBLAS land on nearly the
+same value and their ratio is stable from one input to the next; the largest elementwise error is
+one extreme of M*N draws and jitters by a factor of about 2 run to run, which a bound of 2x cannot
+tolerate.
+
+The accuracy contracts (the user picks one with --precision; families.precision_of says which one
+a family's rows are measured under):
+- fp32: FP32 arithmetic (every product and sum an FP32 operation, as cuBLAS's). Its error is then
+  FP32 rounding by construction, and the check only has to catch bugs: err against the FP32
+  reference (cuBLAS SGEMM on the GPU, float64 on the host) at most TOLERANCE.
+- fp32-tc: any arithmetic (tensor cores, TF32 parts) as long as the result is as accurate as FP32
+  itself. err = the kernel's relative error against a float64 product of the same inputs, err_ref
+  = cuBLAS FP32's (pedantic: no TF32) against the same float64 product; pass iff
+  err <= TC_FACTOR * err_ref. TC_FACTOR = 2: two FP32 kernels that sum in different orders differ
+  in error by well under 2x (the same sqrt(K) * u law), while each bit of precision given up
+  doubles the error, so 2x admits FP32-class results and nothing a bit coarser. err_ref is floored
+  at UNIT_ROUNDOFF: the output itself is FP32, and at tiny K an exact product can make cuBLAS's
+  error 0, which no FP32 result can be required to beat.
 """
 from __future__ import annotations
 
@@ -19,11 +40,40 @@ import numpy as np
 from autotune.space import Value
 
 TOLERANCE = 1e-4
+TC_FACTOR = 2.0
+UNIT_ROUNDOFF = 2.0**-24
+FP32, FP32_TC = "fp32", "fp32-tc"  # the contracts' names, as families.PRECISIONS spells them
+
+
+def judge(precision: str, err: float, err_ref: float | None = None) -> str | None:
+    """Why a result breaks its contract, in one line (None: it passes). err_ref: the FP32
+    reference's own error against float64 (needed by fp32-tc only)."""
+    if precision == FP32_TC:
+        if err_ref is None:
+            raise ValueError("the fp32-tc contract needs cuBLAS FP32's error (err_ref)")
+        bound = TC_FACTOR * max(err_ref, UNIT_ROUNDOFF)
+        if err <= bound:
+            return None
+        return (f"relative error {err:.3g} > {TC_FACTOR:g} x FP32's {err_ref:.3g} against float64 "
+                f"({err / max(err_ref, UNIT_ROUNDOFF):.3g}x; contract fp32-tc)")
+    return None if err <= TOLERANCE else f"relative error {err:.3g} > {TOLERANCE:g}"
 
 
 def reference(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """A @ B in float64: the exact-enough answer every kernel is compared against."""
     return np.asarray(A, dtype=np.float64) @ np.asarray(B, dtype=np.float64)
+
+
+def contract_text(row: Mapping[str, object]) -> str:
+    """The contract a result row was verified under, with its errors, for `best` and the report.
+    A row without the column predates the contracts: it was checked as fp32 is today."""
+    err, err_ref = row.get("err"), row.get("err_ref")
+    if row.get("precision") == FP32_TC and isinstance(err, float) and isinstance(err_ref, float):
+        ratio = err / max(err_ref, UNIT_ROUNDOFF)
+        return (f"contract fp32-tc: error {err:.3g} against float64, {ratio:.2f}x cuBLAS FP32's {err_ref:.3g} "
+                f"(at most {TC_FACTOR:g}x)")
+    measured = f"error {err:.3g} against the FP32 reference " if isinstance(err, float) else ""
+    return f"contract {row.get('precision') or FP32}: {measured}(at most {TOLERANCE:g})"
 
 
 def transposes(params: Mapping[str, Value]) -> tuple[bool, bool]:
@@ -46,6 +96,12 @@ def relative_error(C: np.ndarray, ref: np.ndarray) -> float:
     diff = np.linalg.norm(np.asarray(C, dtype=np.float64) - np.asarray(ref, dtype=np.float64))
     scale = np.linalg.norm(np.asarray(ref, dtype=np.float64))
     return float(diff / scale) if scale > 0 else float(diff)  # all-zero reference: absolute
+
+
+def fp32_error(A: np.ndarray, B: np.ndarray, ref: np.ndarray) -> float:
+    """The host's stand-in for cuBLAS FP32's error: numpy's float32 product (a BLAS SGEMM, FP32
+    arithmetic) against the float64 reference `ref` of the same inputs."""
+    return relative_error(np.asarray(A, dtype=np.float32) @ np.asarray(B, dtype=np.float32), ref)
 
 
 def random_inputs(M: int, N: int, K: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -173,4 +173,5 @@ class ReplayBackend(Backend):
         if row["status"] == OK:
             timing = Timing(row["time_ms"], row["time_ms_min"], row["time_ms_max"], row["reps"])
         extra = {k: row[k] for k in _EXTRA if row.get(k) is not None}
-        return Outcome(row["status"], reason=row.get("reason") or "", err=row.get("err"), timing=timing, extra=extra)
+        return Outcome(row["status"], reason=row.get("reason") or "", err=row.get("err"), err_ref=row.get("err_ref"),
+                       timing=timing, extra=extra)

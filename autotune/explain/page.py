@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from autotune.backends.reference import contract_text
 from autotune.explain.ladder import FLAT_TS, Line, ReportData, verdict
 from autotune.explain.profile import comparison, stalls_text
 from autotune.explain.roofline import pct_of_roofline, roofline
@@ -67,14 +68,15 @@ def ceilings_table(data: ReportData) -> list[str]:
 
 def top_table(data: ReportData) -> list[str]:
     out = ["| rank | result id | config | ms | TFLOP/s | % of cuBLAS | % of roofline | LDS/FFMA | binding ceiling "
-           "| measured / ceiling |",
-           "|--:|--:|---|--:|--:|--:|--:|--:|---|--:|"]
+           "| measured / ceiling | accuracy |",
+           "|--:|--:|---|--:|--:|--:|--:|--:|---|--:|---|"]
     for line in data.top:
         r, m = line.row, line.model
         out.append(f"| {line.label} | {r['id']} | `{line.config.name}` | {r['time_ms']:.3f} | {r['tflops']:.2f} | "
                    f"{fmt(r.get('pct_cublas'), '.1f', '%')} | "
                    f"{pct_of_roofline(*data.shape, r['time_ms'], data.spec):.1f}% | "
-                   f"{fmt(m.get('lds_per_ffma'), '.3g')} | {ceiling_text(m)} | {fmt(line.ratio, '.0%')} |")
+                   f"{fmt(m.get('lds_per_ffma'), '.3g')} | {ceiling_text(m)} | {fmt(line.ratio, '.0%')} | "
+                   f"{contract_text(r)} |")
     return out
 
 
@@ -89,6 +91,7 @@ def roofline_lines(data: ReportData) -> list[str]:
         out.append(f"The best verified kernel runs at {pct_of_roofline(*data.shape, data.best.row['time_ms'], data.spec):.1f}% "
                    f"of it" + (f", cuBLAS at {pct_of_roofline(*data.shape, data.cublas['time_ms'], data.spec):.1f}%."
                                if data.cublas else "."))
+        out.append(f"Its accuracy: {contract_text(data.best.row)}.")
     return out
 
 

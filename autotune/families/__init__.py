@@ -25,7 +25,7 @@ PRECISIONS = ("fp32", "fp32-tc")
 TENSOR_CORE = ("tf32x3",)
 
 __all__ = ["BLOCKED", "FAMILIES", "NAIVE", "PRECISIONS", "SKINNY", "SPLITK", "TAILSPLIT", "TALL", "TENSOR_CORE",
-           "TF32X3", "TILED", "config_of_row", "families_for"]
+           "TF32X3", "TILED", "config_of_row", "families_for", "precision_of"]
 
 
 def families_for(precision: str) -> list[str]:
@@ -33,6 +33,14 @@ def families_for(precision: str) -> list[str]:
     if precision not in PRECISIONS:
         raise SpaceError(f"unknown precision {precision!r}; choose from {', '.join(PRECISIONS)}")
     return [name for name in FAMILIES if precision == "fp32-tc" or name not in TENSOR_CORE]
+
+
+def precision_of(family: str) -> str:
+    """The contract a family's kernels are verified under (backends.reference says what each means).
+    A family's, not a search's: an FP32 family does FP32 arithmetic whatever the search allows, so
+    its row means the same in every search and is reused across them; a tensor-core family's rows
+    always meet the float64 comparison. `--precision` picks which families may run."""
+    return "fp32-tc" if family in TENSOR_CORE else "fp32"
 
 
 def config_of_row(row: Mapping[str, Any]) -> Config:

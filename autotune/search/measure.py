@@ -17,6 +17,7 @@ from autotune.backends.outcome import INVALID, OK, Fault, Outcome, tflops
 from autotune.codegen.render import template_hash
 from autotune.explain import counts as explain
 from autotune.explain.roofline import roofline_columns
+from autotune.families import precision_of
 from autotune.search.plan import Plan, plan
 from autotune.space import Config, Limits
 from autotune.store.claims import DONE, TAKEN, Claims, FileClaims, Owner
@@ -93,7 +94,8 @@ def measure_and_record(db: sqlite_utils.Database, backend: Backend, p: Plan, pea
 def _base(backend: Backend, config: Config) -> dict[str, Any]:
     M, N, K = backend.shape
     return {"kernel": config.name, "family": config.family.name, "backend": backend.name,
-            "M": M, "N": N, "K": K, **config.values, **backend.provenance}
+            "precision": precision_of(config.family.name), "M": M, "N": N, "K": K, **config.values,
+            **backend.provenance}
 
 
 def _record(db: sqlite_utils.Database, backend: Backend, base: dict, outcome: Outcome,

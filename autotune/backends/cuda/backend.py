@@ -12,16 +12,25 @@ import numpy as np
 from autotune.backends.base import Backend
 from autotune.backends.canary import broken, canary
 from autotune.backends.cuda import compare as gpu_compare
+from autotune.backends.cuda.buffers import (  # noqa: F401 (re-exported: where callers import them from)
+    download,
+    driver_result,
+    poison,
+    poisoned,
+    upload,
+    upload_into,
+)
 from autotune.backends.cuda.cublas import Cublas
 from autotune.backends.cuda.device import DeviceInfo, device_info, sm_clock_mhz
+from autotune.backends.cuda.exact import Exact
 from autotune.backends.outcome import COMPILE_ERROR, OK, WRONG, Fault, Outcome, Timing
-from autotune.backends.reference import TOLERANCE, random_inputs, stored, transposes
+from autotune.backends.reference import FP32_TC, judge, random_inputs, stored, transposes
 from autotune.codegen import nvrtc as nvrtc
 from autotune.errors import AutotuneError
+from autotune.families import precision_of
 from autotune.space import Config
 
 CHECK_SHAPE = (131, 67, 93)  # an odd shape every variant must also get right (tails)
-NAN_BITS = 0x7FC00000  # a quiet NaN: outputs never written stay NaN and fail the check
 TIME_BUDGET_MS = 600.0  # stop repeating once this much kernel time was measured...
 MIN_REPS, MAX_REPS = 3, 20  # ...but never fewer than MIN_REPS timed runs
 # untimed runs first: the verify launch at the search shape has already loaded the module and
@@ -34,54 +43,6 @@ class DeviceFault(Fault):
     """The CUDA context is poisoned (illegal address, ...): this process cannot go on."""
 
 
-def _ok(result: tuple) -> tuple:
-    from cuda.bindings import driver
-
-    err = result[0]
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"CUDA driver call failed: {err}")
-    return result[1:]
-
-
-def upload(dev, stream, host: np.ndarray):
-    host = np.ascontiguousarray(host, dtype=np.float32)
-    buf = dev.allocate(max(host.nbytes, 4), stream=stream)
-    upload_into(stream, buf, host)
-    return buf
-
-
-def upload_into(stream, buf, host: np.ndarray) -> None:
-    from cuda.bindings import driver
-
-    host = np.ascontiguousarray(host, dtype=np.float32)
-    _ok(driver.cuMemcpyHtoDAsync(int(buf.handle), host.ctypes.data, host.nbytes, stream.handle))
-    stream.sync()
-
-
-def poison(stream, buf, M: int, N: int) -> None:
-    """Fill an M x N output with NaN: outputs a kernel never writes stay NaN."""
-    from cuda.bindings import driver
-
-    _ok(driver.cuMemsetD32Async(int(buf.handle), NAN_BITS, M * N, stream.handle))
-
-
-def poisoned(dev, stream, M: int, N: int):
-    """A new M x N output buffer full of NaN."""
-    buf = dev.allocate(M * N * 4, stream=stream)
-    poison(stream, buf, M, N)
-    return buf
-
-
-def download(stream, buf, M: int, N: int, dtype=np.float32) -> np.ndarray:
-    from cuda.bindings import driver
-
-    out = np.empty((M, N), dtype=dtype)
-    stream.sync()
-    _ok(driver.cuMemcpyDtoHAsync(out.ctypes.data, int(buf.handle), out.nbytes, stream.handle))
-    stream.sync()
-    return out
-
-
 def load_kernel(cubin: bytes, name: str, dynamic_shared: int, device: int):
     from cuda.bindings import driver
     from cuda.core import ObjectCode
@@ -89,7 +50,7 @@ def load_kernel(cubin: bytes, name: str, dynamic_shared: int, device: int):
     kernel = ObjectCode.from_cubin(cubin, name=name).get_kernel(name)
     if dynamic_shared > 48 * 1024:  # above 48 KiB a kernel must opt in before launch
         attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-        _ok(driver.cuKernelSetAttribute(attr, dynamic_shared, kernel.handle, driver.CUdevice(device)))
+        driver_result(driver.cuKernelSetAttribute(attr, dynamic_shared, kernel.handle, driver.CUdevice(device)))
     return kernel
 
 
@@ -116,6 +77,7 @@ class Problem:
         blas.sgemm(int(self.a.handle), int(self.b.handle), int(self.ref_dev.handle), M, N, K)
         self.ref = download(stream, self.ref_dev, M, N)
         self.ref_sums: tuple[float, float] | None = None
+        self.exact: Exact | None = None  # the float64 product (fp32-tc), made at the first need
 
     def operands(self, config: Config) -> tuple:
         """The device A and B a kernel of this layout reads (TA, TB: transposed copies, uploaded
@@ -150,8 +112,9 @@ class GpuCompare:
     """The relative error of a device output against a device reference, reduced on the GPU
     (the kernel and its meaning: gpu_compare.py). Compiled once, through the cubin cache."""
 
-    def __init__(self, dev, stream, arch: str, device: int):
-        self.kernel = required_kernel(gpu_compare.SOURCE, gpu_compare.NAME, arch, 0, device, "the comparison kernel")
+    def __init__(self, dev, stream, arch: str, device: int, source: str = gpu_compare.SOURCE,
+                 name: str = gpu_compare.NAME):
+        self.kernel = required_kernel(source, name, arch, 0, device, "the comparison kernel")
         self.stream = stream
         self.partials = dev.allocate(gpu_compare.MAX_BLOCKS * gpu_compare.SUMS * 8, stream=stream)
 
@@ -233,7 +196,7 @@ def check_memory(M: int, N: int, K: int, total: int, device: int) -> None:
 def total_memory(device: int) -> int:
     from cuda.bindings import driver
 
-    (mem,) = _ok(driver.cuDeviceTotalMem(driver.CUdevice(device)))
+    (mem,) = driver_result(driver.cuDeviceTotalMem(driver.CUdevice(device)))
     return int(mem)
 
 
@@ -258,6 +221,7 @@ class CudaBackend(Backend):
         self.stream = self.dev.create_stream()
         self.blas = Cublas(int(self.stream.handle))
         self.compare = GpuCompare(self.dev, self.stream, self.info.arch, self.info.index)
+        self.compare64: GpuCompare | None = None  # against a float64 reference (fp32-tc), built at the first need
         self.shape = (M, N, K)
         self.main = Problem(self.dev, self.stream, self.blas, M, N, K, seed)
         self.check = Problem(self.dev, self.stream, self.blas, *CHECK_SHAPE, seed + 1)
@@ -280,7 +244,7 @@ class CudaBackend(Backend):
             raise broken(f"NVRTC for {self.info.arch}", config, Outcome(COMPILE_ERROR, reason=first_error(built.log)),
                          fix)
         kernel = load_kernel(built.cubin, config.name, 0, self.info.index)
-        err, wrong = self._verify(kernel, config, self.check)
+        err, _, wrong = self._verify(kernel, config, self.check)
         if wrong:
             raise broken(f"device {self.info.index}", config, Outcome(WRONG, reason=wrong, err=err), fix)
 
@@ -300,15 +264,18 @@ class CudaBackend(Backend):
         if not built.ok:
             return Outcome(COMPILE_ERROR, reason=first_error(built.log), extra={"compile_log": built.log})
         self.tick()
+        if precision_of(config.family.name) == FP32_TC:  # before the try: no room is the environment's fault
+            for problem in (self.check, self.main):
+                self._exact(problem)
         stages = {"t_compile_s": clock.lap()}  # a cache hit when the search compiled it ahead
         try:
             kernel = load_kernel(built.cubin, config.name, config.geometry(*self.shape[:2]).shared_bytes,
                                  self.info.index)
             extra = {"num_regs": kernel.attributes.num_regs, "static_shared": kernel.attributes.shared_size_bytes}
             for problem in (self.check, self.main):
-                err, wrong = self._verify(kernel, config, problem)
+                err, err_ref, wrong = self._verify(kernel, config, problem)
                 if wrong:
-                    return Outcome(WRONG, reason=wrong, err=err, extra=extra)
+                    return Outcome(WRONG, reason=wrong, err=err, err_ref=err_ref, extra=extra)
                 self.tick()
             stages["t_verify_s"] = clock.lap()
             timing = time_ms(lambda: self._launch(kernel, config, self.main), self.stream, tick=self.tick)
@@ -317,23 +284,41 @@ class CudaBackend(Backend):
             raise DeviceFault(f"{config.name}: {exc}") from exc
         extra["sm_clock_mhz"] = sm_clock_mhz(self.info.uuid)
         stages["t_clock_s"] = clock.lap()  # nvidia-smi: a process per trial; recorded to see what it costs
-        return Outcome(OK, err=err, timing=timing, extra={**extra, **stages})
+        return Outcome(OK, err=err, err_ref=err_ref, timing=timing, extra={**extra, **stages})
 
     def _launch(self, kernel, config: Config, p: Problem) -> None:
         launch_kernel(self.stream, kernel, config.geometry(p.M, p.N), *p.operands(config), p.c, p.M, p.N, p.K)
 
-    def _verify(self, kernel, config: Config, p: Problem) -> tuple[float, str | None]:
-        """The output's relative error, and why it is wrong (None: it is right)."""
+    def _exact(self, p: Problem) -> Exact:
+        """The problem's float64 product and cuBLAS FP32's error against it, made once."""
+        if self.compare64 is None:
+            self.compare64 = GpuCompare(self.dev, self.stream, self.info.arch, self.info.index,
+                                        gpu_compare.SOURCE64, gpu_compare.NAME64)
+        if p.exact is None:
+            p.exact = Exact(self.dev, self.stream, self.blas, self.compare64, p.host, p.ref_dev, p.M, p.N, p.K)
+        return p.exact
+
+    def _verify(self, kernel, config: Config, p: Problem) -> tuple[float, float | None, str | None]:
+        """The output's relative error under its family's contract (reference.judge), cuBLAS FP32's
+        own error (fp32-tc only), and why the output is wrong (None: it is right)."""
         p.poison()
         self._launch(kernel, config, p)
-        result = self.compare.compare(p.c, p.ref_dev, p.M * p.N)
+        result = self.compare.compare(p.c, p.ref_dev, p.M * p.N)  # also under fp32-tc: the sums guard ref_dev
         shape = "x".join(map(str, (p.M, p.N, p.K)))
         if result.ref_sums != p.ref_sums:  # it wrote past its output, over the reference: put that back
             p.restore_reference()
-            return float("inf"), f"wrote outside its output at {shape} (over the reference, now restored)"
-        if not result.error <= TOLERANCE:
-            return result.error, f"relative error {result.error:.3g} > {TOLERANCE:g} at {shape}"
-        return result.error, None
+            return float("inf"), None, f"wrote outside its output at {shape} (over the reference, now restored)"
+        precision = precision_of(config.family.name)
+        if precision != FP32_TC:
+            why = judge(precision, result.error)
+            return result.error, None, why and f"{why} at {shape}"
+        exact = self._exact(p)
+        err = exact.error_of(p.c)
+        if err is None:
+            return (float("inf"), exact.err_ref,
+                    f"wrote outside its output at {shape} (over the float64 reference, now restored)")
+        why = judge(precision, err, exact.err_ref)
+        return err, exact.err_ref, why and f"{why} at {shape}"
 
 
 class RunError(Exception):

@@ -14,6 +14,8 @@ output can overwrite it. So each comparison also sums the reference itself (its 
 values, in a fixed order: bit for bit the same while it is untouched); the backend compares those
 with the sums taken when the reference was made, and restores it from the host copy if they
 differ (that kernel is wrong: it wrote outside its output).
+
+SOURCE64 is the same kernel reading a float64 reference (the fp32-tc contract's DGEMM product).
 """
 from __future__ import annotations
 
@@ -32,11 +34,11 @@ SUMS = 4  # per block: sum (C - ref)^2, sum ref^2, count of non-finite C, sum re
 # result does not depend on the order blocks ran in (no atomics). The count is kept in a double:
 # exact up to 2**53 elements. A non-finite C value is counted and left out of the squares, which
 # then stay finite (the count alone decides that the error is inf).
-SOURCE = r"""
+_SOURCE = r"""
 #define THREADS %(threads)d
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-%(name)s(const float* __restrict__ c, const float* __restrict__ ref, long long n, double* __restrict__ partials)
+%(name)s(const float* __restrict__ c, const %(ref_type)s* __restrict__ ref, long long n, double* __restrict__ partials)
 {
     __shared__ double diff2[THREADS], ref2[THREADS], bad[THREADS], ref1[THREADS];
     double d = 0.0, r = 0.0, b = 0.0, s = 0.0;
@@ -71,7 +73,11 @@ extern "C" __global__ void __launch_bounds__(THREADS)
         partials[4 * blockIdx.x + 3] = ref1[0];
     }
 }
-""" % {"threads": THREADS, "name": NAME}
+"""
+SOURCE = _SOURCE % {"threads": THREADS, "name": NAME, "ref_type": "float"}
+# the same against a float64 reference (the fp32-tc contract: cuBLAS DGEMM's product)
+NAME64 = "autotune_compare_sums_f64"
+SOURCE64 = _SOURCE % {"threads": THREADS, "name": NAME64, "ref_type": "double"}
 
 
 def blocks_for(n: int) -> int:

@@ -1,4 +1,5 @@
-"""cuBLAS SGEMM through ctypes: the baseline every kernel is timed against, and the reference.
+"""cuBLAS SGEMM through ctypes: the baseline every kernel is timed against, and the reference;
+DGEMM: the float64 product the fp32-tc contract measures errors against.
 
 Pedantic math mode: no TF32 tensor cores, a plain FP32 contest. Row-major C = A*B is
 computed as column-major C^T = B^T * A^T, which is the same memory.
@@ -42,6 +43,11 @@ class Cublas:
             ctypes.POINTER(ctypes.c_float), ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
             ctypes.POINTER(ctypes.c_float), ctypes.c_void_p, ctypes.c_int,
         ]
+        lib.cublasDgemm_v2.argtypes = [
+            ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+            ctypes.POINTER(ctypes.c_double), ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
+            ctypes.POINTER(ctypes.c_double), ctypes.c_void_p, ctypes.c_int,
+        ]
 
     def sgemm(self, a: int, b: int, c: int, M: int, N: int, K: int) -> None:
         """C[M,N] = A[M,K] * B[K,N], row-major, device pointers as ints."""
@@ -51,6 +57,15 @@ class Cublas:
             ctypes.byref(one), b, N, a, K, ctypes.byref(zero), c, N,
         )
         _check(status, "sgemm")
+
+    def dgemm(self, a: int, b: int, c: int, M: int, N: int, K: int) -> None:
+        """The same in float64 (row-major, device pointers to doubles)."""
+        one, zero = ctypes.c_double(1.0), ctypes.c_double(0.0)
+        status = self._lib.cublasDgemm_v2(
+            self._handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K,
+            ctypes.byref(one), b, N, a, K, ctypes.byref(zero), c, N,
+        )
+        _check(status, "dgemm")
 
     def version(self) -> int:
         v = ctypes.c_int()
