@@ -126,6 +126,9 @@ def narrow_families(families: list, params: tuple[str, ...]) -> list:
     if not kept:
         raise AutotuneError(f"no family searched reads transposed operands ({', '.join(params)}); the register-blocked "
                             f"ones do: --family {','.join(f.name for f in FAMILIES.values() if 'TA' in {p.name for p in f.params})}")
+    # BLAS=1 kernels (cuBLAS-style arguments, autotune/space/blas.py) only when asked for: a search
+    # measures them as plain products, and neither autotune.load() nor export launches them yet.
+    choices.setdefault("BLAS", ["0"])
     return [narrow(f, {n: v for n, v in choices.items() if n in {p.name for p in f.params}}) for f in kept]
 
 
