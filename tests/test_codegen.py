@@ -7,9 +7,12 @@ from autotune.codegen.render import render
 from autotune.errors import SpaceError
 from autotune.families import FAMILIES, NAIVE, TILED
 from autotune.space import combinations, make_config, random_valid, valid_configs
+from autotune.space.blas import kernel_params
 
-SIGNATURE = re.compile(r'extern "C" __global__ void __launch_bounds__\((\d+)(?:, \d+)?\)\s*\n(\w+)\(const float\* __restrict__ A, '
-                       r'const float\* __restrict__ B, float\* __restrict__ C,\s*int M, int N, int K\)')
+# the plain signature, or BLAS=1's (autotune/space/blas.py)
+SIGNATURE = re.compile(r'extern "C" __global__ void __launch_bounds__\((\d+)(?:, \d+)?\)\s*\n(\w+)\((?:const float\* __restrict__ A, '
+                       r'const float\* __restrict__ B, float\* __restrict__ C,\s*int M, int N, int K|'
+                       + re.escape(kernel_params()) + r')\)')
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))

@@ -93,6 +93,12 @@ def test_lazy_enumeration_matches_brute_force():
         brute = [c.name for c, bad in enumerate_space(family) if not bad]
         assert [c.name for c in iter_valid(family)] == brute
         assert count_valid(family) == len(brute)
+    # blocked has parameters no constraint reads (TA, TB, BLAS), which the count multiplies in
+    from autotune.families.blocked import BLOCKED
+    from autotune.space import narrow
+
+    sub = narrow(BLOCKED, {"BM": ["32"], "BN": ["32"], "BK": ["8"], "WM": ["16"], "WN": ["32"]})
+    assert count_valid(sub) == sum(1 for _ in iter_valid(sub)) > 0
 
 
 def test_blocked_space_is_counted_without_materialising_it():
@@ -101,8 +107,8 @@ def test_blocked_space_is_counted_without_materialising_it():
     from autotune.families.blocked import BLOCKED
     from autotune.space import combinations, count_valid, random_valid
 
-    # every config of one layout in the four of TA and TB
-    assert combinations(BLOCKED) == 4 * 4718592 and count_valid(BLOCKED) == 4 * 490976
+    # every config of one layout in the four of TA and TB, each with either signature (BLAS)
+    assert combinations(BLOCKED) == 8 * 4718592 and count_valid(BLOCKED) == 8 * 490976
     rng = random.Random(1)
     c = random_valid(BLOCKED, rng, fixed={"ASYNC": 1, "STAGES": 4})
     assert c.values["ASYNC"] == 1 and c.values["STAGES"] == 4 and not violations(c)

@@ -89,12 +89,14 @@ class Dispatcher:
 
 
 def transposes(layout: Layout) -> dict[str, int]:
-    """The kernel parameters of a layout's transposes."""
-    return {"TA": int(layout.trans_a), "TB": int(layout.trans_b)}
+    """The kernel parameters of a layout's transposes, and BLAS=0: the launcher passes the plain
+    (A, B, C, M, N, K), so a BLAS=1 kernel (cuBLAS-style arguments) is never chosen."""
+    return {"TA": int(layout.trans_a), "TB": int(layout.trans_b), "BLAS": 0}
 
 
 def _transposes(row: dict) -> dict[str, int]:
-    return {"TA": row.get("TA") or 0, "TB": row.get("TB") or 0}  # absent (an older row): not transposed
+    # absent (an older row): not transposed, the plain signature
+    return {"TA": row.get("TA") or 0, "TB": row.get("TB") or 0, "BLAS": row.get("BLAS") or 0}
 
 
 def default_choice(shape: Shape, layout: Layout | None = None) -> Choice:

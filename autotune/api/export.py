@@ -23,7 +23,7 @@ from autotune.codegen.launcher import Launchers, launchers
 from autotune.codegen.render import render, sha256
 from autotune.errors import AutotuneError, SpaceError
 from autotune.families import config_of_row
-from autotune.space import Config, Launch, shape_text, shape_violations, violations
+from autotune.space import Config, Launch, shape_text, shape_violations, takes_blas, violations
 
 SIGNATURE = "(const float* A, const float* B, float* C, int M, int N, int K)"
 MEASURED = ("id", "M", "N", "K", "time_ms", "time_ms_min", "time_ms_max", "tflops", "pct_cublas", "pct_peak", "cublas_ms",
@@ -157,6 +157,9 @@ def export_command(db_path: str, shape: tuple[int, int, int], config: Config | N
     source_hash = row["source_hash"] if row else sha256(source)
     if row is None:  # a named config: attach its measurement at this shape if there is one
         row = next((r for r in store.results(db, shape, backend, gpu, OK) if r["source_hash"] == source_hash), None)
+    if takes_blas(config.values):
+        raise AutotuneError(f"{config.name} takes cuBLAS-style arguments (BLAS=1), for which the exported launchers "
+                            f"have no signature yet: export a BLAS=0 config (search without -p BLAS=1)")
     kernel = row["kernel"] if row else config.name
     launch = config.geometry(shape[0], shape[1])
     tuned = (row["M"], row["N"], row["K"]) if row else None

@@ -70,7 +70,7 @@ def search(M: int, N: int | None = None, K: int | None = None, *,
 
 
 def with_layout(families: list[Family], layout: str | None) -> list[Family]:
-    return families if layout is None else narrow_to(families, layout_choices(layout))
+    return narrow_to(families, {} if layout is None else layout_choices(layout))
 
 
 def best(M: int, N: int | None = None, K: int | None = None, *, db: str | None = None, backend: str = "cuda",

@@ -10,6 +10,7 @@ import jinja2
 
 from autotune.errors import SpaceError
 from autotune.space import Config, Limits, violations
+from autotune.space.blas import kernel_params
 
 
 @lru_cache(maxsize=1)
@@ -25,7 +26,7 @@ def templates_dir() -> Path:
 
 @lru_cache(maxsize=1)
 def _env() -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir())),
         undefined=jinja2.StrictUndefined,  # a missing parameter is an error, not an empty string
         keep_trailing_newline=True,
@@ -33,6 +34,8 @@ def _env() -> jinja2.Environment:
         lstrip_blocks=True,
         autoescape=False,
     )
+    env.globals["blas_params"] = kernel_params()  # the BLAS=1 kernels' signature (space.blas)
+    return env
 
 
 def template_text(name: str) -> str:

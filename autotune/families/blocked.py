@@ -22,6 +22,10 @@ the float4 loads then run along the stored rows, A's tile goes into shared memor
 transpose on the way in) and B's goes in transposed, so everything after shared memory is the same.
 (A thread's loads of the stored A tile lie whole rows apart as those of B do: BM/4 <= 64 divides
 the threads, a multiple of 32 that is at least 64 when BM = 256 since WM <= 128.)
+BLAS=1 kernels take the cuBLAS-style arguments of autotune/space/blas.py (leading dimensions, alpha,
+beta, strided batches; grid z = batch) and store alpha * acc + beta * C; 16-byte loads then need the
+leading dimension, the stored row length and the pointer all to allow them. Families splitk and
+tailsplit leave BLAS out: their turnstiles are per tile, not per (batch, tile).
 GM groups block-rows for L2 reuse; MINB is the `__launch_bounds__` minimum of resident blocks
 (a register cap).
 """
@@ -124,6 +128,8 @@ BLOCKED = Family(
               absent=0, named_at_absent=False),
         Param("TB", (0, 1), 0, "1: B is stored transposed, N x K row-major (B[k][n] at B[n*K + k])",
               absent=0, named_at_absent=False),
+        Param("BLAS", (0, 1), 0, "1: cuBLAS-style arguments (lda, ldb, ldc, alpha, beta, batch strides; "
+                                 "autotune/space/blas.py), batch = grid z", absent=0, named_at_absent=False),
     ),
     constraints=(
         Constraint("warp tiles must tile the block tile (BM % WM == 0 and BN % WN == 0)", TILE, lambda p, _: tiles_fit(p)),

@@ -29,6 +29,9 @@ def narrow_to(families: list[Family], choices: dict[str, list[str]]) -> list[Fam
         given = ", ".join(f"{n}={','.join(v)}" for n, v in choices.items())
         raise AutotuneError(f"no family searched reads transposed operands ({given}); the register-blocked "
                             f"ones do: --family {','.join(f.name for f in families_with_transposes())}")
+    # BLAS=1 kernels (cuBLAS-style arguments, autotune/space/blas.py) only when asked for: a search
+    # measures them as plain products, and neither autotune.load() nor export launches them yet.
+    choices = {"BLAS": ["0"], **choices}
     return [narrow(f, {n: v for n, v in choices.items() if n in names(f)}) for f in kept]
 
 

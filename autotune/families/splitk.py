@@ -23,7 +23,8 @@ SPLITS = (2, 4, 8, 16, 32)
 
 
 def derive(p: Params) -> dict[str, int]:
-    return {**derive_tiles(p), "MAX_TILES": MAX_TILES, "WAVE": 0}  # WAVE=0: no tail split (family tailsplit)
+    # WAVE=0: no tail split (family tailsplit); BLAS=0: the turnstiles are per tile, not per (batch, tile)
+    return {**derive_tiles(p), "MAX_TILES": MAX_TILES, "WAVE": 0, "BLAS": 0}
 
 
 def tiles(p: Params, M: int, N: int) -> int:
@@ -75,7 +76,7 @@ SPLITK = Family(
     name="splitk",
     doc="register blocking (the blocked template) with K divided among SPLITK blocks per tile, "
         "added into C in split order (deterministic)",
-    params=(*(replace(p, default=DEFAULTS.get(p.name, p.default)) for p in BLOCKED.params),
+    params=(*(replace(p, default=DEFAULTS.get(p.name, p.default)) for p in BLOCKED.params if p.name != "BLAS"),
             Param("SPLITK", SPLITS, 8, "blocks per tile of C, each over its own chunk of K")),
     constraints=BLOCKED.constraints,
     template=BLOCKED.template,

@@ -89,7 +89,8 @@ def block_work(p: Params, M: int, N: int, block: int) -> tuple[int, int, int]:
 
 def derive(p: Params) -> dict[str, int]:
     # MAX_TILES: the turnstiles, one per tile of the last wave (fewer than WAVE), so no shape is refused
-    return {**derive_tiles(p), "SPLITK": 1, "MAX_TILES": p["WAVE"]}
+    # BLAS=0: the turnstiles are per tile, not per (batch, tile)
+    return {**derive_tiles(p), "SPLITK": 1, "MAX_TILES": p["WAVE"], "BLAS": 0}
 
 
 def _geometry(p: Params, M: int, N: int) -> Launch:
@@ -100,7 +101,7 @@ TAILSPLIT = Family(
     name="tailsplit",
     doc="register blocking (the blocked template) with the tiles of the last, partial wave split along K "
         "into pieces that fill it, added into C in piece order (deterministic)",
-    params=(*BLOCKED.params,
+    params=(*(p for p in BLOCKED.params if p.name != "BLAS"),
             Param("WAVE", WAVES, 132, "blocks the GPU runs at once (SMs x resident blocks per SM): "
                                       "the tiles past the last whole wave are split"),
             Param("MAXS", MAXSES, 16, "pieces per tail tile at most (each piece adds a tile of C: "

@@ -1,5 +1,15 @@
 """The search space: parameters, their values and the constraints on them (space.config), and
 walking it (space.walk). Families (autotune.families) declare themselves with these types."""
+from autotune.space.blas import (
+                                   BLAS_ARGS,
+                                   Operands,
+                                   batched,
+                                   buffer_sizes,
+                                   operand_problems,
+                                   stored_shapes,
+                                   takes_blas,
+                                   tight,
+)
 from autotune.space.config import (
                                    MAX_ELEMENTS,
                                    Config,
@@ -22,7 +32,7 @@ from autotune.space.expr import ceil_div
 from autotune.space.shapes import Shape, nearness, rank_shapes, shape_distance, shape_text
 from autotune.space.walk import combinations, count_valid, enumerate_space, iter_valid, random_valid, valid_configs
 
-__all__ = ["MAX_ELEMENTS", "Config", "Constraint", "Family", "Launch", "Limits", "Param", "Params", "Shape", "Value",
+__all__ = ["BLAS_ARGS", "MAX_ELEMENTS", "Operands", "batched", "buffer_sizes", "operand_problems", "stored_shapes", "takes_blas", "tight", "Config", "Constraint", "Family", "Launch", "Limits", "Param", "Params", "Shape", "Value",
            "ceil_div", "check_shape", "combinations", "count_valid", "enumerate_space", "expand", "iter_valid",
            "make_config", "narrow", "nearness", "random_valid", "rank_shapes", "shape_distance", "shape_text",
            "shape_violations", "valid_configs", "violations", "within"]

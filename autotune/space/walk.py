@@ -7,6 +7,8 @@ hundred thousand valid ones.
 from __future__ import annotations
 
 import itertools
+import math
+from dataclasses import replace
 from typing import Iterator
 
 from autotune.space.config import Config, Constraint, Family, Limits, Params, violations
@@ -71,9 +73,14 @@ _COUNTS: dict[tuple, int] = {}
 
 
 def count_valid(family: Family, limits: Limits = Limits()) -> int:
+    """How many valid configs the family has. A parameter no constraint reads (TA, TB, BLAS)
+    multiplies the count by its number of values, so the walk leaves it out."""
     key = _key(family, limits)
     if key not in _COUNTS:
-        _COUNTS[key] = sum(1 for _ in iter_valid(family, limits))
+        read = {name for c in family.constraints for name in c.reads}
+        walked = replace(family, params=tuple(p for p in family.params if p.name in read))
+        free = math.prod(len(p.values) for p in family.params if p.name not in read)
+        _COUNTS[key] = free * sum(1 for _ in iter_valid(walked, limits))
     return _COUNTS[key]
 
 

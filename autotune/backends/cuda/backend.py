@@ -28,7 +28,7 @@ from autotune.backends.reference import FP32_TC, judge, random_inputs, stored, t
 from autotune.codegen import nvrtc as nvrtc
 from autotune.errors import AutotuneError
 from autotune.families import precision_of
-from autotune.space import Config
+from autotune.space import BLAS_ARGS, Config, Operands, takes_blas, tight
 
 CHECK_SHAPE = (131, 67, 93)  # an odd shape every variant must also get right (tails)
 TIME_BUDGET_MS = 600.0  # stop repeating once this much kernel time was measured...
@@ -54,11 +54,25 @@ def load_kernel(cubin: bytes, name: str, dynamic_shared: int, device: int):
     return kernel
 
 
-def launch_kernel(stream, kernel, geo, a, b, c, M: int, N: int, K: int) -> None:
+def launch_kernel(stream, kernel, geo, a, b, c, M: int, N: int, K: int, ops: Operands | None = None) -> None:
+    """One launch; ops: a BLAS=1 kernel's further arguments (space.blas; geo then covers the batches)."""
     from cuda.core import LaunchConfig, launch
 
     cfg = LaunchConfig(grid=geo.grid, block=geo.block, shmem_size=geo.shared_bytes)
-    launch(stream, cfg, kernel, a, b, c, np.int32(M), np.int32(N), np.int32(K))
+    launch(stream, cfg, kernel, a, b, c, np.int32(M), np.int32(N), np.int32(K), *blas_args(ops))
+
+
+def blas_args(ops: Operands | None) -> tuple:
+    """The arguments after M, N, K of a BLAS=1 kernel, typed as BLAS_ARGS declares them (none: a plain kernel)."""
+    if ops is None:
+        return ()
+    types = {"int": np.int32, "float": np.float32, "long long": np.int64}
+    return tuple(types[ctype](v) for (_, ctype), v in zip(BLAS_ARGS[6:], ops.scalars()))
+
+
+def plain_operands(config: Config, M: int, N: int, K: int) -> Operands | None:
+    """A BLAS=1 kernel handed a plain problem (contiguous A, B, C; one batch): C = A*B as alpha 1, beta 0."""
+    return tight(M, N, K, *transposes(config.values)) if takes_blas(config.values) else None
 
 
 class Problem:
@@ -287,7 +301,8 @@ class CudaBackend(Backend):
         return Outcome(OK, err=err, err_ref=err_ref, timing=timing, extra={**extra, **stages})
 
     def _launch(self, kernel, config: Config, p: Problem) -> None:
-        launch_kernel(self.stream, kernel, config.geometry(p.M, p.N), *p.operands(config), p.c, p.M, p.N, p.K)
+        launch_kernel(self.stream, kernel, config.geometry(p.M, p.N), *p.operands(config), p.c, p.M, p.N, p.K,
+                      plain_operands(config, p.M, p.N, p.K))
 
     def _exact(self, p: Problem) -> Exact:
         """The problem's float64 product and cuBLAS FP32's error against it, made once."""
@@ -348,7 +363,7 @@ class GpuRunner:
         a, b = upload(self.dev, self.stream, A), upload(self.dev, self.stream, B)
         c = poisoned(self.dev, self.stream, M, N)
         try:
-            launch_kernel(self.stream, kernel, geo, a, b, c, M, N, K)
+            launch_kernel(self.stream, kernel, geo, a, b, c, M, N, K, plain_operands(config, M, N, K))
             return download(self.stream, c, M, N)
         except Exception as exc:
             raise DeviceFault(f"{config.name}: {exc}") from exc

@@ -10,8 +10,10 @@ import ctypes
 from functools import lru_cache
 
 from autotune.errors import AutotuneError
+from autotune.space import Operands
 
 CUBLAS_OP_N = 0
+CUBLAS_OP_T = 1
 CUBLAS_PEDANTIC_MATH = 2  # cublasMath_t: no TF32, no reduced-precision shortcuts
 
 
@@ -66,6 +68,23 @@ class Cublas:
             ctypes.byref(one), b, N, a, K, ctypes.byref(zero), c, N,
         )
         _check(status, "dgemm")
+
+    def sgemm_strided(self, a: int, b: int, c: int, M: int, N: int, K: int, ta: bool, tb: bool, ops: Operands) -> None:
+        """cublasSgemmStridedBatched with the operands of a BLAS=1 kernel (space.blas, row-major):
+        as column-major, C^T = alpha * op(B)^T * op(A)^T + beta * C^T over the same memory, each
+        row-major leading dimension the column-major one of the transposed view."""
+        fn = self._lib.cublasSgemmStridedBatched
+        fn.argtypes = [
+            ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+            ctypes.POINTER(ctypes.c_float), ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong,
+            ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong,
+            ctypes.POINTER(ctypes.c_float), ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong, ctypes.c_int,
+        ]
+        alpha, beta = ctypes.c_float(ops.alpha), ctypes.c_float(ops.beta)
+        status = fn(self._handle, CUBLAS_OP_T if tb else CUBLAS_OP_N, CUBLAS_OP_T if ta else CUBLAS_OP_N, N, M, K,
+                    ctypes.byref(alpha), b, ops.ldb, ops.strideB, a, ops.lda, ops.strideA,
+                    ctypes.byref(beta), c, ops.ldc, ops.strideC, ops.batch)
+        _check(status, "sgemm strided batched")
 
     def version(self) -> int:
         v = ctypes.c_int()

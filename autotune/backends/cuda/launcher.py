@@ -11,7 +11,7 @@ from typing import Any, Iterator
 from autotune.backends.cuda.backend import launch_kernel, required_kernel
 from autotune.backends.cuda.device import device_info
 from autotune.errors import AutotuneError
-from autotune.space import Launch
+from autotune.space import Launch, Operands
 
 
 class CudaLauncher:
@@ -38,10 +38,10 @@ class CudaLauncher:
             return required_kernel(source, kernel, device_info(device).arch, shared_bytes, device)
 
     def launch(self, device: int, kernel: Any, launch: Launch, stream: int, a: int, b: int, c: int,
-               shape: tuple[int, int, int]) -> None:
+               shape: tuple[int, int, int], ops: Operands | None = None) -> None:
         with self._current(device):
             # a Python int is passed as a pointer-sized integer: the device addresses of A, B, C
-            launch_kernel(self._stream(stream), kernel, launch, a, b, c, *shape)
+            launch_kernel(self._stream(stream), kernel, launch, a, b, c, *shape, ops)
 
     def _stream(self, handle: int) -> Any:
         stream = self._streams.get(handle)

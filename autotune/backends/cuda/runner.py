@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from autotune.backends.cuda.backend import launch_kernel, required_kernel, upload
+from autotune.backends.cuda.backend import launch_kernel, plain_operands, required_kernel, upload
 from autotune.backends.cuda.device import device_info
 from autotune.backends.reference import random_inputs
 from autotune.errors import AutotuneError
@@ -33,7 +33,7 @@ def launch(spec: dict[str, Any]) -> None:
     a, b = upload(dev, stream, A), upload(dev, stream, B)
     c = dev.allocate(M * N * 4, stream=stream)
     for _ in range(spec["launches"]):
-        launch_kernel(stream, kernel, geo, a, b, c, M, N, K)
+        launch_kernel(stream, kernel, geo, a, b, c, M, N, K, plain_operands(config, M, N, K))
     stream.sync()
 
 

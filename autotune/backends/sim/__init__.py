@@ -4,6 +4,6 @@ threads of a block as fibers that switch only at __syncthreads().
 Importing this package loads no GPU stack.
 """
 from autotune.backends.sim.errors import KINDS, SimError
-from autotune.backends.sim.runner import run, run_kernel
+from autotune.backends.sim.runner import run, run_kernel, run_strided
 
-__all__ = ["KINDS", "SimError", "run", "run_kernel"]
+__all__ = ["KINDS", "SimError", "run", "run_kernel", "run_strided"]

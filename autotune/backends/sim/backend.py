@@ -27,7 +27,7 @@ from autotune.backends.sim.build import build_kernel, compiler
 from autotune.backends.sim.runner import DEFAULT_TIMEOUT_S
 from autotune.errors import AutotuneError
 from autotune.families import precision_of
-from autotune.space import Config
+from autotune.space import Config, takes_blas
 
 MAX_WORK = 2**27  # M*N*K: about 512^3, a few seconds per variant on the emulator
 # What each emulator failure is recorded as: an endless loop is a timeout like on the GPU,
@@ -81,11 +81,11 @@ class SimBackend(Backend):
         M, N, K = self.shape
         start = time.perf_counter()
         try:
-            build_kernel(source, config.name)  # compile first (cached), so that a watchdog sees it done
+            build_kernel(source, config.name, takes_blas(config.values))  # compile first (cached), so that a watchdog sees it done
             self.tick()
             A, B = stored(self.A, self.B, config.values)  # the reference, A @ B, is every layout's
             C = sim.run_kernel(source, config.name, config.geometry(M, N), A, B, M, N, K,
-                               timeout=timeout, transposed=transposes(config.values))
+                               timeout=timeout, transposed=transposes(config.values), blas=takes_blas(config.values))
         except sim.SimError as exc:
             return Outcome(STATUS_OF_KIND[exc.kind], reason=f"{exc.kind}: {exc.message}"[:300])
         ms = (time.perf_counter() - start) * 1e3

@@ -67,15 +67,17 @@ def _key(*parts: str) -> str:
     return sha256("\0".join((*parts, BUILD_VERSION, " ".join(FLAGS), compiler_version(compiler()))))
 
 
-def build_kernel(source: str, name: str) -> Path:
-    """The emulator executable for this kernel (built once; cached). Raises SimError("compile")."""
+def build_kernel(source: str, name: str, blas: bool = False) -> Path:
+    """The emulator executable for this kernel (built once; cached); blas: the kernel takes BLAS=1's
+    arguments (autotune/space/blas.py), so the harness built with -DSIM_BLAS calls it. Raises
+    SimError("compile")."""
     if not _NAME.match(name):
         raise SimError("compile", f"kernel name {name!r} is not a C identifier")
     header = support_text("cuda_sim.h")
-    exe = sim_cache() / f"{_key(source, name, header, *_harness_sources().values())}.sim"
+    exe = sim_cache() / f"{_key(source, name, header, *_harness_sources().values(), _blas_flag(blas))}.sim"
     if exe.exists():
         return exe
-    harness = _harness_object(header)
+    harness = _harness_object(header, blas)
     with tempfile.TemporaryDirectory(prefix="sim-build-", dir=sim_cache()) as tmp:
         work = Path(tmp)
         (work / "cuda_sim.h").write_text(header)
@@ -104,9 +106,13 @@ def _harness_sources() -> dict[str, str]:
     return {f: support_text(f) for f in ("sim_main.cpp", "sim_context.h")}
 
 
-def _harness_object(header: str) -> Path:
+def _blas_flag(blas: bool) -> str:
+    return "-DSIM_BLAS" if blas else ""
+
+
+def _harness_object(header: str, blas: bool) -> Path:
     sources = _harness_sources()
-    obj = sim_cache() / f"harness-{_key(header, *sources.values())}.o"
+    obj = sim_cache() / f"harness-{_key(header, *sources.values(), _blas_flag(blas))}.o"
     if obj.exists():
         return obj
     with tempfile.TemporaryDirectory(prefix="sim-build-", dir=sim_cache()) as tmp:
@@ -114,7 +120,8 @@ def _harness_object(header: str) -> Path:
         (work / "cuda_sim.h").write_text(header)
         for filename, text in sources.items():
             (work / filename).write_text(text)
-        _gxx(["-I", str(work), "-c", str(work / "sim_main.cpp"), "-o", str(work / "harness.o")], work)
+        flags = [_blas_flag(blas)] if blas else []
+        _gxx([*flags, "-I", str(work), "-c", str(work / "sim_main.cpp"), "-o", str(work / "harness.o")], work)
         (work / "harness.o").replace(obj)
     return obj
 

@@ -17,7 +17,7 @@ from autotune.backends.reference import transposes
 from autotune.backends.sim.build import build_kernel, sim_cache
 from autotune.backends.sim.errors import SimError
 from autotune.backends.sim.report import ASAN_EXIT, failure
-from autotune.space import Config, Launch
+from autotune.space import Config, Launch, Operands, takes_blas, tight
 
 DEFAULT_TIMEOUT_S = 60.0
 # No leak checking (kernels do not allocate; LSan also fails under ptrace), and ASan's own
@@ -39,15 +39,21 @@ def run_kernel(
     K: int,
     timeout: float = DEFAULT_TIMEOUT_S,
     transposed: tuple[bool, bool] = (False, False),
+    blas: bool = False,
 ) -> np.ndarray:
     """C = the kernel's output for A (M x K) and B (K x N), float32 (M, N); `transposed` (TA, TB):
-    A is given as K x M, B as N x K (reference.stored).
+    A is given as K x M, B as N x K (reference.stored); blas: a BLAS=1 kernel, called with the
+    operands as they are (leading dimensions the row lengths, alpha 1, beta 0, one batch).
 
     C starts as NaN, so outputs the kernel never writes show up as NaN.
     Raises SimError: compile, barrier, out_of_bounds, crash or timeout.
     """
     ta, tb = transposed
     A32, B32 = _operand(A, (K, M) if ta else (M, K), "A"), _operand(B, (N, K) if tb else (K, N), "B")
+    if blas:
+        C = np.full(M * N, np.nan, dtype=np.float32)  # unwritten shows
+        ops = tight(M, N, K, ta, tb)
+        return run_strided(source, name, launch, M, N, K, ops, A32.ravel(), B32.ravel(), C, timeout).reshape(M, N)
     exe = build_kernel(source, name)
     header = np.array([M, N, K, *launch.grid, *launch.block, launch.shared_bytes], dtype=np.int32)
     with tempfile.TemporaryDirectory(prefix="sim-run-", dir=sim_cache()) as tmp:
@@ -60,9 +66,31 @@ def run_kernel(
     return C.reshape(M, N)
 
 
+def run_strided(source: str, name: str, launch: Launch, M: int, N: int, K: int, ops: Operands, A: np.ndarray,
+                B: np.ndarray, C: np.ndarray, timeout: float = DEFAULT_TIMEOUT_S) -> np.ndarray:
+    """C's buffer after a BLAS=1 kernel (autotune/space/blas.py) ran on these flat buffers, each
+    exactly as long as the call spans (space.buffer_sizes), so that ASan sees any float past them.
+    Raises SimError as run_kernel does."""
+    exe = build_kernel(source, name, blas=True)
+    header = np.array([M, N, K, *launch.grid, *launch.block, launch.shared_bytes], dtype=np.int32)
+    longs = np.array([ops.lda, ops.ldb, ops.ldc, ops.strideA, ops.strideB, ops.strideC, A.size, B.size, C.size],
+                     dtype=np.int64)
+    floats = np.array([ops.alpha, ops.beta], dtype=np.float32)
+    buffers = b"".join(np.ascontiguousarray(x, dtype=np.float32).tobytes() for x in (A, B, C))
+    with tempfile.TemporaryDirectory(prefix="sim-run-", dir=sim_cache()) as tmp:
+        work = Path(tmp)
+        (work / "in.bin").write_bytes(header.tobytes() + longs.tobytes() + floats.tobytes() + buffers)
+        _execute(exe, work, name, timeout)
+        out = np.fromfile(work / "out.bin", dtype=np.float32)
+    if out.size != C.size:
+        raise SimError("crash", f"kernel {name}: the emulator wrote {out.size} floats of C, expected {C.size}")
+    return out
+
+
 def run(config: Config, source: str, launch: Launch, A: np.ndarray, B: np.ndarray, M: int, N: int, K: int) -> np.ndarray:
     """run_kernel in the shape verify.verify_configs expects of a backend."""
-    return run_kernel(source, config.name, launch, A, B, M, N, K, transposed=transposes(config.values))
+    return run_kernel(source, config.name, launch, A, B, M, N, K, transposed=transposes(config.values),
+                      blas=takes_blas(config.values))
 
 
 def _operand(X: np.ndarray, shape: tuple[int, int], label: str) -> np.ndarray:

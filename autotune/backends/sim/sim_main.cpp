@@ -10,6 +10,10 @@
 // else (some threads exited, or wait at another call) is reported on stderr as
 // "SIM-ERROR barrier: ..." with exit status 3. A warp shuffle releases a warp's lanes once
 // every one of them waits at a shuffle; a lane that never gets there is the same error. Memory errors are AddressSanitizer's.
+//
+// Built with -DSIM_BLAS, the harness runs BLAS=1 kernels (autotune/space/blas.py): after the ten
+// int32 the input holds nine int64 (lda ldb ldc strideA strideB strideC, then the floats of the A,
+// B and C buffers) and two float32 (alpha beta), then the A, B and C buffers; the output gets C's.
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -32,7 +36,12 @@
 #define SIM_ASAN 0
 #endif
 
+#ifdef SIM_BLAS
+extern "C" void sim_kernel(const float* A, const float* B, float* C, int M, int N, int K, int lda, int ldb, int ldc,
+                           float alpha, float beta, long long strideA, long long strideB, long long strideC);
+#else
 extern "C" void sim_kernel(const float* A, const float* B, float* C, int M, int N, int K);
+#endif
 
 // extern __shared__ arrays point here (see cuda_sim.h): launch.shared_bytes on the heap,
 // so ASan catches the first byte past the end.
@@ -70,6 +79,8 @@ struct Args {
     const float* B;
     float* C;
     int M, N, K;
+    int64_t blas[6];  // SIM_BLAS: lda ldb ldc strideA strideB strideC
+    float alpha, beta;
 };
 
 SimContext g_sched;
@@ -110,7 +121,13 @@ void finish_switch(void* fake, const void** bottom, size_t* size) {
 
 void fiber_main() {
     finish_switch(nullptr, &g_sched_bottom, &g_sched_size);
+#ifdef SIM_BLAS
+    const int64_t* x = g_args.blas;
+    sim_kernel(g_args.A, g_args.B, g_args.C, g_args.M, g_args.N, g_args.K, int(x[0]), int(x[1]), int(x[2]), g_args.alpha,
+               g_args.beta, x[3], x[4], x[5]);
+#else
     sim_kernel(g_args.A, g_args.B, g_args.C, g_args.M, g_args.N, g_args.K);
+#endif
     g_cur->state = State::Done;
     start_switch(nullptr, g_sched_bottom, g_sched_size);  // nullptr: this fiber is finished
     sim_swap(g_cur->ctx, g_sched);  // never comes back: the next block remakes the fiber
@@ -299,11 +316,23 @@ int main(int argc, char** argv) {
     if (threads < 1 || threads > kMaxThreads) fail(kUsageExit, "usage", "block must have 1..1024 threads");
 
     // Exactly sized heap buffers: ASan puts a redzone right after each one.
+#ifdef SIM_BLAS
+    int64_t x[9];
+    float ab[2];
+    if (std::fread(x, sizeof x, 1, in) != 1 || std::fread(ab, sizeof ab, 1, in) != 1)
+        fail(kUsageExit, "usage", "short BLAS header");
+    std::vector<float> A = read_floats(in, size_t(x[6]));
+    std::vector<float> B = read_floats(in, size_t(x[7]));
+    std::vector<float> C = read_floats(in, size_t(x[8]));  // the caller's C: beta reads it, NaN shows the unwritten
+    std::fclose(in);
+    g_args = Args{A.data(), B.data(), C.data(), M, N, K, {x[0], x[1], x[2], x[3], x[4], x[5]}, ab[0], ab[1]};
+#else
     std::vector<float> A = read_floats(in, size_t(M) * K);
     std::vector<float> B = read_floats(in, size_t(K) * N);
     std::fclose(in);
     std::vector<float> C(size_t(M) * N, std::numeric_limits<float>::quiet_NaN());  // unwritten shows
-    g_args = Args{A.data(), B.data(), C.data(), M, N, K};
+    g_args = Args{A.data(), B.data(), C.data(), M, N, K, {}, 1.0f, 0.0f};
+#endif
     g_fibers.resize(threads);
     if (h[9] < 0) fail(kUsageExit, "usage", "dynamic shared memory size must not be negative");
     g_dynamic_bytes = size_t(h[9]);
