@@ -20,7 +20,7 @@ as_owner() {  # PostgreSQL refuses to run as root: run its tools as the postgres
 
 start_postgres() {
     if ! pg_bin >/dev/null; then
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+        apt-get update -qq && APT_UPDATED=1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
     fi
     local bin port
     bin=$(pg_bin)

@@ -1,6 +1,7 @@
 """Export a kernel as standalone CUDA source plus a JSON launch manifest, a C++ header with a host
-launcher and a Python launcher (codegen.launcher); and the row that `best` shows and `export`
-writes by default (find_best). Both only read the database.
+launcher and a Python launcher (codegen.launcher), or (lang "hip") as HIP source translated from the
+same render (codegen.hip) with a HIP header and the manifest; and the row that `best` shows and
+`export` writes by default (find_best). Both only read the database.
 
 The manifest says everything another program needs to launch the kernel: its name, the
 signature, grid and block for the exported shape and the grid's formula for any shape, dynamic
@@ -19,6 +20,7 @@ import sqlite_utils
 
 from autotune import store
 from autotune.backends.outcome import OK
+from autotune.codegen.hip import CHECK_ARCH, hip_source, wavefront
 from autotune.codegen.launcher import Launchers, launchers
 from autotune.codegen.render import render, sha256
 from autotune.errors import AutotuneError, SpaceError
@@ -30,6 +32,7 @@ MEASURED = ("id", "M", "N", "K", "time_ms", "time_ms_min", "time_ms_max", "tflop
             "sm_clock_mhz", "gpu_name", "gpu_uuid", "arch", "nvrtc_version", "driver_version", "created_at")
 # Above this a launch fails unless cudaFuncAttributeMaxDynamicSharedMemorySize was raised first.
 SHARED_OPTIN_BYTES = 48 * 1024
+LANGS = {"cuda": ".cu", "hip": ".hip"}  # the kernel file's suffix
 
 
 # --------------------------------------------------------------------------- the best row
@@ -102,21 +105,25 @@ def nothing_found(db: sqlite_utils.Database, db_path: str, shape: tuple[int, int
 # --------------------------------------------------------------------------- the export
 
 class Exported(NamedTuple):
-    source: Path  # best.cu
+    source: Path  # best.cu (best.hip)
     manifest: Path  # best.json
     header: Path  # best.h
-    launcher: Path  # best.py
+    launcher: Path | None  # best.py; None for HIP
 
 
 def manifest(config: Config, launch: Launch, shape: tuple[int, int, int], source_hash: str,
-             row: dict | None, kernel: str | None = None, grid_formula: dict | None = None) -> dict:
+             row: dict | None, kernel: str | None = None, grid_formula: dict | None = None,
+             lang: str = "cuda") -> dict:
     """`kernel`: the name in the exported source (a stored source keeps the name it was rendered
     under, which for rows older than a parameter is not today's config.name). `grid_formula`: the
-    grid for any M and N (codegen.launcher)."""
+    grid for any M and N (codegen.launcher). `source_hash` is the CUDA source's, also for HIP:
+    the code that was measured."""
     M, N, K = shape
     name = kernel or config.name
     optin = launch.shared_bytes > SHARED_OPTIN_BYTES
+    rt = "hip" if lang == "hip" else "cuda"
     return {
+        "lang": lang,
         "kernel": name,
         "family": config.family.name,
         "params": config.values,
@@ -129,17 +136,27 @@ def manifest(config: Config, launch: Launch, shape: tuple[int, int, int], source
         "block": list(launch.block),
         "dynamic_shared_bytes": launch.shared_bytes,
         "needs_shared_optin": optin,
-        "shared_optin": (f"cudaFuncSetAttribute({name}, cudaFuncAttributeMaxDynamicSharedMemorySize, "
+        "shared_optin": (f"{rt}FuncSetAttribute({name}, {rt}FuncAttributeMaxDynamicSharedMemorySize, "
                          f"{launch.shared_bytes}) once before the first launch" if optin else None),
         "source_hash": source_hash,
         "measured": {k: row.get(k) for k in MEASURED} if row else None,
+        **({"hip": hip_entry(config)} if lang == "hip" else {}),
+    }
+
+
+def hip_entry(config: Config) -> dict:
+    return {
+        "translated_from": "the CUDA source of source_hash (measured: its CUDA run on an NVIDIA GPU)",
+        "wavefront": wavefront(config),
+        "checked": f"compile-checked with hipcc for {CHECK_ARCH} in CI; not run on an AMD GPU",
     }
 
 
 def export_command(db_path: str, shape: tuple[int, int, int], config: Config | None, output: str,
-                   backend: str = "cuda", gpu: str | None = None) -> Exported:
-    """Write the best kernel for the shape (or the named config), its manifest and launchers."""
-    paths = output_paths(output)  # a path that cannot be written is refused before anything is read
+                   backend: str = "cuda", gpu: str | None = None, lang: str = "cuda") -> Exported:
+    """Write the best kernel for the shape (or the named config), its manifest and launchers, in
+    CUDA or (lang "hip") translated to HIP."""
+    paths = output_paths(output, lang)  # a path that cannot be written is refused before anything is read
     db = store.open_readonly(db_path)
     row = None
     if config is None:
@@ -163,39 +180,48 @@ def export_command(db_path: str, shape: tuple[int, int, int], config: Config | N
     kernel = row["kernel"] if row else config.name
     launch = config.geometry(shape[0], shape[1])
     tuned = (row["M"], row["N"], row["K"]) if row else None
-    made = launchers(config, kernel, launch, shape, tuned, paths.source)
-    info = manifest(config, launch, shape, source_hash, row, kernel, made.grid_formula)
-    return write_export(output, source, info, made)
+    if lang == "hip":
+        source = hip_source(config, kernel, source, launch)
+    made = launchers(config, kernel, launch, shape, tuned, paths.source, lang)
+    info = manifest(config, launch, shape, source_hash, row, kernel, made.grid_formula, lang)
+    return write_export(output, source, info, made, lang)
 
 
-def output_paths(out: str) -> Exported:
-    """The .cu and beside it its .json, .h and .py, refused with one line unless all can be written."""
+def output_paths(out: str, lang: str = "cuda") -> Exported:
+    """The .cu (.hip) and beside it its .json, .h and (CUDA) .py, refused with one line unless all
+    can be written."""
     path = Path(out)
-    if path.suffix != ".cu":
-        raise AutotuneError(f"export file {out!r} must end in .cu (the manifest and launchers go beside it as "
-                            f".json, .h and .py)")
+    if lang not in LANGS:
+        raise AutotuneError(f"unknown export language {lang!r}; choose from {', '.join(LANGS)}")
+    beside = ".json, .h and .py" if lang == "cuda" else ".json and .h"
+    if path.suffix != LANGS[lang]:
+        raise AutotuneError(f"export file {out!r} must end in {LANGS[lang]} for --lang {lang} (the manifest and "
+                            f"launchers go beside it as {beside})")
     folder = path.parent
     if not folder.exists():
         raise AutotuneError(f"export folder {str(folder)!r} does not exist; create it or choose another -o")
     if not folder.is_dir():
         raise AutotuneError(f"export folder {str(folder)!r} is a file, not a folder; choose another -o")
-    paths = Exported(path, path.with_suffix(".json"), path.with_suffix(".h"), path.with_suffix(".py"))
-    for p in paths:
+    paths = Exported(path, path.with_suffix(".json"), path.with_suffix(".h"),
+                     path.with_suffix(".py") if lang == "cuda" else None)
+    written = [p for p in paths if p is not None]
+    for p in written:
         if p.is_dir():
             raise AutotuneError(f"cannot export to {str(p)!r}: it is a folder; choose another -o")
-    if not os.access(folder, os.W_OK | os.X_OK) or any(p.exists() and not os.access(p, os.W_OK) for p in paths):
-        raise AutotuneError(f"cannot write {str(path)!r} and its .json, .h and .py in {str(folder)!r}; "
+    if not os.access(folder, os.W_OK | os.X_OK) or any(p.exists() and not os.access(p, os.W_OK) for p in written):
+        raise AutotuneError(f"cannot write {str(path)!r} and its {beside} in {str(folder)!r}; "
                             f"choose another -o")
     return paths
 
 
-def write_export(out: str, source: str, info: dict, made: Launchers) -> Exported:
-    paths = output_paths(out)
+def write_export(out: str, source: str, info: dict, made: Launchers, lang: str = "cuda") -> Exported:
+    paths = output_paths(out, lang)
     try:
         paths.source.write_text(source)
         paths.manifest.write_text(json.dumps(info, indent=2) + "\n")
         paths.header.write_text(made.header)
-        paths.launcher.write_text(made.python)
+        if paths.launcher is not None:
+            paths.launcher.write_text(made.python)
     except OSError as exc:  # a full disk, or the folder changed since the check
         raise AutotuneError(f"cannot write the export {out!r}: {exc}; choose another -o") from None
     return paths

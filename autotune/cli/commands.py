@@ -144,18 +144,22 @@ def measure(M, N, K, family, params, result_id, layout, seed, device, backend, k
 @shape_options
 @config_options
 @results_options
-@click.option("-o", "--output", default="best.cu", show_default=True, help="CUDA file; the manifest goes beside it")
+@click.option("-o", "--output", help="kernel file (default best.cu, or best.hip); the manifest goes beside it")
+@click.option("--lang", type=click.Choice(["cuda", "hip"]), default="cuda", show_default=True,
+              help="hip: the same kernel translated to HIP for AMD GPUs (compile-checked, not run)")
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
 @friendly
-def export(M, N, K, family, params, result_id, gpu, backend, output, db_path) -> None:
+def export(M, N, K, family, params, result_id, gpu, backend, output, lang, db_path) -> None:
     """Write a kernel (default: the best for the shape) as CUDA source plus a JSON manifest, a C++
-    header with a host launcher (.h) and a Python launcher (.py) that run it at any shape."""
-    from autotune.api.export import export_command
+    header with a host launcher (.h) and a Python launcher (.py) that run it at any shape; with
+    --lang hip, HIP source, the manifest and a HIP header."""
+    from autotune.api.export import LANGS, export_command
 
     shape = resolve_shape(M, N, K)
     config = resolve_config(db_path, family, params, result_id)
-    cu, js, header, launcher = export_command(db_path, shape, config, output, backend, gpu)
-    click.echo(f"wrote {cu}, {js}, {header} and {launcher}")
+    paths = export_command(db_path, shape, config, output or f"best{LANGS[lang]}", backend, gpu, lang)
+    *first, last = [str(p) for p in paths if p is not None]
+    click.echo(f"wrote {', '.join(first)} and {last}")
 
 
 @cli.command()

@@ -2,13 +2,15 @@
 declaration, `<kernel>_grid` and `<kernel>_launch`) and a Python module (`best.py`: NVRTC and the
 driver API through cuda-python alone). Both compute the grid for any M and N from the formula
 derived from the family's own geometry (space.formula), so neither holds a hand-written copy;
-where a family has none, both accept the exported shape only and say why.
+where a family has none, both accept the exported shape only and say why. A HIP export gets the
+same header written against the HIP runtime (lang="hip") and no Python launcher.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
+from autotune.codegen.hip import wavefront
 from autotune.codegen.render import render_template
 from autotune.space import Config, Launch, shape_text
 from autotune.space.formula import GridFormula, derive_formula
@@ -19,14 +21,15 @@ SHARED_OPTIN_BYTES = 48 * 1024  # above this a launch fails unless the attribute
 @dataclass(frozen=True)
 class Launchers:
     header: str  # best.h
-    python: str  # best.py
+    python: str  # best.py; empty for a HIP export
     grid_formula: dict  # the manifest's grid_formula
 
 
 def launchers(config: Config, kernel: str, launch: Launch, shape: tuple[int, int, int],
-              tuned: tuple[int, int, int] | None, cu: Path) -> Launchers:
+              tuned: tuple[int, int, int] | None, cu: Path, lang: str = "cuda") -> Launchers:
     """The header and the Python launcher of `kernel` (the name in the source file `cu`), exported
-    for `shape` with the grid `launch` (the family's geometry there), tuned at `tuned`."""
+    for `shape` with the grid `launch` (the family's geometry there), tuned at `tuned`; lang "hip":
+    the header against the HIP runtime, and no Python launcher (it drives CUDA through NVRTC)."""
     formula = derive_formula(config)
     context = {
         "kernel": kernel, "cu": cu.name, "header": cu.with_suffix(".h").name, "module": cu.stem,
@@ -38,16 +41,17 @@ def launchers(config: Config, kernel: str, launch: Launch, shape: tuple[int, int
         "turnstiles": "MAX_TILES" in config.derived,
         "formula": isinstance(formula, GridFormula),
         "rule": isinstance(formula, GridFormula) and formula.accepts is not True, "reason": formula if isinstance(formula, str) else None,
+        "rt": lang, "wavefront": f"warp width: {wavefront(config)}" if lang == "hip" else "",
     }
     if isinstance(formula, GridFormula):
         c, py = formula.grid_c(), formula.grid_python()
         header = render_template("launch.h.j2", **context, gx=c[0], gy=c[1], gz=c[2], accepts=formula.accepts_c())
-        python = render_template("launch.py.j2", **context, gx=py[0], gy=py[1], gz=py[2],
-                                 accepts=formula.accepts_python(),
-                                 accepts_text=formula.accepts_python().replace("{", "{{").replace("}", "}}"))
+        python = "" if lang == "hip" else render_template(
+            "launch.py.j2", **context, gx=py[0], gy=py[1], gz=py[2], accepts=formula.accepts_python(),
+            accepts_text=formula.accepts_python().replace("{", "{{").replace("}", "}}"))
         return Launchers(header, python, formula_entry(formula))
     header = render_template("launch.h.j2", **context)
-    python = render_template("launch.py.j2", **context)
+    python = "" if lang == "hip" else render_template("launch.py.j2", **context)
     return Launchers(header, python, {"variables": None, "c": None, "python": None, "accepts_c": None,
                                       "accepts_python": None, "fallback": f"{formula}; the launchers accept "
                                       f"{shape[0]}x{shape[1]} (any K) only"})
