@@ -62,7 +62,9 @@ def test_a_kernel_that_ignores_the_layout_is_wrong():
     # TA=1's guarded loads reading A at its untransposed index A[m * K + k]
     ("ra[i] = load4(A, k0 + r, row0 + c, K, M, vecA);", "ra[i] = load4(A, row0 + c, k0 + r, M, K, vecA);"),
     # TB=1's shared-memory store untransposed (Bs[n][k] instead of Bs[k][n])
-    ("Bs[(c + 0) * BN + n] = rb[i].x;", "Bs[n * BK + c] = rb[i].x;"),
+    ("Bs[(c + 0) * LDB + n] = rb[i].x;", "Bs[n * BK + c] = rb[i].x;"),
+    # TB=1's padded row length (LDB = BN + pad) ignored by the store: it must disagree with the reads
+    ("Bs[(c + 0) * LDB + n] = rb[i].x;", "Bs[(c + 0) * BN + n] = rb[i].x;"),
 ])
 def test_an_untransposed_index_is_wrong(old, new):
     c = config("blocked", CASES[0][1], "TT")

@@ -65,7 +65,13 @@ def threads(p: Params) -> int:
 
 
 def shared_bytes(p: Params) -> int:
-    return p["STAGES"] * p["BK"] * (p["BM"] + p["pad"] + p["BN"]) * 4
+    return p["STAGES"] * p["BK"] * (p["BM"] + p["pad"] + b_row(p)) * 4
+
+
+def b_row(p: Params) -> int:
+    """Floats per row of the B tile in shared memory: with TB=1 B goes in transposed like A does
+    (NN's A), so it takes the same padding against the same bank conflicts."""
+    return p["BN"] + (p["pad"] if p.get("TB", 0) else 0)
 
 
 def derive(p: Params) -> dict[str, int]:
@@ -119,7 +125,7 @@ BLOCKED = Family(
         Param("TN", (1, 2, 4, 8), 4, "columns of a thread's block of outputs in one sub-tile"),
         Param("STAGES", (1, 2, 3, 4), 2, "shared-memory stages (with ASYNC=0: 2 = double-buffered, register prefetch)"),
         Param("ASYNC", (0, 1), 0, "1: fill the stages with cp.async (global to shared, no registers)"),
-        Param("pad", (0, 4), 4, "floats of padding per row of the transposed A tile (bank conflicts)"),
+        Param("pad", (0, 4), 4, "floats of padding per row of the transposed A tile, and of B's with TB=1 (bank conflicts)"),
         Param("GM", (1, 8), 1, "block-rows grouped together for L2 reuse (1 = plain row-major order)"),
         Param("MINB", (1, 2), 1, "__launch_bounds__ minimum resident blocks per SM (caps registers)"),
         Param("BSWAP", (0, 1), lambda p: int(_can_swap(p)),

@@ -24,7 +24,7 @@ from autotune.backends.cuda.cublas import Cublas
 from autotune.backends.cuda.device import DeviceInfo, device_info, sm_clock_mhz
 from autotune.backends.cuda.exact import Exact
 from autotune.backends.outcome import COMPILE_ERROR, OK, WRONG, Fault, Outcome, Timing
-from autotune.backends.reference import FP32_TC, judge, random_inputs, stored, transposes
+from autotune.backends.reference import FP32, FP32_TC, judge, random_inputs, stored, transposes
 from autotune.codegen import nvrtc as nvrtc
 from autotune.errors import AutotuneError
 from autotune.families import precision_of
@@ -279,18 +279,20 @@ class CudaBackend(Backend):
             return Outcome(COMPILE_ERROR, reason=first_error(built.log), extra={"compile_log": built.log})
         self.tick()
         if precision_of(config.family.name) == FP32_TC:  # before the try: no room is the environment's fault
-            for problem in (self.check, self.main):
-                self._exact(problem)
+            self._exact(self.main)
         stages = {"t_compile_s": clock.lap()}  # a cache hit when the search compiled it ahead
         try:
             kernel = load_kernel(built.cubin, config.name, config.geometry(*self.shape[:2]).shared_bytes,
                                  self.info.index)
             extra = {"num_regs": kernel.attributes.num_regs, "static_shared": kernel.attributes.shared_size_bytes}
-            for problem in (self.check, self.main):
+            row_errors = None  # the search shape's: its verdict comes first, being the contract's
+            for problem in (self.main, self.check):
                 err, err_ref, wrong = self._verify(kernel, config, problem)
                 if wrong:
                     return Outcome(WRONG, reason=wrong, err=err, err_ref=err_ref, extra=extra)
+                row_errors = row_errors or (err, err_ref)
                 self.tick()
+            err, err_ref = row_errors
             stages["t_verify_s"] = clock.lap()
             timing = time_ms(lambda: self._launch(kernel, config, self.main), self.stream, tick=self.tick)
             stages["t_time_s"] = clock.lap()
@@ -315,7 +317,11 @@ class CudaBackend(Backend):
 
     def _verify(self, kernel, config: Config, p: Problem) -> tuple[float, float | None, str | None]:
         """The output's relative error under its family's contract (reference.judge), cuBLAS FP32's
-        own error (fp32-tc only), and why the output is wrong (None: it is right)."""
+        own error (fp32-tc only), and why the output is wrong (None: it is right).
+        The contract is the search shape's. The odd check shape is there for the tails and guards,
+        which a wrong one breaks by far more than any rounding, so it is held to the FP32 tolerance
+        whatever the family: at its K=93 a 3xTF32 product's own rounding outweighs twice the error
+        of FP32's short sums, which says nothing of the kernel at the shape it is tuned for."""
         p.poison()
         self._launch(kernel, config, p)
         result = self.compare.compare(p.c, p.ref_dev, p.M * p.N)  # also under fp32-tc: the sums guard ref_dev
@@ -323,7 +329,7 @@ class CudaBackend(Backend):
         if result.ref_sums != p.ref_sums:  # it wrote past its output, over the reference: put that back
             p.restore_reference()
             return float("inf"), None, f"wrote outside its output at {shape} (over the reference, now restored)"
-        precision = precision_of(config.family.name)
+        precision = precision_of(config.family.name) if p is self.main else FP32
         if precision != FP32_TC:
             why = judge(precision, result.error)
             return result.error, None, why and f"{why} at {shape}"
