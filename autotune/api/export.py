@@ -14,7 +14,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import sqlite_utils
 
@@ -68,11 +68,11 @@ def find_best(db: sqlite_utils.Database, db_path: str, shape: tuple[int, int, in
 
 
 def nearest_best(db: sqlite_utils.Database, shape: tuple[int, int, int], backend: str, gpu: str | None,
-                 family: str | None, fixed: dict[str, int] | None = None) -> dict | None:
+                 family: str | None, keep: Callable[[Config], bool] | None = None) -> dict | None:
     """The fastest verified row at the nearest recorded shape whose config a constraint does not
     refuse at `shape` (under the default device limits: no device is asked); a shape all of whose
-    rows are refused gives way to the next nearest. fixed: parameter values the config must have
-    (the dispatcher's TA and TB)."""
+    rows are refused gives way to the next nearest. keep: which configs count (the dispatcher's
+    transposes, signature and precision)."""
     for near in store.nearest_shapes(db, shape, backend, gpu):
         rows = sorted((r for r in store.results(db, near, backend, gpu, OK) if family in (None, r["family"])),
                       key=lambda r: r["time_ms"])
@@ -81,7 +81,7 @@ def nearest_best(db: sqlite_utils.Database, shape: tuple[int, int, int], backend
                 config = config_of_row(row)
             except SpaceError:  # a family or parameter this version does not know
                 continue
-            if fixed and any(config.values.get(k, 0) != v for k, v in fixed.items()):
+            if keep is not None and not keep(config):
                 continue
             if not violations(config) and not shape_violations(config, shape[0], shape[1]):
                 return row

@@ -83,13 +83,15 @@ def best(M: int, N: int | None = None, K: int | None = None, *, db: str | None =
 
 
 def load(db: str | None = None, gpu: str | None = None, *, backend: str = "cuda",
-         launcher: Launcher | None = None, defaults_only: bool = False) -> Matmul:
+         launcher: Launcher | None = None, defaults_only: bool = False, precision: str = "fp32") -> Matmul:
     """A matmul that runs, per call, the best kernel recorded in `db` for the GPU model of the
     operands' device (or `gpu`: a name or UUID whose results to use on any device) at the call's
-    shape: the exact shape's fastest, else the nearest recorded shape's (api.dispatch), else the
-    `blocked` family default. defaults_only: no database at all, family defaults only.
+    shape and layout: the exact shape's fastest, else the nearest recorded shape's (api.dispatch),
+    else the `blocked` family default. defaults_only: no database at all, family defaults only.
+    precision: the accuracy contract whose families may run ("fp32-tc" admits the tensor-core
+    families' TF32-based products; the default "fp32" never runs one).
     launcher: the device side (default: NVRTC and cuda.core on the GPU; tests pass a fake)."""
-    dispatcher = Dispatcher(None if defaults_only else default_db() if db is None else db, backend, gpu)
+    dispatcher = Dispatcher(None if defaults_only else default_db() if db is None else db, backend, gpu, precision)
     if launcher is None:
         from autotune.backends.cuda.launcher import CudaLauncher
 
