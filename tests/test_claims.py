@@ -15,7 +15,7 @@ from autotune.search.loop import run_search
 from autotune.space import Limits
 from tests.fakes import FakeBackend
 
-KEY = ("fake", "Fake GPU", 64, 64, 64, "sgemm_naive_xcols_bx32_by8", "abc")
+KEY = ("fake", "Fake GPU", 64, 64, 64, 1, "sgemm_naive_xcols_bx32_by8", "abc")
 
 
 def row_for(db, key):

@@ -71,7 +71,24 @@ def test_what_torch_cannot_export_is_refused_in_one_line(torch, mm):
     x = torch.randn(8, 8, device="cuda")
     with pytest.raises(AutotuneError, match="cannot be read as a device array: .*detach"):
         mm(x, layer.weight)  # requires grad
-    with pytest.raises(AutotuneError, match="out has a leading dimension"):
-        mm(x, x, out=torch.empty(8, 16, device="cuda")[:, :8])  # a slice of a wider matrix
+    with pytest.raises(AutotuneError, match="B is column-major"):
+        mm(x, torch.empty(16, 8, device="cuda").t())  # the transpose of a row-major matrix
     with pytest.raises(AutotuneError, match="A \\(torch\\) is in host memory"):
         mm(x.cpu(), x)
+
+
+def test_alpha_beta_leading_dimensions_and_batches_match_torch(torch, mm):
+    # cuBLAS-style operands (BLAS=1 kernels): every operand a slice of a wider one, a strided batch
+    # beside a shared 2-D matrix, alpha and beta, against torch.baddbmm / addmm in plain FP32
+    M, N, K, batch = ODD[0] + (3,)
+    A = torch.randn(batch, M, K + 5, device="cuda")[:, :, :K]  # lda = K + 5
+    W = torch.randn(N, K + 3, device="cuda")[:, :K]  # shared by every batch, read transposed
+    C = torch.randn(batch, M, N + 7, device="cuda")[:, :, :N]  # ldc = N + 7
+    ref = torch.baddbmm(C, A, W.t().expand(batch, K, N), beta=0.5, alpha=2.0)
+    assert mm(A, W, out=C, alpha=2.0, beta=0.5, trans_b=True) is C
+    assert relative_error(torch, C, ref) <= TOLERANCE
+    A2, B2 = A[0], torch.randn(K, N + 2, device="cuda")[:, :N]
+    assert relative_error(torch, mm(A2, B2, alpha=-1.5), -1.5 * torch.matmul(A2, B2)) <= TOLERANCE
+    C3 = mm(A, B2)  # allocated: batch x M x N
+    assert C3.shape == (batch, M, N)
+    assert relative_error(torch, C3, torch.matmul(A, B2)) <= TOLERANCE

@@ -43,6 +43,7 @@ class SearchOptions:
     replay_db: str | None = None  # --backend replay: the recorded database that answers
     compile_jobs: int | None = None  # processes compiling ahead for GPU workers (None: pipeline.default_jobs())
     remeasure: str | None = None  # "failed": measure again the configs whose recorded row is a kernel's failure
+    batch: int = 1  # > 1: a strided batch of this many products per launch (BLAS=1 kernels only)
 
 
 def _start(specs: list, db_path: str) -> tuple[list, object]:
@@ -94,7 +95,7 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None) -> int
     stop = stop or threading.Event()
     o = check_replay(o)
     preflight(o.families)
-    specs = worker_specs(o.kind, o.shape, o.seed, o.devices, o.workers, o.kernel_timeout, o.replay_db)
+    specs = worker_specs(o.kind, o.shape, o.seed, o.devices, o.workers, o.kernel_timeout, o.replay_db, o.batch)
     storage = open_storage(o.storage)  # before any worker starts: a wrong URL costs nothing
     workers, db = _start(specs, o.db_path)
     first = workers[0]
@@ -240,7 +241,7 @@ def summary(db, backend, result) -> str:
               else f"backend {backend.name}: no cuBLAS baseline, times are not GPU times"),
              "top configs for this GPU and shape (all searches so far):",
              f"  {'id':>5}  {'ms':>8}  {'TFLOP/s':>8}  {'%cuBLAS':>7}  kernel"]
-    rows = sorted(store.results(db, backend.shape, backend.name, backend.provenance["gpu_name"], OK),
+    rows = sorted(store.results(db, backend.shape, backend.name, backend.provenance["gpu_name"], OK, backend.batch),
                   key=lambda r: r["time_ms"])
     for r in rows[:10]:
         pct = f"{r['pct_cublas']:>7.1f}" if r["pct_cublas"] else f"{'-':>7}"

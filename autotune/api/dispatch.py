@@ -6,10 +6,15 @@ The rule, in order:
    (api.export.nearest_best: the distance of space.shapes, the smaller shape on a tie);
 3. default: else the default config of the first family (in FAMILIES order, `blocked` first
    among those that take any shape) that a constraint does not refuse at this shape.
-Only kernels of the call's transposes count: a row's TA and TB (absent: 0) must be the layout's
-trans_a and trans_b, and a default takes them as parameters (families without them: NN only).
+Only kernels of the call's layout count: a row's TA, TB and BLAS (absent: 0) must be the layout's
+trans_a, trans_b and signature (BLAS=1: the cuBLAS-style one), and a default takes them as
+parameters (families without them: NN, plain only). Only families of the loader's precision count
+(a tensor-core family's rows only under "fp32-tc": no TF32-based product for a caller who never
+asked for one). A call that needs BLAS=1 with no such row recorded takes the tiling of the plain
+kernel that steps 1 and 2 find, with BLAS=1 (same tile, the general signature), before the default;
+among BLAS=1 rows at the exact shape, those measured at the call's batch count come first.
 The source is the one that was measured (stored with the row), today's render where the row
-has none stored, so the kernel that runs is the kernel that was timed.
+has none stored or its signature was changed, so the kernel that runs is the kernel that was timed.
 """
 from __future__ import annotations
 
@@ -21,11 +26,12 @@ from autotune.api.export import nearest_best
 from autotune.api.operands import Layout
 from autotune.backends.outcome import OK
 from autotune.codegen.render import render, sha256
-from autotune.errors import AutotuneError
-from autotune.families import FAMILIES, config_of_row
+from autotune.errors import AutotuneError, SpaceError
+from autotune.families import FAMILIES, config_of_row, families_for
 from autotune.space import Config, Shape, make_config, shape_text, shape_violations, violations
 
 DEFAULT_ORDER = ("blocked", *FAMILIES)  # the family defaults tried when nothing is recorded
+TILING = " tiling"  # the suffix of an origin whose row was measured with the plain signature
 
 
 @dataclass(frozen=True)
@@ -36,7 +42,7 @@ class Choice:
     kernel: str  # its name in `source`
     source: str
     source_hash: str
-    origin: str  # "exact", "nearest" or "default"
+    origin: str  # "exact", "nearest", "exact tiling", "nearest tiling" or "default"
     measured_at: Shape | None  # the shape its recorded time is from (None: the default, never timed here)
     row_id: int | None
 
@@ -44,16 +50,21 @@ class Choice:
         if self.origin == "default":
             return f"{self.kernel} (the {self.config.family.name} family's default: nothing recorded for this GPU)"
         assert self.measured_at is not None
-        return f"{self.kernel} ({self.origin}: result {self.row_id}, measured at {shape_text(self.measured_at)})"
+        how = self.origin.removesuffix(TILING)
+        if self.origin.endswith(TILING):
+            return (f"{self.kernel} (the tiling of result {self.row_id} with BLAS=1, {how}: measured at "
+                    f"{shape_text(self.measured_at)} with the plain signature)")
+        return f"{self.kernel} ({how}: result {self.row_id}, measured at {shape_text(self.measured_at)})"
 
 
 class Dispatcher:
     """Decides per (GPU model, shape, layout) from a results database (None: family defaults
     only) and remembers each decision. gpu: the GPU name or UUID whose rows count (None: the
-    model of the device each call runs on)."""
+    model of the device each call runs on); precision: the contract whose families may run."""
 
-    def __init__(self, db_path: str | None, backend: str = "cuda", gpu: str | None = None):
+    def __init__(self, db_path: str | None, backend: str = "cuda", gpu: str | None = None, precision: str = "fp32"):
         self.db_path, self.backend, self.gpu = db_path, backend, gpu
+        self.families = frozenset(families_for(precision))  # an unknown precision: one line
         self._db = store.open_readonly(db_path) if db_path is not None else None
         self._chosen: dict[tuple[str, Shape, Layout], Choice] = {}
         self._lock = threading.Lock()  # one reader of the database at a time
@@ -67,16 +78,31 @@ class Dispatcher:
         return choice
 
     def _decide(self, gpu: str, shape: Shape, layout: Layout) -> Choice:
-        wanted = transposes(layout)
         if self._db is not None:
-            rows = [r for r in store.results(self._db, shape, self.backend, gpu, OK) if _transposes(r) == wanted]
-            row = min(rows, key=lambda r: r["time_ms"]) if rows else None
-            origin = "exact"
-            if row is None:
-                row, origin = nearest_best(self._db, shape, self.backend, gpu, None, wanted), "nearest"
-            if row is not None:
-                return self._of_row(row, origin)
+            wanted = kernel_params(layout)
+            found = self._best(gpu, shape, wanted, layout.batch)
+            if found is not None:
+                return self._of_row(*found)
+            if layout.blas:
+                found = self._best(gpu, shape, {**wanted, "BLAS": 0}, 1, blas_able=True)
+                if found is not None:
+                    return self._of_tiling(*found)
         return default_choice(shape, layout)
+
+    def _best(self, gpu: str, shape: Shape, wanted: dict[str, int], batch: int,
+              blas_able: bool = False) -> tuple[dict, str] | None:
+        """The exact shape's fastest row of these kernel parameters (those measured at `batch`
+        first), else the nearest shape's; blas_able: of families that have BLAS=1 kernels."""
+        def keep(config: Config) -> bool:
+            return (config.family.name in self.families and all(config.values.get(k, 0) == v for k, v in wanted.items())
+                    and (not blas_able or any(p.name == "BLAS" for p in config.family.params)))
+
+        assert self._db is not None
+        rows = [r for r in store.results(self._db, shape, self.backend, gpu, OK) if _keeps(r, keep)]
+        if rows:
+            return min(rows, key=lambda r: ((r.get("batch") or 1) != batch, r["time_ms"])), "exact"
+        row = nearest_best(self._db, shape, self.backend, gpu, None, keep)
+        return (row, "nearest") if row is not None else None
 
     def _of_row(self, row: dict, origin: str) -> Choice:
         config = config_of_row(row)
@@ -87,25 +113,33 @@ class Dispatcher:
             source, kernel = render(config), config.name
         return Choice(config, kernel, source, sha256(source), origin, (row["M"], row["N"], row["K"]), row["id"])
 
+    def _of_tiling(self, row: dict, origin: str) -> Choice:
+        config = make_config(config_of_row(row).family, {**config_of_row(row).values, "BLAS": 1})
+        source = render(config)
+        return Choice(config, config.name, source, sha256(source), origin + TILING, (row["M"], row["N"], row["K"]),
+                      row["id"])
 
-def transposes(layout: Layout) -> dict[str, int]:
-    """The kernel parameters of a layout's transposes, and BLAS=0: the launcher passes the plain
-    (A, B, C, M, N, K), so a BLAS=1 kernel (cuBLAS-style arguments) is never chosen."""
-    return {"TA": int(layout.trans_a), "TB": int(layout.trans_b), "BLAS": 0}
+
+def _keeps(row: dict, keep) -> bool:
+    try:
+        return keep(config_of_row(row))
+    except SpaceError:  # a family or parameter this version does not know
+        return False
 
 
-def _transposes(row: dict) -> dict[str, int]:
-    # absent (an older row): not transposed, the plain signature
-    return {"TA": row.get("TA") or 0, "TB": row.get("TB") or 0, "BLAS": row.get("BLAS") or 0}
+def kernel_params(layout: Layout) -> dict[str, int]:
+    """The kernel parameters of a layout: its transposes and its signature (BLAS=1: cuBLAS-style
+    arguments; BLAS=0: the plain (A, B, C, M, N, K))."""
+    return {"TA": int(layout.trans_a), "TB": int(layout.trans_b), "BLAS": int(layout.blas)}
 
 
 def default_choice(shape: Shape, layout: Layout | None = None) -> Choice:
     M, N, _ = shape
-    given = {k: v for k, v in transposes(layout).items() if v} if layout is not None else {}
+    given = {k: v for k, v in kernel_params(layout).items() if v} if layout is not None else {}
     for name in DEFAULT_ORDER:
         family = FAMILIES[name]
         if any(p not in {q.name for q in family.params} for p in given):
-            continue  # a family without these transposes
+            continue  # a family without these transposes or this signature
         config = make_config(family, given)
         if not violations(config) and not shape_violations(config, M, N):
             source = render(config)

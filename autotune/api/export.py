@@ -14,20 +14,19 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import sqlite_utils
 
 from autotune import store
 from autotune.backends.outcome import OK
 from autotune.codegen.hip import CHECK_ARCH, hip_source, wavefront
-from autotune.codegen.launcher import Launchers, launchers
+from autotune.codegen.launcher import Launchers, launchers, signature
 from autotune.codegen.render import render, sha256
 from autotune.errors import AutotuneError, SpaceError
 from autotune.families import config_of_row
 from autotune.space import Config, Launch, shape_text, shape_violations, takes_blas, violations
 
-SIGNATURE = "(const float* A, const float* B, float* C, int M, int N, int K)"
 MEASURED = ("id", "M", "N", "K", "time_ms", "time_ms_min", "time_ms_max", "tflops", "pct_cublas", "pct_peak", "cublas_ms",
             "sm_clock_mhz", "gpu_name", "gpu_uuid", "arch", "nvrtc_version", "driver_version", "created_at")
 # Above this a launch fails unless cudaFuncAttributeMaxDynamicSharedMemorySize was raised first.
@@ -68,11 +67,11 @@ def find_best(db: sqlite_utils.Database, db_path: str, shape: tuple[int, int, in
 
 
 def nearest_best(db: sqlite_utils.Database, shape: tuple[int, int, int], backend: str, gpu: str | None,
-                 family: str | None, fixed: dict[str, int] | None = None) -> dict | None:
+                 family: str | None, keep: Callable[[Config], bool] | None = None) -> dict | None:
     """The fastest verified row at the nearest recorded shape whose config a constraint does not
     refuse at `shape` (under the default device limits: no device is asked); a shape all of whose
-    rows are refused gives way to the next nearest. fixed: parameter values the config must have
-    (the dispatcher's TA and TB)."""
+    rows are refused gives way to the next nearest. keep: which configs count (the dispatcher's
+    transposes, signature and precision)."""
     for near in store.nearest_shapes(db, shape, backend, gpu):
         rows = sorted((r for r in store.results(db, near, backend, gpu, OK) if family in (None, r["family"])),
                       key=lambda r: r["time_ms"])
@@ -81,7 +80,7 @@ def nearest_best(db: sqlite_utils.Database, shape: tuple[int, int, int], backend
                 config = config_of_row(row)
             except SpaceError:  # a family or parameter this version does not know
                 continue
-            if fixed and any(config.values.get(k, 0) != v for k, v in fixed.items()):
+            if keep is not None and not keep(config):
                 continue
             if not violations(config) and not shape_violations(config, shape[0], shape[1]):
                 return row
@@ -127,8 +126,10 @@ def manifest(config: Config, launch: Launch, shape: tuple[int, int, int], source
         "kernel": name,
         "family": config.family.name,
         "params": config.values,
-        "signature": f'extern "C" __global__ void {name}{SIGNATURE}',
-        "layout": "row-major FP32: C[M,N] = A[M,K] * B[K,N]",
+        "signature": f'extern "C" __global__ void {name}{signature(config)}',
+        "layout": ("row-major FP32, cuBLAS-style: C = alpha * op(A) * op(B) + beta * C with lda, ldb, ldc; batch z "
+                   "(grid z) at A + z*strideA, B + z*strideB, C + z*strideC" if takes_blas(config.values)
+                   else "row-major FP32: C[M,N] = A[M,K] * B[K,N]"),
         "shape": {"M": M, "N": N, "K": K},
         "tuned_shape": {k: row[k] for k in ("M", "N", "K")} if row else None,
         "grid": list(launch.grid),
@@ -174,9 +175,6 @@ def export_command(db_path: str, shape: tuple[int, int, int], config: Config | N
     source_hash = row["source_hash"] if row else sha256(source)
     if row is None:  # a named config: attach its measurement at this shape if there is one
         row = next((r for r in store.results(db, shape, backend, gpu, OK) if r["source_hash"] == source_hash), None)
-    if takes_blas(config.values):
-        raise AutotuneError(f"{config.name} takes cuBLAS-style arguments (BLAS=1), for which the exported launchers "
-                            f"have no signature yet: export a BLAS=0 config (search without -p BLAS=1)")
     kernel = row["kernel"] if row else config.name
     launch = config.geometry(shape[0], shape[1])
     tuned = (row["M"], row["N"], row["K"]) if row else None

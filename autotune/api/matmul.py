@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import sys
 import threading
-from dataclasses import replace
 from typing import Any, Protocol
 
 from autotune.api.arrays import ArrayView, read_array
 from autotune.api.dispatch import Choice, Dispatcher
-from autotune.api.operands import describe, plain
+from autotune.api.operands import Layout, describe
 from autotune.errors import AutotuneError
-from autotune.space import Launch, Shape
+from autotune.space import Launch, Operands, Shape, batched
 
 
 class Launcher(Protocol):
@@ -33,14 +32,18 @@ class Launcher(Protocol):
         of dynamic shared memory."""
 
     def launch(self, device: int, kernel: Any, launch: Launch, stream: int, a: int, b: int, c: int,
-               shape: Shape) -> None:
-        """Enqueue one launch on the stream (a handle; 0: the legacy default stream)."""
+               shape: Shape, ops: Operands | None = None) -> None:
+        """Enqueue one launch on the stream (a handle; 0: the legacy default stream); ops: a
+        BLAS=1 kernel's further arguments (None: the plain signature)."""
 
 
 class Matmul:
     """mm(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, stream=None) -> out.
 
-    A, B (and out) are device arrays with __dlpack__ or __cuda_array_interface__. The kernel runs
+    A, B (and out) are device arrays with __dlpack__ or __cuda_array_interface__: 2-D matrices
+    whose rows may be slices of wider ones (a leading dimension), or 3-D (batch, rows, cols)
+    strided batches, a 2-D operand beside them shared by every batch. beta != 0 reads out, so it
+    needs out=. Such calls run BLAS=1 kernels (api.operands says which). The kernel runs
     on `stream` (an int handle, or an object with __cuda_stream__, .cuda_stream or .ptr); by
     default on the current stream of A's library (torch, CuPy), else the legacy default stream.
     Without out, C is allocated by A's library (torch and CuPy arrays only). The call returns when
@@ -57,20 +60,24 @@ class Matmul:
         handle = stream_handle(stream) if stream is not None else current_stream(A)
         views = [read_array(x, name, handle, self.launcher.device_of) for x, name in ((A, "A"), (B, "B"))]
         c = read_array(out, "out", handle, self.launcher.device_of) if out is not None else None
-        shape, layout, device = describe(views[0], views[1], c, trans_a, trans_b, alpha, beta)
-        choice = self.dispatcher.choose(self.gpu_name(device), shape, layout)
+        call = describe(views[0], views[1], c, trans_a, trans_b, alpha, beta)
+        device, shape = call.device, call.shape
+        choice = self.dispatcher.choose(self.gpu_name(device), shape, call.layout)
         geometry = choice.config.geometry(shape[0], shape[1])
+        if call.ops is not None:
+            geometry = batched(geometry, call.ops.batch)
         kernel = self._kernel(device, choice, geometry.shared_bytes)
         if out is None:
-            out = new_output(A, views[0], shape)
+            out = new_output(A, views[0], call.out_shape)
         c_ptr = c.ptr if c is not None else read_array(out, "out", handle, self.launcher.device_of).ptr
-        self.launcher.launch(device, kernel, geometry, handle, views[0].ptr, views[1].ptr, c_ptr, shape)
+        self.launcher.launch(device, kernel, geometry, handle, views[0].ptr, views[1].ptr, c_ptr, shape, call.ops)
         return out
 
     def choose(self, M: int, N: int, K: int, device: int = 0, *, trans_a: bool = False,
-               trans_b: bool = False) -> Choice:
-        """The kernel a call of this shape and these transposes on this device runs, and why it was chosen."""
-        layout = replace(plain((M, N, K)), trans_a=trans_a, trans_b=trans_b)
+               trans_b: bool = False, blas: bool = False, batch: int = 1) -> Choice:
+        """The kernel a call of this shape and these transposes on this device runs, and why it
+        was chosen; blas: a call that needs the cuBLAS-style signature (of `batch` batches)."""
+        layout = Layout(trans_a, trans_b, blas or batch > 1, batch)
         return self.dispatcher.choose(self.gpu_name(device), (M, N, K), layout)
 
     def gpu_name(self, device: int) -> str:
@@ -116,14 +123,13 @@ def current_stream(x: Any) -> int:
     return 0
 
 
-def new_output(A: Any, a: ArrayView, shape: Shape) -> Any:
-    """C, M x N float32 on A's device, allocated by A's library."""
-    M, N, _ = shape
+def new_output(A: Any, a: ArrayView, shape: tuple[int, ...]) -> Any:
+    """C, M x N (or batch x M x N) float32 on A's device, allocated by A's library."""
     if a.library == "torch":
-        return A.new_empty((M, N))  # A's dtype (float32, checked) and device; torch's current stream
+        return A.new_empty(shape)  # A's dtype (float32, checked) and device; torch's current stream
     if a.library == "cupy":
         cupy = sys.modules["cupy"]
         with cupy.cuda.Device(a.device):
-            return cupy.empty((M, N), dtype=cupy.float32)
+            return cupy.empty(shape, dtype=cupy.float32)
     raise AutotuneError(f"pass out= (an M x N float32 device array): a new output is allocated for torch and CuPy "
                         f"arrays only, and A is a {a.library} array")

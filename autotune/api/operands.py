@@ -1,13 +1,15 @@
-"""What a call asks for: C = alpha * op(A) * op(B) + beta * C, its shape and its layout, and
-whether a kernel exists for that layout.
+"""What a call asks for: C = alpha * op(A) * op(B) + beta * C, its shape, its layout and its
+operands (space.blas: leading dimensions, alpha, beta, strided batches).
 
-The layout (transposes, alpha, beta, the leading dimensions) is part of what the dispatcher
-looks a kernel up by. Today's kernels compute C = op(A) * op(B), every stored operand row-major
-with contiguous rows: A as M x K (lda = K) or, trans_a, as K x M (lda = M, the kernels' TA=1);
-B as K x N (ldb = N) or, trans_b, as N x K (ldb = K, TB=1; nn.Linear's x * W^T); C as M x N.
-Anything else is refused with the reason and what to pass instead; nothing is copied or
-transposed behind the caller's back (a hidden copy would cost as much as the product at small K
-and hide it from any timing).
+Every stored matrix is row-major with unit column stride: A as M x K or, trans_a, as K x M (TA=1);
+B as K x N or, trans_b, as N x K (TB=1; nn.Linear's x * W^T); C as M x N. A row stride longer than
+the row (a slice of a wider matrix) is the leading dimension; a 3-D array (batch, rows, cols) is a
+strided batch, and a 2-D operand beside 3-D ones is shared by every batch (batch stride 0).
+A call with only tight 2-D operands, alpha 1 and beta 0 runs a plain kernel (A, B, C, M, N, K);
+any other runs a BLAS=1 kernel with the call's operands. What no kernel reads (column-major
+matrices, negative strides) is refused with what to pass instead; nothing is copied or transposed
+behind the caller's back (a hidden copy would cost as much as the product at small K and hide it
+from any timing).
 """
 from __future__ import annotations
 
@@ -15,102 +17,119 @@ from dataclasses import dataclass
 
 from autotune.api.arrays import ArrayView
 from autotune.errors import AutotuneError
-from autotune.space import Shape, check_shape, shape_text
+from autotune.space import Operands, Shape, check_shape, operand_problems, shape_text
 
 FLOAT32 = "float32"
 
 
 @dataclass(frozen=True)
 class Layout:
-    """How the operands lie and what is computed. ld*: the row stride (leading dimension) of
-    each stored operand in elements."""
+    """What the dispatcher looks a kernel up by: the transposes, whether the call needs the
+    cuBLAS-style signature (BLAS=1), and its batch count."""
 
     trans_a: bool
     trans_b: bool
-    alpha: float
-    beta: float
-    lda: int
-    ldb: int
-    ldc: int
+    blas: bool = False
+    batch: int = 1
 
 
-def plain(shape: Shape) -> Layout:
-    """C = A * B, no operand transposed (the signature SIGNATURE of api.export)."""
-    M, N, K = shape
-    return Layout(False, False, 1.0, 0.0, lda=K, ldb=N, ldc=N)
+@dataclass(frozen=True)
+class Call:
+    """One call as the launch needs it. ops: a BLAS=1 kernel's arguments (None: the plain
+    signature); out_shape: the output a call without out= allocates."""
 
-
-def unsupported(layout: Layout, shape: Shape) -> list[str]:
-    """Why no kernel computes this layout yet (empty: one does)."""
-    M, N, K = shape
-    out = []
-    if layout.alpha != 1.0:
-        out.append(f"alpha={layout.alpha:g}: the kernels compute C = A*B only (alpha=1, beta=0) yet; scale the result")
-    if layout.beta != 0.0:
-        out.append(f"beta={layout.beta:g}: no kernel accumulates into C yet (beta=0 only); add the product to C yourself")
-    stored_cols = (("A", layout.lda, M if layout.trans_a else K), ("B", layout.ldb, K if layout.trans_b else N),
-                   ("out", layout.ldc, N))
-    for name, ld, cols in stored_cols:
-        if ld != cols:
-            out.append(f"{name} has a leading dimension of {ld} for {cols} columns (a slice of a wider matrix): "
-                       f"kernels read contiguous rows only yet; pass {name}.contiguous()")
-    return out
+    shape: Shape
+    layout: Layout
+    ops: Operands | None
+    device: int
+    out_shape: tuple[int, ...]
 
 
 def describe(a: ArrayView, b: ArrayView, c: ArrayView | None, trans_a: bool, trans_b: bool,
-             alpha: float, beta: float) -> tuple[Shape, Layout, int]:
-    """The shape (M, N, K), the layout and the device of a call, or one AutotuneError that says
+             alpha: float, beta: float) -> Call:
+    """The shape, layout, operands and device of a call, or one AutotuneError that says
     everything wrong with its operands (dtype, dimensions, shapes, strides, host memory)."""
     views = [v for v in (a, b, c) if v is not None]
     problems = [p for v in views for p in _matrix_problems(v)]
     if problems:
         raise AutotuneError("; ".join(problems))
-    (ra, ca), (rb, cb) = a.shape, b.shape
+    (ra, ca), (rb, cb) = a.shape[-2:], b.shape[-2:]
     M, K = (ca, ra) if trans_a else (ra, ca)
     K2, N = (cb, rb) if trans_b else (rb, cb)
     if K != K2:
         raise AutotuneError(f"shapes do not match: {_op('A', trans_a)} is {M}x{K} and {_op('B', trans_b)} is {K2}x{N}; "
                             f"A's columns must equal B's rows")
-    if c is not None and c.shape != (M, N):
-        raise AutotuneError(f"out is {'x'.join(map(str, c.shape))} but the product is {M}x{N}")
+    batch = _batch(views)
+    stacked = any(len(v.shape) == 3 for v in (a, b))
+    out_shape = (batch, M, N) if stacked else (M, N)
+    if c is not None and (c.shape[-2:] != (M, N) or batch > 1 and c.shape[:-2] != (batch,)):
+        raise AutotuneError(f"out is {'x'.join(map(str, c.shape))} but the product is {'x'.join(map(str, out_shape))}")
     check_shape(M, N, K)
     device = _one_device(views)
-    layout = Layout(trans_a, trans_b, float(alpha), float(beta),
-                    _leading(a), _leading(b), _leading(c) if c is not None else N)
-    reasons = unsupported(layout, (M, N, K))
+    if beta != 0.0 and c is None:
+        raise AutotuneError(f"beta={beta:g} reads C: pass out= (its contents are scaled by beta and the product added)")
+    ldc, strideC = (_leading(c), _batch_stride(c)) if c is not None else (N, M * N if batch > 1 else 0)
+    ops = Operands(_leading(a), _leading(b), ldc, float(alpha), float(beta), batch, _batch_stride(a),
+                   _batch_stride(b), strideC)
+    reasons = operand_problems(M, N, K, trans_a, trans_b, ops)
     if reasons:
         raise AutotuneError(f"{shape_text((M, N, K))}: " + "; ".join(reasons))
-    return (M, N, K), layout, device
+    blas = not _plain(ops, M, N, K, trans_a, trans_b)
+    return Call((M, N, K), Layout(trans_a, trans_b, blas, batch), ops if blas else None, device, out_shape)
+
+
+def _plain(ops: Operands, M: int, N: int, K: int, trans_a: bool, trans_b: bool) -> bool:
+    """Whether a plain kernel (contiguous operands, C = A * B, one batch) computes the call."""
+    tight = (ops.lda, ops.ldb, ops.ldc) == (M if trans_a else K, K if trans_b else N, N)
+    return tight and ops.alpha == 1.0 and ops.beta == 0.0 and ops.batch == 1
 
 
 def _op(name: str, trans: bool) -> str:
     return f"{name}.T" if trans else name
 
 
+def _batch(views: list[ArrayView]) -> int:
+    """The batch count: the extent of every 3-D operand that has more than one matrix."""
+    counts = {v.shape[0] for v in views if len(v.shape) == 3 and v.shape[0] != 1}
+    if len(counts) > 1:
+        where = ", ".join(f"{v.name} has {v.shape[0]}" for v in views if len(v.shape) == 3)
+        raise AutotuneError(f"the batch counts differ ({where}); give every 3-D operand the same first extent "
+                            f"(or 1, or pass a 2-D matrix, to share one matrix across the batch)")
+    return counts.pop() if counts else 1
+
+
 def _matrix_problems(v: ArrayView) -> list[str]:
-    if len(v.shape) != 2:
-        return [f"{v.name} must be a 2-D matrix; it has shape {v.shape}"]
+    if len(v.shape) not in (2, 3):
+        return [f"{v.name} must be a 2-D matrix or a 3-D batch of them (batch, rows, cols); it has shape {v.shape}"]
     out = []
     if v.dtype != FLOAT32:
         out.append(f"{v.name} is {v.dtype}; the kernels are FP32 only: pass a float32 array")
-    rows, cols = v.shape
-    row_step, col_step = v.strides
+    rows, cols = v.shape[-2:]
+    row_step, col_step = v.strides[-2:]
     if cols > 1 and col_step != 1:
         if rows > 1 and row_step == 1 and col_step >= rows:
             out.append(f"{v.name} is column-major (strides {v.strides}), the transpose of a row-major matrix: "
-                       f"no kernel reads that layout yet; pass {v.name}.contiguous() (a row-major copy)")
+                       f"no kernel reads that layout; pass its transpose (row-major) with the other trans_ flag, "
+                       f"or {v.name}.contiguous()")
         else:
             out.append(f"{v.name} has strides {v.strides} (elements): not a matrix with a leading dimension "
                        f"(no stride is 1); pass {v.name}.contiguous()")
     elif rows > 1 and row_step < cols:
         out.append(f"{v.name} has a row stride of {row_step} for {cols} columns (rows overlap); "
                    f"pass {v.name}.contiguous()")
+    if len(v.shape) == 3 and v.shape[0] > 1 and v.strides[0] < 0:
+        out.append(f"{v.name} has a negative batch stride ({v.strides[0]}); pass {v.name}.contiguous()")
     return out
 
 
 def _leading(v: ArrayView) -> int:
-    rows, cols = v.shape
-    return v.strides[0] if rows > 1 else cols  # one row: its stride means nothing
+    rows, cols = v.shape[-2:]
+    return v.strides[-2] if rows > 1 else cols  # one row: its stride means nothing
+
+
+def _batch_stride(v: ArrayView) -> int:
+    """0 for a matrix shared by every batch (2-D, or a batch extent of 1)."""
+    return v.strides[0] if len(v.shape) == 3 and v.shape[0] > 1 else 0
 
 
 def _one_device(views: list[ArrayView]) -> int:

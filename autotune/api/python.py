@@ -21,7 +21,7 @@ from autotune.api.export import find_best
 from autotune.api.matmul import Launcher, Matmul
 from autotune.errors import AutotuneError
 from autotune.families import FAMILIES, families_for
-from autotune.families.layouts import layout_choices, narrow_to
+from autotune.families.layouts import for_batch, layout_choices, narrow_to
 from autotune.space import Family, Shape, check_shape
 
 
@@ -56,13 +56,16 @@ def search(M: int, N: int | None = None, K: int | None = None, *,
            trials: int = 60, timeout: float | None = None, seed: int = 0, backend: str = "cuda",
            devices: tuple[int, ...] | None = None, workers: int | None = None, storage: str | None = None,
            study: str | None = None, kernel_timeout: float | None = None, replay_db: str | None = None,
-           compile_jobs: int | None = None, remeasure: str | None = None, layout: str | None = None) -> int:
+           compile_jobs: int | None = None, remeasure: str | None = None, layout: str | None = None,
+           batch: int = 1) -> int:
     """Search kernels for the shape and record every result in `db` (`autotune search`; the
-    options are the command's; layout "NT" searches kernels for mm(A, B, trans_b=True), as --layout). Prints the summary; returns the exit status: 0 when it ran to its
+    options are the command's; layout "NT" searches kernels for mm(A, B, trans_b=True), as --layout;
+    batch > 1 measures strided batches of that many products with BLAS=1 kernels, as --batch). Prints the summary; returns the exit status: 0 when it ran to its
     end, 128 + the signal's number when a signal (Ctrl-C) stopped it. Bad input or a broken
     environment raises AutotuneError before anything is measured."""
     options = commands.SearchOptions(
-        shape=shape_of(M, N, K), families=with_layout(families_of(family), layout), db_path=default_db() if db is None else db,
+        shape=shape_of(M, N, K), families=with_layout(for_batch(families_of(family), batch), layout),
+        db_path=default_db() if db is None else db, batch=batch,
         sampler=sampler, trials=trials, timeout=timeout, seed=seed, kind=backend, devices=devices,
         workers=workers, storage=storage, study=study, kernel_timeout=kernel_timeout, replay_db=replay_db,
         compile_jobs=compile_jobs, remeasure=remeasure)
@@ -83,13 +86,15 @@ def best(M: int, N: int | None = None, K: int | None = None, *, db: str | None =
 
 
 def load(db: str | None = None, gpu: str | None = None, *, backend: str = "cuda",
-         launcher: Launcher | None = None, defaults_only: bool = False) -> Matmul:
+         launcher: Launcher | None = None, defaults_only: bool = False, precision: str = "fp32") -> Matmul:
     """A matmul that runs, per call, the best kernel recorded in `db` for the GPU model of the
     operands' device (or `gpu`: a name or UUID whose results to use on any device) at the call's
-    shape: the exact shape's fastest, else the nearest recorded shape's (api.dispatch), else the
-    `blocked` family default. defaults_only: no database at all, family defaults only.
+    shape and layout: the exact shape's fastest, else the nearest recorded shape's (api.dispatch),
+    else the `blocked` family default. defaults_only: no database at all, family defaults only.
+    precision: the accuracy contract whose families may run ("fp32-tc" admits the tensor-core
+    families' TF32-based products; the default "fp32" never runs one).
     launcher: the device side (default: NVRTC and cuda.core on the GPU; tests pass a fake)."""
-    dispatcher = Dispatcher(None if defaults_only else default_db() if db is None else db, backend, gpu)
+    dispatcher = Dispatcher(None if defaults_only else default_db() if db is None else db, backend, gpu, precision)
     if launcher is None:
         from autotune.backends.cuda.launcher import CudaLauncher
 

@@ -19,6 +19,7 @@ from autotune.space import Config, Launch, Limits
 class Backend(ABC):
     name: str  # "cuda", "sim", "replay": rows of one backend never mix with another's
     shape: tuple[int, int, int]  # (M, N, K) every measurement is at
+    batch: int = 1  # products per measurement: > 1, a strided batch (space.blas), BLAS=1 kernels only
     baseline: Timing | None = None  # cuBLAS at this shape, timed in the same process; None without a GPU
     baseline_clock: int | None = None  # SM clock (MHz) read right after the baseline
     explain: bool = True  # rows get SASS counts and the ceiling model (only for GPU code)

@@ -42,21 +42,24 @@ def visible_devices() -> tuple[int, ...]:
 
 
 def worker_specs(kind: str, shape: tuple[int, int, int], seed: int, devices: tuple[int, ...] | None,
-                 workers: int | None, kernel_timeout: float | None, replay_db: str | None = None) -> list[WorkerSpec]:
+                 workers: int | None, kernel_timeout: float | None, replay_db: str | None = None,
+                 batch: int = 1) -> list[WorkerSpec]:
     """One spec per worker. On the GPU one worker per device: two workers timing on one GPU
     would slow each other down and the times would say so."""
     if kind in ("sim", "replay"):
         if devices is not None:
             raise AutotuneError(f"--device/--devices choose GPUs and do not apply to --backend {kind}; "
                                 f"use --workers N for {kind} workers")
-        return [WorkerSpec(kind, shape, seed, 0, kernel_timeout, replay_db) for _ in range(workers or 1)]
+        if kind == "replay" and batch != 1:
+            raise AutotuneError("--batch does not apply to --backend replay: its datasets are of one batch")
+        return [WorkerSpec(kind, shape, seed, 0, kernel_timeout, replay_db, batch) for _ in range(workers or 1)]
     devices = devices if devices is not None else visible_devices()
     count = workers or len(devices)
     if count > len(devices):
         raise AutotuneError(f"--workers {count} needs {count} GPUs but {len(devices)} are in use "
                             f"({','.join(map(str, devices))}): workers sharing a GPU disturb each other's "
                             f"times; use --workers {len(devices)} or list more --devices")
-    return [WorkerSpec(kind, shape, seed, d, kernel_timeout) for d in devices[:count]]
+    return [WorkerSpec(kind, shape, seed, d, kernel_timeout, batch=batch) for d in devices[:count]]
 
 
 def check_kernel_timeout(workers: list[WorkerBackend]) -> None:

@@ -56,6 +56,7 @@ class WorkerSpec:
     device: int = 0
     kernel_timeout: float | None = None  # seconds per launch; None: derived (see launch_s)
     replay_db: str | None = None  # kind "replay": the recorded results database it answers from
+    batch: int = 1  # products per measurement, a strided batch (space.blas)
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,10 @@ def build_backend(spec: WorkerSpec):
     if spec.kind == "cuda":
         from autotune.backends.cuda.backend import CudaBackend
 
+        if spec.batch > 1:
+            from autotune.backends.cuda.batched import BatchedCudaBackend
+
+            return BatchedCudaBackend(M, N, K, device=spec.device, seed=spec.seed, batch=spec.batch)
         return CudaBackend(M, N, K, device=spec.device, seed=spec.seed)
     if spec.kind == "replay":
         from autotune.backends.replay import ReplayBackend
@@ -91,7 +96,7 @@ def build_backend(spec: WorkerSpec):
         from autotune.backends.sim.backend import SimBackend
         from autotune.backends.sim.runner import DEFAULT_TIMEOUT_S
 
-        return SimBackend(M, N, K, seed=spec.seed, timeout=spec.kernel_timeout or DEFAULT_TIMEOUT_S)
+        return SimBackend(M, N, K, seed=spec.seed, timeout=spec.kernel_timeout or DEFAULT_TIMEOUT_S, batch=spec.batch)
     module, _, function = spec.kind.partition(":")
     return getattr(importlib.import_module(module), function)(spec)
 
@@ -194,6 +199,10 @@ class WorkerBackend(Backend):
     @property
     def shape(self) -> tuple[int, int, int]:
         return self.spec.shape
+
+    @property
+    def batch(self) -> int:  # type: ignore[override]
+        return self.spec.batch
 
     @property
     def baseline(self) -> Timing | None:

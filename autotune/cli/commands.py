@@ -30,6 +30,7 @@ from autotune.cli.options import (
 from autotune.errors import AutotuneError
 from autotune.explain.model import PRESETS
 from autotune.families import FAMILIES, families_for
+from autotune.families.layouts import for_batch
 from autotune.search import SAMPLERS
 from autotune.space import Limits, expand
 
@@ -48,6 +49,9 @@ def cli() -> None:
 @click.option("-p", "--param", "params", multiple=True, metavar="NAME=V1,V2",
               help="search only these values of a parameter (repeat for others), e.g. -p BM=128,256")
 @layout_option
+@click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True,
+              help="measure strided batches of this many products per launch (cuBLAS's StridedBatched; BLAS=1 "
+                   "kernels only, the batch on the grid's z), the key autotune.load() picks batched calls' kernels by")
 @click.option("--sampler", type=click.Choice(SAMPLERS), default="tpe-mv", show_default=True,
               help="tpe-mv (multivariate TPE: the fewest trials to the best on the H200 datasets, "
                    "docs/BENCHMARKS.md), tpe, random, grid (every valid config in order), qmc (Sobol), "
@@ -80,7 +84,7 @@ def cli() -> None:
                    "or timeout (after fixing what made them fail); the new row is kept beside the old one")
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
 @friendly
-def search(M, N, K, family_text, precision, params, layout, sampler, trials, timeout, seed, device, devices_text, workers, backend,
+def search(M, N, K, family_text, precision, params, layout, batch, sampler, trials, timeout, seed, device, devices_text, workers, backend,
            replay_db, storage, study_name, kernel_timeout, compile_jobs, remeasure, db_path) -> None:
     """Generate, compile, verify, time and record SGEMM variants; Optuna picks which.
     Ctrl-C stops after the trials in flight and prints the summary (exit status 130)."""
@@ -90,11 +94,11 @@ def search(M, N, K, family_text, precision, params, layout, sampler, trials, tim
     if study_name and not storage:
         raise AutotuneError("--study names a study kept in --storage; without --storage each search is a fresh "
                             "in-memory study (it still reuses every result in --db)")
-    families = narrow_families(parse_families(family_text, precision), with_layout(params, layout))
+    families = narrow_families(for_batch(parse_families(family_text, precision), batch), with_layout(params, layout))
     sys.exit(run_search(*resolve_shape(M, N, K), family=families, db=db_path, sampler=sampler, trials=trials,
                         timeout=timeout, seed=seed, backend=backend, devices=parse_devices(devices_text, device),
                         workers=workers, storage=storage, study=study_name, kernel_timeout=kernel_timeout,
-                        replay_db=replay_db, compile_jobs=compile_jobs, remeasure=remeasure))
+                        replay_db=replay_db, compile_jobs=compile_jobs, remeasure=remeasure, batch=batch))
 
 
 @cli.command()

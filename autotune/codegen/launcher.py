@@ -12,7 +12,7 @@ from pathlib import Path
 
 from autotune.codegen.hip import wavefront
 from autotune.codegen.render import render_template
-from autotune.space import Config, Launch, shape_text
+from autotune.space import BLAS_ARGS, Config, Launch, shape_text, takes_blas
 from autotune.space.formula import GridFormula, derive_formula
 
 SHARED_OPTIN_BYTES = 48 * 1024  # above this a launch fails unless the attribute was raised first
@@ -42,6 +42,9 @@ def launchers(config: Config, kernel: str, launch: Launch, shape: tuple[int, int
         "formula": isinstance(formula, GridFormula),
         "rule": isinstance(formula, GridFormula) and formula.accepts is not True, "reason": formula if isinstance(formula, str) else None,
         "rt": lang, "wavefront": f"warp width: {wavefront(config)}" if lang == "hip" else "",
+        "blas": takes_blas(config.values), "signature": signature(config),
+        "arguments": ", ".join(name for name, _ in (BLAS_ARGS if takes_blas(config.values) else BLAS_ARGS[:6])),
+        "ta": bool(config.values.get("TA", 0)), "tb": bool(config.values.get("TB", 0)),
     }
     if isinstance(formula, GridFormula):
         c, py = formula.grid_c(), formula.grid_python()
@@ -55,6 +58,12 @@ def launchers(config: Config, kernel: str, launch: Launch, shape: tuple[int, int
     return Launchers(header, python, {"variables": None, "c": None, "python": None, "accepts_c": None,
                                       "accepts_python": None, "fallback": f"{formula}; the launchers accept "
                                       f"{shape[0]}x{shape[1]} (any K) only"})
+
+
+def signature(config: Config) -> str:
+    """The kernel's parameter list: (A, B, C, M, N, K), or with BLAS=1 the cuBLAS-style one (space.blas)."""
+    args = BLAS_ARGS if takes_blas(config.values) else BLAS_ARGS[:6]
+    return "(" + ", ".join(f"{ctype} {name}" for name, ctype in args) + ")"
 
 
 def formula_entry(formula: GridFormula) -> dict:

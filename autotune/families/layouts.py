@@ -7,6 +7,7 @@ from autotune.families import FAMILIES
 from autotune.space import Family, narrow
 
 TRANSPOSES = ("TA", "TB")
+BLAS_FAMILY = "blocked"
 LAYOUTS = {"NN": (0, 0), "NT": (0, 1), "TN": (1, 0), "TT": (1, 1)}  # cuBLAS's names: op(A), then op(B)
 
 
@@ -29,10 +30,26 @@ def narrow_to(families: list[Family], choices: dict[str, list[str]]) -> list[Fam
         given = ", ".join(f"{n}={','.join(v)}" for n, v in choices.items())
         raise AutotuneError(f"no family searched reads transposed operands ({given}); the register-blocked "
                             f"ones do: --family {','.join(f.name for f in families_with_transposes())}")
-    # BLAS=1 kernels (cuBLAS-style arguments, autotune/space/blas.py) only when asked for: a search
-    # measures them as plain products, and neither autotune.load() nor export launches them yet.
-    choices = {"BLAS": ["0"], **choices}
-    return [narrow(f, {n: v for n, v in choices.items() if n in names(f)}) for f in kept]
+    # BLAS=1 kernels (cuBLAS-style arguments, autotune/space/blas.py) only when asked for (-p BLAS=1,
+    # or a batch: for_batch): at one batch a search measures them as plain products.
+    return [narrow(f, {n: v for n, v in {**_plain_default(f), **choices}.items() if n in names(f)}) for f in kept]
+
+
+def _plain_default(family: Family) -> dict[str, list[str]]:
+    """BLAS=0 unless the family was narrowed to BLAS=1 already."""
+    return {"BLAS": ["0"]} if "BLAS" in names(family) and 0 in family.param("BLAS").values else {}
+
+
+def for_batch(families: list[Family], batch: int) -> list[Family]:
+    """The families that compute a strided batch (batch > 1: BLAS=1 kernels, the batch on grid z),
+    narrowed to those kernels; all of them at one batch."""
+    if batch == 1:
+        return families
+    kept = [f for f in families if "BLAS" in names(f)]
+    if not kept:
+        raise AutotuneError(f"--batch {batch} needs BLAS=1 kernels, which none of the families searched has; "
+                            f"the register-blocked family has them: --family {BLAS_FAMILY}")
+    return narrow_to(kept, {"BLAS": ["1"]})
 
 
 def names(family: Family) -> set[str]:

@@ -94,7 +94,8 @@ def measure_and_record(db: sqlite_utils.Database, backend: Backend, p: Plan, pea
 def _base(backend: Backend, config: Config) -> dict[str, Any]:
     M, N, K = backend.shape
     return {"kernel": config.name, "family": config.family.name, "backend": backend.name,
-            "precision": precision_of(config.family.name), "M": M, "N": N, "K": K, **config.values,
+            "precision": precision_of(config.family.name), "M": M, "N": N, "K": K, "batch": backend.batch,
+            **config.values,
             **backend.provenance}
 
 
@@ -111,7 +112,7 @@ def _record(db: sqlite_utils.Database, backend: Backend, base: dict, outcome: Ou
 
 def _rates(backend: Backend, ms: float, peak_tflops: float | None) -> dict:
     M, N, K = backend.shape
-    rate = tflops(M, N, K, ms)
+    rate = tflops(M, N, K, ms) * backend.batch
     cublas_ms = backend.baseline.median_ms if backend.baseline else None
     return {"tflops": rate,
             "cublas_ms": cublas_ms,

@@ -13,7 +13,7 @@ import sqlite_utils
 from autotune import store
 from autotune.backends.base import Backend
 from autotune.codegen.render import render, sha256
-from autotune.space import Config, Limits, shape_violations, violations
+from autotune.space import Config, Limits, shape_violations, takes_blas, violations
 
 
 @dataclass(frozen=True)
@@ -43,9 +43,11 @@ def plan(db: sqlite_utils.Database, backend: Backend, config: Config, limits: Li
 def refusals(backend: Backend, config: Config, limits: Limits) -> list[str]:
     """Why this config is refused at the backend's shape (empty: it is not)."""
     M, N, _ = backend.shape
-    return violations(config, limits) + shape_violations(config, M, N, limits)
+    batched = [] if backend.batch == 1 or takes_blas(config.values) else [
+        f"a batch of {backend.batch} needs a BLAS=1 kernel (the batch is its grid's z)"]
+    return violations(config, limits) + shape_violations(config, M, N, limits) + batched
 
 
 def measurement_key(backend: Backend, config: Config, source_hash: str) -> store.Key:
     M, N, K = backend.shape
-    return (backend.name, backend.provenance["gpu_name"], M, N, K, config.name, source_hash)
+    return (backend.name, backend.provenance["gpu_name"], M, N, K, backend.batch, config.name, source_hash)

@@ -25,7 +25,7 @@ from typing import Any, Callable, TypeVar
 
 import sqlite_utils
 
-from autotune.store.db import KEY, immediate, now
+from autotune.store.db import KEY, immediate, key_where, now
 from autotune.store.results import Key, Redo, copy_result, find_key
 
 T = TypeVar("T")
@@ -88,7 +88,7 @@ def alive(pid: int) -> bool:
 
 
 def _where() -> str:
-    return " AND ".join(f"{k} = ?" for k in KEY)
+    return key_where()
 
 
 class FileClaims(Claims):

@@ -22,9 +22,15 @@ from autotune.errors import AutotuneError
 DEFAULT_DB = Path("db") / "autotune.sqlite"
 BUSY_TIMEOUT_MS = 60_000  # workers share the file: wait this long for another's write to end
 TABLES = {"results", "trials", "sources", "baselines", "claims"}
-# What identifies a measurement: the same source on the same GPU model, shape and backend.
-# The GPU model, not its UUID: workers on identical GPUs share their results (rows keep the UUID).
-KEY = ("backend", "gpu_name", "M", "N", "K", "kernel", "source_hash")
+# What identifies a measurement: the same source on the same GPU model, shape, batch count and
+# backend. The GPU model, not its UUID: workers on identical GPUs share their results (rows keep
+# the UUID).
+KEY = ("backend", "gpu_name", "M", "N", "K", "batch", "kernel", "source_hash")
+
+
+def key_where() -> str:
+    """KEY's columns equal to parameters; a row written before the batch column (NULL) is one batch."""
+    return " AND ".join("COALESCE(batch, 1) = ?" if k == "batch" else f"{k} = ?" for k in KEY)
 
 
 def now() -> str:
@@ -108,16 +114,20 @@ def immediate(db: sqlite_utils.Database) -> Iterator[None]:
 
 
 def _ensure_schema(db: sqlite_utils.Database) -> None:
-    if TABLES <= set(db.table_names()):
+    if TABLES <= set(db.table_names()) and all("batch" in db.table(t).columns_dict for t in ("results", "claims")):
         return
     with immediate(db):  # several workers may open a new file at the same moment
         _create_tables(db)
+        for table in ("results", "claims"):  # a file from before batches: its rows read as one batch
+            if "batch" not in db.table(table).columns_dict:
+                db.execute(f"ALTER TABLE {table} ADD COLUMN batch INTEGER")
+        db.table("results").create_index(list(KEY), if_not_exists=True)
 
 
 def _create_tables(db: sqlite_utils.Database) -> None:
     db.table("results").create(
         {"id": int, "kernel": str, "family": str, "backend": str, "M": int, "N": int, "K": int,
-         "status": str, "reason": str, "precision": str, "err": float, "err_ref": float, "time_ms": float,
+         "batch": int, "status": str, "reason": str, "precision": str, "err": float, "err_ref": float, "time_ms": float,
          "time_ms_min": float, "time_ms_max": float, "reps": int, "tflops": float, "pct_cublas": float,
          "pct_peak": float, "cublas_ms": float, "sm_clock_mhz": int, "num_regs": int, "static_shared": int,
          "source_hash": str, "template_hash": str, "gpu_name": str, "gpu_uuid": str, "arch": str,
@@ -126,7 +136,6 @@ def _create_tables(db: sqlite_utils.Database) -> None:
         pk="id", if_not_exists=True,
     )
     db.table("results").create_index(["backend", "gpu_uuid", "M", "N", "K", "kernel", "source_hash"], if_not_exists=True)
-    db.table("results").create_index(list(KEY), if_not_exists=True)
     db.table("trials").create({"id": int, "study": str, "number": int, "result_id": int, "cached": int, "worker": str,
                          "created_at": str}, pk="id", foreign_keys=[("result_id", "results", "id")],
                         if_not_exists=True)
@@ -137,8 +146,8 @@ def _create_tables(db: sqlite_utils.Database) -> None:
                             "time_ms_max": float, "tflops": float, "sm_clock_mhz": int,
                             "library": str, "created_at": str}, pk="id", if_not_exists=True)
     db.execute("CREATE TABLE IF NOT EXISTS claims (backend TEXT, gpu_name TEXT, M INTEGER, N INTEGER, "
-               "K INTEGER, kernel TEXT, source_hash TEXT, owner TEXT, host TEXT, pid INTEGER, expires REAL, "
-               "created_at TEXT, PRIMARY KEY (backend, gpu_name, M, N, K, kernel, source_hash))")
+               "K INTEGER, batch INTEGER, kernel TEXT, source_hash TEXT, owner TEXT, host TEXT, pid INTEGER, "
+               f"expires REAL, created_at TEXT, PRIMARY KEY ({', '.join(KEY)}))")
 
 
 

@@ -14,13 +14,13 @@ import sqlite_utils
 from autotune import __version__
 from autotune.backends.outcome import OK
 from autotune.errors import AutotuneError
-from autotune.store.db import KEY, immediate, now
+from autotune.store.db import KEY, immediate, key_where, now
 
-Key = tuple[str, str, int, int, int, str, str]
+Key = tuple[str, str, int, int, int, int, str, str]
 
 
 def key_of(row: dict[str, Any]) -> Key:
-    return tuple(row[k] for k in KEY)  # type: ignore[return-value]
+    return tuple(row.get(k) or 1 if k == "batch" else row[k] for k in KEY)  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -39,8 +39,7 @@ class Redo:
 def find_key(db: sqlite_utils.Database, key: Key, redo: Redo | None = None) -> dict | None:
     """The newest row of a key (a measurement made again sits beside the old one); None where
     there is none, or where `redo` says to measure it again."""
-    where = " AND ".join(f"{k} = ?" for k in KEY)
-    rows = list(db.query(f"SELECT * FROM results WHERE {where} ORDER BY id DESC LIMIT 1", list(key)))
+    rows = list(db.query(f"SELECT * FROM results WHERE {key_where()} ORDER BY id DESC LIMIT 1", list(key)))
     return None if not rows or (redo and redo.redoes(rows[0])) else rows[0]
 
 
@@ -58,7 +57,7 @@ def record_result(db: sqlite_utils.Database, row: dict[str, Any], redo: Redo | N
     key = key_of(row)
     with immediate(db):
         earlier = find_key(db, key, redo)
-        db.execute(f"DELETE FROM claims WHERE {' AND '.join(f'{k} = ?' for k in KEY)}", list(key))
+        db.execute(f"DELETE FROM claims WHERE {key_where()}", list(key))
         if earlier:
             return earlier, False
         # the row as stored, its date too: a claim publishes it, and --remeasure reads the date
@@ -74,7 +73,7 @@ def copy_result(db: sqlite_utils.Database, row: dict[str, Any], source: str,
     insert_source(db, row["source_hash"], row["kernel"], row["family"], source)
     copy = {k: v for k, v in row.items() if k != "id"}
     with immediate(db):
-        found = find_key(db, tuple(row[k] for k in KEY), redo)  # a copy made meanwhile by another thread
+        found = find_key(db, key_of(row), redo)  # a copy made meanwhile by another thread
         if found:
             return found
         copy["id"] = db.table("results").insert(copy, alter=True).last_pk
@@ -100,9 +99,13 @@ def insert_baseline(db: sqlite_utils.Database, row: dict[str, Any]) -> None:
 
 
 def results(db: sqlite_utils.Database, shape: tuple[int, int, int], backend: str = "cuda",
-            gpu: str | None = None, status: str | None = None) -> Iterator[dict]:
+            gpu: str | None = None, status: str | None = None, batch: int | None = None) -> Iterator[dict]:
+    """Rows at a shape; batch: of that batch count only (None: any)."""
     where = ["backend = ?", "M = ?", "N = ?", "K = ?"]
     args: list[Any] = [backend, *shape]
+    if batch is not None:
+        where.append("COALESCE(batch, 1) = ?")  # a row from before the column: one batch
+        args.append(batch)
     if gpu:
         where.append("(gpu_uuid = ? OR gpu_name = ?)")
         args += [gpu, gpu]

@@ -25,9 +25,10 @@ from autotune.backends.reference import (
 )
 from autotune.backends.sim.build import build_kernel, compiler
 from autotune.backends.sim.runner import DEFAULT_TIMEOUT_S
+from autotune.backends.strided import Strided, strided_error, strided_inputs
 from autotune.errors import AutotuneError
 from autotune.families import precision_of
-from autotune.space import Config, takes_blas
+from autotune.space import Config, Operands, batched, takes_blas, tight
 
 MAX_WORK = 2**27  # M*N*K: about 512^3, a few seconds per variant on the emulator
 # What each emulator failure is recorded as: an endless loop is a timeout like on the GPU,
@@ -41,11 +42,12 @@ class SimBackend(Backend):
     baseline = None  # no cuBLAS on the CPU
     explain = False  # the SASS model describes a GPU, not the emulator
 
-    def __init__(self, M: int, N: int, K: int, seed: int = 0, timeout: float = DEFAULT_TIMEOUT_S):
-        if M * N * K > MAX_WORK:
-            raise AutotuneError(f"{M}x{N}x{K} is too large for the emulator (M*N*K must be at most 2**27, "
-                                f"about 512^3): use a smaller shape or --backend cuda")
-        self.shape = (M, N, K)
+    def __init__(self, M: int, N: int, K: int, seed: int = 0, timeout: float = DEFAULT_TIMEOUT_S, batch: int = 1):
+        if M * N * K * batch > MAX_WORK:
+            raise AutotuneError(f"{batch} x {M}x{N}x{K} is too large for the emulator (batch*M*N*K must be at most "
+                                f"2**27, about 512^3): use a smaller shape or --backend cuda")
+        self.shape, self.batch, self.seed = (M, N, K), batch, seed
+        self._strided: dict[tuple[bool, bool], tuple[Operands, Strided]] = {}  # per layout, made at its first kernel
         self.timeout = timeout  # seconds one emulated launch may take (the kernel watchdog)
         self.launch_limit_s = timeout  # the emulator stops a run itself
         self.device = "sim"
@@ -83,6 +85,8 @@ class SimBackend(Backend):
         try:
             build_kernel(source, config.name, takes_blas(config.values))  # compile first (cached), so that a watchdog sees it done
             self.tick()
+            if self.batch > 1 and takes_blas(config.values):  # the plain canary runs one product; the search plans no other plain kernel here
+                return self._measure_batch(config, source, timeout, start)
             A, B = stored(self.A, self.B, config.values)  # the reference, A @ B, is every layout's
             C = sim.run_kernel(source, config.name, config.geometry(M, N), A, B, M, N, K,
                                timeout=timeout, transposed=transposes(config.values), blas=takes_blas(config.values))
@@ -95,6 +99,23 @@ class SimBackend(Backend):
         if why:
             return Outcome(WRONG, reason=why, err=err, err_ref=err_ref)
         return Outcome(OK, err=err, err_ref=err_ref, timing=Timing(ms, ms, ms, 1))
+
+    def _measure_batch(self, config: Config, source: str, timeout: float, start: float) -> Outcome:
+        """A strided batch of tight operands (space.blas.tight), checked against float64 per batch."""
+        M, N, K = self.shape
+        layout = transposes(config.values)
+        if layout not in self._strided:
+            ops = tight(M, N, K, *layout, batch=self.batch)
+            self._strided[layout] = ops, strided_inputs(M, N, K, *layout, ops, self.seed)
+        ops, given = self._strided[layout]
+        C = sim.run_strided(source, config.name, batched(config.geometry(M, N), self.batch), M, N, K, ops,
+                            given.A, given.B, given.C, timeout=timeout)
+        ms = (time.perf_counter() - start) * 1e3
+        err = strided_error(C, given, M, N, ops)
+        why = judge(precision_of(config.family.name), err)
+        if why:
+            return Outcome(WRONG, reason=why, err=err)
+        return Outcome(OK, err=err, timing=Timing(ms, ms, ms, 1))
 
     def err_ref(self) -> float:
         """numpy's FP32 product's error against the float64 reference: cuBLAS FP32's stand-in."""

@@ -1,0 +1,46 @@
+"""The GPU backend at a strided batch (`autotune search --batch B`): each BLAS=1 kernel verified
+at the search shape as B products of tight operands (space.blas.tight) against
+cublasSgemmStridedBatched on the same buffers and against float64 (cuda.strided.StridedProblem),
+at the odd check shape as one plain product (its tails), and timed over the whole batch in one
+launch; the baseline is cuBLAS's strided-batched time for the same B products (NN).
+"""
+from __future__ import annotations
+
+from autotune.backends.cuda.backend import CudaBackend, Problem, launch_kernel, time_ms
+from autotune.backends.cuda.strided import StridedProblem
+from autotune.backends.reference import FP32, judge, transposes
+from autotune.space import Config, batched, tight
+
+
+class BatchedCudaBackend(CudaBackend):
+    def __init__(self, M: int, N: int, K: int, device: int = 0, seed: int = 0, batch: int = 2):
+        self.seed = seed
+        super().__init__(M, N, K, device=device, seed=seed)  # its single-product baseline is replaced below
+        self.batch = batch
+        self._problems: dict[tuple[bool, bool], StridedProblem] = {}  # per layout, made at its first kernel
+        nn = self._problem((False, False))
+        self.baseline = time_ms(lambda: self.blas.sgemm_strided(int(nn.a.handle), int(nn.b.handle), int(nn.c.handle),
+                                                                M, N, K, False, False, nn.ops), self.stream, min_reps=20)
+        self.min_launch_s = self.baseline.median_ms / 1e3
+
+    def _problem(self, layout: tuple[bool, bool]) -> StridedProblem:
+        if layout not in self._problems:
+            M, N, K = self.shape
+            self._problems[layout] = StridedProblem(self.dev, self.stream, self.blas, M, N, K, *layout,
+                                                    tight(M, N, K, *layout, batch=self.batch), self.seed)
+        return self._problems[layout]
+
+    def _verify(self, kernel, config: Config, p: Problem) -> tuple[float, float | None, str | None]:
+        if p is not self.main:
+            return super()._verify(kernel, config, p)
+        problem = self._problem(transposes(config.values))
+        by_cublas, _ = problem.errors(problem.run(kernel, config))
+        why = judge(FP32, by_cublas)  # the families with BLAS=1 kernels are FP32 ones
+        return by_cublas, None, why and f"{why} at {'x'.join(map(str, self.shape))}, {self.batch} batches"
+
+    def _launch(self, kernel, config: Config, p: Problem) -> None:
+        if p is not self.main:
+            return super()._launch(kernel, config, p)
+        problem, (M, N, K) = self._problem(transposes(config.values)), self.shape
+        launch_kernel(self.stream, kernel, batched(config.geometry(M, N), self.batch), problem.a, problem.b,
+                      problem.c, M, N, K, problem.ops)
