@@ -140,12 +140,3 @@ def test_missing_nvdisasm_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(sass.shutil, "which", lambda name: None)
     with pytest.raises(AutotuneError, match=r"pip install 'autotune\[sass\]'"):
         sass.find_nvdisasm()
-
-
-def test_vt_stores_the_transposed_operands_as_vectors() -> None:
-    # NT, the default tiling: A (2 float4s per thread) and B (4) both go in transposed. VT=1 writes
-    # each group of R rows as 4 stores of R floats, where VT=0 writes 4 scalar STS per float4.
-    r = _analyze("blocked", VT=1, TB=1)
-    d = make_config(FAMILIES["blocked"], {"VT": 1, "TB": 1}).derived
-    assert (d["RA"], d["RB"]) == (2, 4)
-    assert r.loop.sts == {64: 4 * d["LA"] // 2, 128: 4 * d["LB"] // 4}

@@ -17,16 +17,10 @@ from autotune.space import Config, make_config, violations
 # float4 loads and 16-byte cp.async copies) and the others are edge tiles (guarded float4 loads).
 SHAPES = ((17, 33, 9), (36, 40, 24))
 SMALL = {"BM": 32, "BN": 32, "BK": 8, "WM": 16, "WN": 32, "WNITER": 1, "TM": 2, "TN": 4}
-# VT=1 (transposes in registers): 4 float4 loads of each operand per thread, stored as float4 (R = 4),
-# and 2 per thread, stored as float2 (R = 2). TN has nothing to transpose, so no VT=1 kernel.
-VT4 = {"BM": 32, "BN": 32, "BK": 16, "WM": 32, "WN": 32, "WNITER": 1, "TM": 8, "TN": 4, "STAGES": 1, "ASYNC": 0, "VT": 1}
-VT2 = {**SMALL, "BK": 16, "STAGES": 2, "ASYNC": 0, "VT": 1}
 CASES = (
     ("blocked", {**SMALL, "STAGES": 2, "ASYNC": 0, "BSWAP": 1}),  # register prefetch, B's columns swapped
     ("blocked", {**SMALL, "STAGES": 3, "ASYNC": 1}),  # cp.async
     ("splitk", {**SMALL, "STAGES": 2, "ASYNC": 0, "SPLITK": 2}),  # chunks of K: the pointers offset by kBegin
-    ("blocked", {**VT4, "BSWAP": 1}),  # B's swapped column pairs inside the float4 stores
-    ("splitk", {**VT2, "SPLITK": 2}),
 )
 LAYOUTS = {"NN": (0, 0), "NT": (0, 1), "TN": (1, 0), "TT": (1, 1)}
 
@@ -46,8 +40,6 @@ def statuses(c: Config, source: str, shapes=SHAPES) -> list[str]:
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_every_layout_matches_the_reference(layout):
     for family, params in CASES:
-        if params.get("VT") and layout == "TN":
-            continue
         c = config(family, params, layout)
         assert statuses(c, render(c)) == ["ok"] * len(SHAPES), c.name
 
@@ -79,43 +71,6 @@ def test_an_untransposed_index_is_wrong(old, new):
     source = render(c)
     assert old in source, "the template changed?"
     assert statuses(c, source.replace(old, new), SHAPES[:1]) == ["wrong"]
-
-
-@pytest.mark.parametrize("old, new, shape", [
-    # a wrong lane of the register transpose: two stored rows of A exchanged in the float4 stores
-    ("make_float4(ra[i * 4 + 0].x, ra[i * 4 + 1].x,", "make_float4(ra[i * 4 + 1].x, ra[i * 4 + 0].x,", SHAPES[0]),
-    # B's column pairs (BSWAP) left unswapped by the transposing stores, while the reads un-swap them
-    ("make_float4(rb[i * 4 + 1].y, rb[i * 4 + 0].y,", "make_float4(rb[i * 4 + 0].y, rb[i * 4 + 1].y,", SHAPES[0]),
-    # the guarded loads reading the group's first row R times
-    ("load4(A, row0 + r + j,", "load4(A, row0 + r,", SHAPES[0]),
-    # the interior loads (the first tile of 36 x 40 x 24) reading the group's first row R times
-    ("gA + i * strideA + j * K)", "gA + i * strideA + 0 * K)", SHAPES[1]),
-])
-def test_a_wrong_register_transpose_is_wrong(old, new, shape):
-    c = config("blocked", {**VT4, "BSWAP": 1}, "NT")
-    source = render(c)
-    assert old in source, "the template changed?"
-    assert statuses(c, source.replace(old, new), (shape,)) == ["wrong"]
-
-
-def test_vt_is_refused_where_it_has_nothing_to_do_or_cannot_tile():
-    def reasons(layout: str, **params) -> str:
-        ta, tb = LAYOUTS[layout]
-        return " | ".join(violations(make_config(FAMILIES["blocked"], {**params, "TA": ta, "TB": tb})))
-
-    assert not reasons("NN", **VT2) and not reasons("NT", **VT4) and not reasons("TT", **VT4)
-    assert "VT=1 needs an operand" in reasons("TN", **VT4)
-    assert "VT=1 transposes the register-prefetch loads" in reasons("NN", **{**VT4, "ASYNC": 1, "STAGES": 2})
-    assert "even number of float4 loads" in reasons("NN", **{**VT2, "BK": 8})  # LA = 1
-    # 32 threads, BK = 32: a thread's 8 loads of A as 2 groups of 4 rows, but a warp spans only 4 of the 8 k-chunks
-    assert "whole rows apart" in reasons("NN", **{**VT4, "BK": 32})
-
-
-def test_vt_0_kernels_keep_their_names_and_sources():
-    nn = config("blocked", CASES[0][1], "NN")
-    assert nn.values["VT"] == 0 and "VT" not in nn.name and "xrow" not in render(nn)
-    vt = config("blocked", {**CASES[0][1], "BK": 16, "VT": 1}, "NT")
-    assert vt.name.endswith("_VT1_TB1") and "xrow" in render(vt)
 
 
 def test_the_names_show_a_transpose_only_when_there_is_one():

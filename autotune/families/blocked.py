@@ -22,11 +22,6 @@ the float4 loads then run along the stored rows, A's tile goes into shared memor
 transpose on the way in) and B's goes in transposed, so everything after shared memory is the same.
 (A thread's loads of the stored A tile lie whole rows apart as those of B do: BM/4 <= 64 divides
 the threads, a multiple of 32 that is at least 64 when BM = 256 since WM <= 128.)
-VT=1 (ASYNC=0) changes how an operand goes in transposed (A with TA=0, B with TB=1): a thread loads
-R = 4 or 2 consecutive stored rows at one k-chunk (RA, RB: as many as its LA, LB float4 loads allow),
-transposes that R x 4 block in registers and writes 4 float4 or float2 stores of R consecutive m (n)
-instead of 4 scalar stores per float4; the lane mapping that keeps those stores conflict-free and the
-loads whole-sector is explained once, at xrow/xcol in the template.
 BLAS=1 kernels take the cuBLAS-style arguments of autotune/space/blas.py (leading dimensions, alpha,
 beta, strided batches; grid z = batch) and store alpha * acc + beta * C; 16-byte loads then need the
 leading dimension, the stored row length and the pointer all to allow them. Families splitk and
@@ -79,24 +74,6 @@ def b_row(p: Params) -> int:
     return p["BN"] + (p["pad"] if p.get("TB", 0) else 0)
 
 
-def rows_per_store(loads: int) -> int:
-    """VT=1: stored rows a thread loads at one k-chunk and transposes in registers, the floats of one
-    vector store (4: STS.128, 2: STS.64), as many as its float4 loads of the operand allow (0: none)."""
-    return 4 if loads % 4 == 0 else 2 if loads % 2 == 0 else 0
-
-
-def phase_lanes(rows: int) -> int:
-    """Lanes that shared memory serves together for a store of `rows` floats per lane: 128 bytes."""
-    return 32 // rows
-
-
-def xposed(p: Params) -> tuple[bool, bool]:
-    """Whether VT=1 transposes A and B in registers: the operands that go into shared memory
-    transposed (A stored M x K, B stored N x K) when they are loaded through registers."""
-    on = p.get("VT", 0) == 1 and p["ASYNC"] == 0
-    return on and not p.get("TA", 0), on and p.get("TB", 0) == 1
-
-
 def derive(p: Params) -> dict[str, int]:
     """Everything the template, the launch and the model compute from a valid config. SPLITK=1 and
     WAVE=0: the template's split-K and tail-split code (families splitk and tailsplit, which set
@@ -109,15 +86,7 @@ def derive_tiles(p: Params) -> dict[str, int]:
     ln, t = lanes_n(p), threads(p)
     return {"WSUBN": p["WN"] // p["WNITER"], "LANES_N": ln, "LANES_M": WARP // ln, "WSUBM": (WARP // ln) * p["TM"],
             "WMITER": wmiter(p), "THREADS": t, "LA": (p["BM"] * p["BK"] // 4) // t,
-            "LB": (p["BK"] * p["BN"] // 4) // t, "SMEM": shared_bytes(p), **_vector_rows(p)}
-
-
-def _vector_rows(p: Params) -> dict[str, int]:
-    """RA, RB: the rows of A and B per transposing vector store with VT=1 (0: that operand keeps
-    the scalar stores)."""
-    t, (xa, xb) = threads(p), xposed(p)
-    la, lb = (p["BM"] * p["BK"] // 4) // t if t else 0, (p["BK"] * p["BN"] // 4) // t if t else 0
-    return {"RA": rows_per_store(la) if xa else 0, "RB": rows_per_store(lb) if xb else 0}
+            "LB": (p["BK"] * p["BN"] // 4) // t, "SMEM": shared_bytes(p)}
 
 
 def _geometry(p: Params, M: int, N: int) -> Launch:
@@ -133,26 +102,6 @@ def _loads_even(p: Params) -> bool:
 
 def _can_swap(p: Params) -> bool:
     return p["ASYNC"] == 0 and p["TN"] % 4 == 0
-
-
-def _vt_operand(p: Params) -> bool:
-    return p["VT"] == 0 or p["TA"] == 0 or p["TB"] == 1
-
-
-def _vt_loads(p: Params) -> list[int]:
-    """The float4 loads per thread of each operand VT=1 transposes in registers."""
-    xa, xb = xposed(p)
-    t = threads(p)
-    return [n // t for n, on in ((p["BM"] * p["BK"] // 4, xa), (p["BK"] * p["BN"] // 4, xb)) if on and t]
-
-
-def _vt_even(p: Params) -> bool:
-    return all(rows_per_store(n) > 0 for n in _vt_loads(p))
-
-
-def _vt_rows_apart(p: Params) -> bool:
-    t = threads(p)
-    return all(t % (phase_lanes(rows_per_store(n)) * (p["BK"] // 4)) == 0 for n in _vt_loads(p) if rows_per_store(n))
 
 
 def _rows_apart(p: Params) -> bool:
@@ -181,9 +130,6 @@ BLOCKED = Family(
         Param("MINB", (1, 2), 1, "__launch_bounds__ minimum resident blocks per SM (caps registers)"),
         Param("BSWAP", (0, 1), lambda p: int(_can_swap(p)),
               "1: B's columns swapped in pairs in shared memory (register banks of the FFMA operands)", absent=0),
-        Param("VT", (0, 1), 0, "1: the operands that go into shared memory transposed are transposed in registers, "
-                               "R stored rows at a time, and stored as float4/float2 (ASYNC=0)",
-              absent=0, named_at_absent=False),
         Param("TA", (0, 1), 0, "1: A is stored transposed, K x M row-major (A[m][k] at A[k*M + m])",
               absent=0, named_at_absent=False),
         Param("TB", (0, 1), 0, "1: B is stored transposed, N x K row-major (B[k][n] at B[n*K + k])",
@@ -211,16 +157,6 @@ BLOCKED = Family(
                    "of a tile lie whole rows apart", (*TILE, "BK"), lambda p, _: _rows_apart(p)),
         Constraint("BSWAP=1 needs ASYNC=0 (cp.async copies B's 16 bytes as they are) and TN a multiple of 4 "
                    "(B fragments read as float4)", ("BSWAP", "ASYNC", "TN"), lambda p, _: p["BSWAP"] == 0 or _can_swap(p)),
-        Constraint("VT=1 transposes the register-prefetch loads (ASYNC=0): cp.async copies bypass the registers",
-                   ("VT", "ASYNC"), lambda p, _: p["VT"] == 0 or p["ASYNC"] == 0),
-        Constraint("VT=1 needs an operand that goes into shared memory transposed: A stored M x K (TA=0) or "
-                   "B stored N x K (TB=1)", ("VT", "TA", "TB"), lambda p, _: _vt_operand(p)),
-        Constraint("VT=1 needs an even number of float4 loads per thread (LA, LB) of each operand it transposes: "
-                   "it loads 2 or 4 stored rows at a time", ("VT", "ASYNC", "TA", "TB", *TILE, "BK"),
-                   lambda p, _: _vt_even(p)),
-        Constraint("VT=1 needs threads a multiple of BK/4 times the lanes of one store phase (8 for float4, "
-                   "16 for float2 stores), so that a thread's groups of rows lie whole rows apart",
-                   ("VT", "ASYNC", "TA", "TB", *TILE, "BK"), lambda p, _: _vt_rows_apart(p)),
     ),
     template="blocked.cu.j2",
     geometry=_geometry,
