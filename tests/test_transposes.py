@@ -122,3 +122,15 @@ def test_the_python_api_searches_one_layout_like_the_cli():
     assert with_layout(families_of("naive"), None)[0].name == "naive"
     with pytest.raises(AutotuneError, match="unknown layout 'XN'; one of NN, NT, TN, TT"):
         with_layout(families_of("blocked"), "XN")
+
+
+def test_a_search_is_of_nn_unless_a_layout_or_transposes_are_asked_for():
+    from autotune.cli.options import narrow_families, with_layout
+
+    blocked = [FAMILIES["blocked"]]
+    [plain] = narrow_families(blocked, ())
+    assert plain.param("TA").values == (0,) and plain.param("TB").values == (0,)
+    [nt] = narrow_families(blocked, with_layout((), "NT"))
+    assert nt.param("TB").values == (1,)
+    [both] = narrow_families(blocked, ("TA=0,1",))
+    assert both.param("TA").values == (0, 1) and both.param("TB").values == (0,)

@@ -30,7 +30,7 @@ from autotune.cli.options import (
 from autotune.errors import AutotuneError
 from autotune.explain.model import PRESETS
 from autotune.families import FAMILIES, families_for
-from autotune.families.layouts import for_batch
+from autotune.families.layouts import for_batch, narrow_to
 from autotune.search import SAMPLERS
 from autotune.space import Limits, expand
 
@@ -296,7 +296,7 @@ def suite(shapes_path, groups, trials, timeout, total_timeout, family_text, back
     process) and its roofline as JSON, a markdown table and a plot."""
     from autotune.api.suite import SuiteOptions, run_suite
 
-    sys.exit(run_suite(SuiteOptions(shapes_path, db_path, out, parse_families(family_text), trials, timeout,
+    sys.exit(run_suite(SuiteOptions(shapes_path, db_path, out, narrow_to(parse_families(family_text), {}), trials, timeout,
                                     total_timeout, kind=backend, replay_db=replay_db, groups=groups, tune=not no_tune)))
 
 

@@ -30,14 +30,16 @@ def narrow_to(families: list[Family], choices: dict[str, list[str]]) -> list[Fam
         given = ", ".join(f"{n}={','.join(v)}" for n, v in choices.items())
         raise AutotuneError(f"no family searched reads transposed operands ({given}); the register-blocked "
                             f"ones do: --family {','.join(f.name for f in families_with_transposes())}")
-    # BLAS=1 kernels (cuBLAS-style arguments, autotune/space/blas.py) only when asked for (-p BLAS=1,
-    # or a batch: for_batch): at one batch a search measures them as plain products.
-    return [narrow(f, {n: v for n, v in {**_plain_default(f), **choices}.items() if n in names(f)}) for f in kept]
+    # Unless asked for (-p, --layout, a batch: for_batch), a search is of C = A * B as cuBLAS's NN
+    # with plain arguments: TA=TB=0 (a kernel of another layout would be timed on transposed copies
+    # of the operands and then be "the best" for a call it cannot serve), BLAS=0 (at one batch a
+    # search measures BLAS=1 kernels as plain products).
+    return [narrow(f, {n: v for n, v in {**_plain_defaults(f), **choices}.items() if n in names(f)}) for f in kept]
 
 
-def _plain_default(family: Family) -> dict[str, list[str]]:
-    """BLAS=0 unless the family was narrowed to BLAS=1 already."""
-    return {"BLAS": ["0"]} if "BLAS" in names(family) and 0 in family.param("BLAS").values else {}
+def _plain_defaults(family: Family) -> dict[str, list[str]]:
+    """TA, TB and BLAS at 0, each unless the family was narrowed to exclude 0 already."""
+    return {n: ["0"] for n in (*TRANSPOSES, "BLAS") if n in names(family) and 0 in family.param(n).values}
 
 
 def for_batch(families: list[Family], batch: int) -> list[Family]:
