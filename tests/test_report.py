@@ -20,6 +20,9 @@ from autotune.explain.report import build
 from autotune.explain.roofline import roofline
 
 H200_DB = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "h200-4096-issue2-run1.sqlite"
+# The same with its ten fastest kernels' SASS counts saved, as a search saves them today
+# (tests/data/make_counted_db.py): the report analyses only the ladder's kernels
+COUNTED_DB = Path(__file__).resolve().parent / "data" / "h200-4096-issue2-counted.sqlite"
 SHAPE = (4096, 4096, 4096)
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 needs_nvdisasm = pytest.mark.skipif(not ex.have_nvdisasm(), reason="nvdisasm not installed (the sass extra)")
@@ -27,10 +30,10 @@ needs_nvdisasm = pytest.mark.skipif(not ex.have_nvdisasm(), reason="nvdisasm not
 
 @pytest.fixture(scope="module")
 def made(tmp_path_factory):
-    """One report for the module (it compiles a dozen kernels); the cubin cache stays in tmp."""
+    """One report for the module (it compiles the ladder's ten kernels); the cubin cache stays in tmp."""
     base = tmp_path_factory.mktemp("report")
     db_path = base / "h200.sqlite"
-    shutil.copyfile(H200_DB, db_path)
+    shutil.copyfile(COUNTED_DB, db_path)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("AUTOTUNE_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
         data = build(str(db_path), SHAPE)

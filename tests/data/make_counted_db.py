@@ -1,0 +1,37 @@
+"""Writes tests/data/h200-4096-issue2-counted.sqlite: the committed issue-2 H200 database with the
+SASS counts of its ten fastest kernels saved in its kernels table, as a search saves them today.
+The report test reads it so that it analyses only the ladder's kernels (the counting path stays
+tested) instead of also the ten T=64 kernels, ~30 CPU-seconds of NVRTC on CI's two cores.
+
+    python tests/data/make_counted_db.py
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from autotune import store  # noqa: E402
+from autotune.backends.outcome import OK  # noqa: E402
+from autotune.explain import counts as ex  # noqa: E402
+from autotune.families import config_of_row  # noqa: E402
+
+SOURCE = ROOT / "benchmarks" / "data" / "h200-4096-issue2-run1.sqlite"
+TARGET = Path(__file__).resolve().parent / "h200-4096-issue2-counted.sqlite"
+SHAPE = (4096, 4096, 4096)
+
+
+def main() -> None:
+    shutil.copyfile(SOURCE, TARGET)
+    db = store.open_db(TARGET)
+    rows = sorted(store.results(db, SHAPE, status=OK), key=lambda r: r["time_ms"])[:10]
+    for row in rows:
+        ex.kernel_counts(config_of_row(row), store.source(db, row["source_hash"]), row["arch"], db, save=True)
+    print(f"{TARGET.name}: counts of {len(rows)} kernels saved")
+
+
+if __name__ == "__main__":
+    main()
