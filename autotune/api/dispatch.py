@@ -114,7 +114,8 @@ class Dispatcher:
         return Choice(config, kernel, source, sha256(source), origin, (row["M"], row["N"], row["K"]), row["id"])
 
     def _of_tiling(self, row: dict, origin: str) -> Choice:
-        config = make_config(config_of_row(row).family, {**config_of_row(row).values, "BLAS": 1})
+        measured = config_of_row(row)
+        config = make_config(measured.family, {**measured.values, "BLAS": 1})
         source = render(config)
         return Choice(config, config.name, source, sha256(source), origin + TILING, (row["M"], row["N"], row["K"]),
                       row["id"])

@@ -58,11 +58,13 @@ def strided_error(C: np.ndarray, given: Strided, M: int, N: int, ops: Operands) 
 
 def unpack(buf: np.ndarray, rows: int, cols: int, ld: int, stride: int, batch: int) -> np.ndarray:
     """(batch, rows, cols) of a flat buffer with row stride ld and batch stride `stride`."""
-    out = np.empty((batch, rows, cols), dtype=buf.dtype)
-    for z in range(batch):
-        for r in range(rows):
-            out[z, r] = buf[z * stride + r * ld: z * stride + r * ld + cols]
-    return out
+    return _view(buf, batch, rows, cols, ld, stride).copy()
+
+
+def _view(buf: np.ndarray, batch: int, rows: int, cols: int, ld: int, stride: int) -> np.ndarray:
+    """The (batch, rows, cols) elements of a flat buffer, in place (writes reach the buffer)."""
+    size = buf.itemsize
+    return np.lib.stride_tricks.as_strided(buf, (batch, rows, cols), (stride * size, ld * size, size))
 
 
 def _random(rng: np.random.Generator, batch: int, stride: int, shape: tuple[int, int]) -> np.ndarray:
@@ -78,7 +80,4 @@ def _packed(x: np.ndarray, size: int, ld: int, stride: int) -> np.ndarray:
 
 
 def _pack(buf: np.ndarray, x: np.ndarray, ld: int, stride: int) -> None:
-    batch, rows, cols = x.shape
-    for z in range(batch):
-        for r in range(rows):
-            buf[z * stride + r * ld: z * stride + r * ld + cols] = x[z, r]
+    _view(buf, *x.shape, ld, stride)[...] = x  # stride 0: every batch writes the same values over one matrix

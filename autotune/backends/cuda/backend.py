@@ -242,12 +242,16 @@ class CudaBackend(Backend):
         for p in (self.main, self.check):
             p.ref_sums = self.compare.compare(p.ref_dev, p.ref_dev, p.M * p.N).ref_sums
         self._canary()
-        p = self.main
-        self.baseline = time_ms(lambda: self.blas.sgemm(int(p.a.handle), int(p.b.handle), int(p.c.handle), M, N, K),
-                                self.stream, min_reps=20)
+        self.baseline = self._time_baseline()
         self.baseline_clock = sm_clock_mhz(self.info.uuid)
         self.limits, self.peak_tflops, self.device = self.info.limits, self.info.peak_tflops, str(self.info.index)
         self.min_launch_s = self.baseline.median_ms / 1e3  # a shorter watchdog would stop even the best kernel
+
+    def _time_baseline(self) -> Timing:
+        """cuBLAS's time for the search's problem: what every kernel's time is compared with."""
+        p = self.main
+        return time_ms(lambda: self.blas.sgemm(int(p.a.handle), int(p.b.handle), int(p.c.handle), p.M, p.N, p.K),
+                       self.stream, min_reps=20)
 
     def _canary(self) -> None:
         """Compile, load and check the known-good kernel (backends.canary) at the odd shape."""

@@ -8,20 +8,22 @@ from __future__ import annotations
 
 from autotune.backends.cuda.backend import CudaBackend, Problem, launch_kernel, time_ms
 from autotune.backends.cuda.strided import StridedProblem
+from autotune.backends.outcome import Timing
 from autotune.backends.reference import FP32, judge, transposes
 from autotune.space import Config, batched, tight
 
 
 class BatchedCudaBackend(CudaBackend):
     def __init__(self, M: int, N: int, K: int, device: int = 0, seed: int = 0, batch: int = 2):
-        self.seed = seed
-        super().__init__(M, N, K, device=device, seed=seed)  # its single-product baseline is replaced below
-        self.batch = batch
+        self.seed, self.batch = seed, batch  # before the base class times the baseline (_time_baseline)
         self._problems: dict[tuple[bool, bool], StridedProblem] = {}  # per layout, made at its first kernel
-        nn = self._problem((False, False))
-        self.baseline = time_ms(lambda: self.blas.sgemm_strided(int(nn.a.handle), int(nn.b.handle), int(nn.c.handle),
-                                                                M, N, K, False, False, nn.ops), self.stream, min_reps=20)
-        self.min_launch_s = self.baseline.median_ms / 1e3
+        super().__init__(M, N, K, device=device, seed=seed)
+
+    def _time_baseline(self) -> Timing:
+        """cuBLAS's strided-batched time for the same B products (NN)."""
+        nn, (M, N, K) = self._problem((False, False)), self.shape
+        return time_ms(lambda: self.blas.sgemm_strided(int(nn.a.handle), int(nn.b.handle), int(nn.c.handle),
+                                                       M, N, K, False, False, nn.ops), self.stream, min_reps=20)
 
     def _problem(self, layout: tuple[bool, bool]) -> StridedProblem:
         if layout not in self._problems:

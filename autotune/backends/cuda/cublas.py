@@ -32,6 +32,21 @@ def _check(status: int, what: str) -> None:
         raise AutotuneError(f"cuBLAS {what} failed with status {status}")
 
 
+def _gemm_argtypes(scalar) -> list:
+    """cublas{S,D}gemm_v2: handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc."""
+    return [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+            ctypes.POINTER(scalar), ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
+            ctypes.POINTER(scalar), ctypes.c_void_p, ctypes.c_int]
+
+
+def _strided_argtypes() -> list:
+    """cublasSgemmStridedBatched: the same with a stride after each matrix's ld, and the batch count."""
+    return [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+            ctypes.POINTER(ctypes.c_float), ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong,
+            ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong,
+            ctypes.POINTER(ctypes.c_float), ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong, ctypes.c_int]
+
+
 class Cublas:
     def __init__(self, stream_handle: int):
         lib = _lib()
@@ -40,50 +55,33 @@ class Cublas:
         _check(lib.cublasCreate_v2(ctypes.byref(self._handle)), "create")
         _check(lib.cublasSetMathMode(self._handle, CUBLAS_PEDANTIC_MATH), "set math mode")
         _check(lib.cublasSetStream_v2(self._handle, ctypes.c_void_p(stream_handle)), "set stream")
-        lib.cublasSgemm_v2.argtypes = [
-            ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-            ctypes.POINTER(ctypes.c_float), ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
-            ctypes.POINTER(ctypes.c_float), ctypes.c_void_p, ctypes.c_int,
-        ]
-        lib.cublasDgemm_v2.argtypes = [
-            ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-            ctypes.POINTER(ctypes.c_double), ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
-            ctypes.POINTER(ctypes.c_double), ctypes.c_void_p, ctypes.c_int,
-        ]
+        lib.cublasSgemm_v2.argtypes = _gemm_argtypes(ctypes.c_float)
+        lib.cublasDgemm_v2.argtypes = _gemm_argtypes(ctypes.c_double)
+        lib.cublasSgemmStridedBatched.argtypes = _strided_argtypes()
 
     def sgemm(self, a: int, b: int, c: int, M: int, N: int, K: int) -> None:
         """C[M,N] = A[M,K] * B[K,N], row-major, device pointers as ints."""
-        one, zero = ctypes.c_float(1.0), ctypes.c_float(0.0)
-        status = self._lib.cublasSgemm_v2(
-            self._handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K,
-            ctypes.byref(one), b, N, a, K, ctypes.byref(zero), c, N,
-        )
-        _check(status, "sgemm")
+        self._gemm_nn(self._lib.cublasSgemm_v2, ctypes.c_float, a, b, c, M, N, K, "sgemm")
 
     def dgemm(self, a: int, b: int, c: int, M: int, N: int, K: int) -> None:
         """The same in float64 (row-major, device pointers to doubles)."""
-        one, zero = ctypes.c_double(1.0), ctypes.c_double(0.0)
-        status = self._lib.cublasDgemm_v2(
-            self._handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K,
-            ctypes.byref(one), b, N, a, K, ctypes.byref(zero), c, N,
-        )
-        _check(status, "dgemm")
+        self._gemm_nn(self._lib.cublasDgemm_v2, ctypes.c_double, a, b, c, M, N, K, "dgemm")
+
+    def _gemm_nn(self, fn, scalar, a: int, b: int, c: int, M: int, N: int, K: int, what: str) -> None:
+        one, zero = scalar(1.0), scalar(0.0)
+        status = fn(self._handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K,
+                    ctypes.byref(one), b, N, a, K, ctypes.byref(zero), c, N)
+        _check(status, what)
 
     def sgemm_strided(self, a: int, b: int, c: int, M: int, N: int, K: int, ta: bool, tb: bool, ops: Operands) -> None:
         """cublasSgemmStridedBatched with the operands of a BLAS=1 kernel (space.blas, row-major):
         as column-major, C^T = alpha * op(B)^T * op(A)^T + beta * C^T over the same memory, each
         row-major leading dimension the column-major one of the transposed view."""
-        fn = self._lib.cublasSgemmStridedBatched
-        fn.argtypes = [
-            ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-            ctypes.POINTER(ctypes.c_float), ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong,
-            ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong,
-            ctypes.POINTER(ctypes.c_float), ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong, ctypes.c_int,
-        ]
         alpha, beta = ctypes.c_float(ops.alpha), ctypes.c_float(ops.beta)
-        status = fn(self._handle, CUBLAS_OP_T if tb else CUBLAS_OP_N, CUBLAS_OP_T if ta else CUBLAS_OP_N, N, M, K,
-                    ctypes.byref(alpha), b, ops.ldb, ops.strideB, a, ops.lda, ops.strideA,
-                    ctypes.byref(beta), c, ops.ldc, ops.strideC, ops.batch)
+        status = self._lib.cublasSgemmStridedBatched(
+            self._handle, CUBLAS_OP_T if tb else CUBLAS_OP_N, CUBLAS_OP_T if ta else CUBLAS_OP_N, N, M, K,
+            ctypes.byref(alpha), b, ops.ldb, ops.strideB, a, ops.lda, ops.strideA,
+            ctypes.byref(beta), c, ops.ldc, ops.strideC, ops.batch)
         _check(status, "sgemm strided batched")
 
     def version(self) -> int:

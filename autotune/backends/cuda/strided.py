@@ -24,7 +24,9 @@ class StridedProblem:
         self.a, self.b = upload(dev, stream, self.given.A), upload(dev, stream, self.given.B)
         self.c = upload(dev, stream, self.given.C)
         blas.sgemm_strided(int(self.a.handle), int(self.b.handle), int(self.c.handle), M, N, K, ta, tb, ops)
-        self.cublas = download(stream, self.c, 1, self.given.C.size)[0]
+        cublas = download(stream, self.c, 1, self.given.C.size)[0]
+        self.by_cublas = Strided(self.given.A, self.given.B, self.given.C,
+                                 unpack(cublas, M, N, ops.ldc, ops.strideC, ops.batch))  # cuBLAS's output as the answer
 
     def reset(self) -> None:
         upload_into(self.stream, self.c, self.given.C)
@@ -39,7 +41,5 @@ class StridedProblem:
     def errors(self, C: np.ndarray) -> tuple[float, float]:
         """C's error against cuBLAS's output and against the float64 answer; inf where a float
         outside the batches' outputs changed."""
-        ops = self.ops
-        by_cublas = Strided(self.given.A, self.given.B, self.given.C,
-                            unpack(self.cublas, self.M, self.N, ops.ldc, ops.strideC, ops.batch))
-        return strided_error(C, by_cublas, self.M, self.N, ops), strided_error(C, self.given, self.M, self.N, ops)
+        return (strided_error(C, self.by_cublas, self.M, self.N, self.ops),
+                strided_error(C, self.given, self.M, self.N, self.ops))
