@@ -89,10 +89,10 @@ class FakeCompiler:
         return future
 
 
-def ahead(plan, depth: int, compiler=None, wanted=lambda: 100):
+def ahead(plan, depth: int, compiler=None, wanted=lambda: 100, proposed=None):
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=3), direction="maximize")
     compiler = compiler or FakeCompiler()
-    return Ahead(study, lambda trial: suggest(trial, [TILED]), plan, compiler, depth, wanted), study, compiler
+    return Ahead(study, lambda trial: suggest(trial, [TILED]), plan, compiler, depth, wanted, proposed), study, compiler
 
 
 def build_all(config):
@@ -128,6 +128,15 @@ def test_nothing_is_asked_beyond_what_the_search_still_wants():
     wanted["n"] = 0
     a.take()
     assert len(a.queue) == 0 and len(compiler.jobs) == 2
+
+
+def test_each_config_asked_ahead_is_noted_wasted_or_not():
+    noted = []
+    a, _, compiler = ahead(lambda config: None if config.values["T"] <= 16 else build_all(config), depth=2,
+                           proposed=lambda config, wasted: noted.append((config.values["T"] <= 16, wasted)))
+    a.take()
+    assert noted and all(small == wasted for small, wasted in noted)  # nothing to build: wasted (search.fresh)
+    assert any(wasted for _, wasted in noted) and len(noted) == len(a.queue) + 1
 
 
 def test_a_sampler_that_never_needs_building_is_bounded():

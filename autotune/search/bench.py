@@ -144,10 +144,10 @@ def run_one(ds: Dataset, sampler: str, seed: int, ceilings: dict[str, float | No
             if factory:
                 with samplers.bind(name, factory):
                     run_search(db, backend, ds.families, Limits(), sampler=name, trials=budget, seed=seed,
-                               start_from_defaults=False, progress=progress)  # the sampler alone
+                               start_from_defaults=False, fresh=False, progress=progress)  # the sampler alone
             else:
                 run_search(db, backend, ds.families, Limits(), sampler=name, trials=budget, seed=seed,
-                           start_from_defaults=False, progress=progress)
+                           start_from_defaults=False, fresh=False, progress=progress)
         except _Reached:
             pass
         rows = list(db.query("SELECT t.cached, r.status, r.time_ms, r.reps FROM trials t "

@@ -3,7 +3,8 @@ measure them, search.study tells the outcome back.
 
 Results already in the database for this GPU model and shape are fed to the study before it
 starts, so a new search begins where the last one stopped. `--trials` counts new measurements:
-configs refused by a constraint or answered from the database are recorded but not counted.
+configs refused by a constraint or answered from the database are recorded but not counted, and
+each such wasted proposal makes the search enqueue a new valid config next to it (search.fresh).
 
 Several backends (one per worker) each run the ask-evaluate-tell loop in a thread of their
 own, with a database connection of their own, on one study. With `storage` the study lives
@@ -27,7 +28,9 @@ from optuna.trial import TrialState
 from autotune import store
 from autotune.backends.base import Backend
 from autotune.backends.outcome import INVALID, OK
+from autotune.search.fresh import Fresh
 from autotune.search.measure import Evaluated, evaluate
+from autotune.search.plan import plan
 from autotune.search.samplers import make_sampler
 from autotune.search.starts import Starts, shape_starts
 from autotune.search.study import (
@@ -40,7 +43,7 @@ from autotune.search.study import (
     trial_params,
     warm_start,
 )
-from autotune.space import Family, Limits, iter_valid, make_config, violations, within
+from autotune.space import Config, Family, Limits, iter_valid, make_config, violations, within
 from autotune.store.claims import ServerClaims, claims_for
 
 if TYPE_CHECKING:
@@ -83,6 +86,7 @@ class _Run:
     compiler: Compiler | None = None  # the compile processes the GPU workers share (pipeline.py)
     redo: store.Redo | None = None  # recorded rows measured again rather than reused (--remeasure)
     depth: int = 1  # trials with a kernel to build each GPU worker keeps asked ahead
+    fresh: Fresh | None = None  # fresh configs enqueued in place of wasted proposals (search.fresh)
 
     def wanted(self) -> int:
         """New measurements the search still needs beyond those in flight (what asking ahead can use)."""
@@ -121,7 +125,8 @@ def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], fam
                storage: str | Storage | None = None,
                study: str | None = None, stop: threading.Event | None = None,
                compile_jobs: int | None = None, start_from_defaults: bool = True,
-               remeasure: tuple[str, ...] = (), note: Callable[[str], None] | None = None) -> SearchResult:
+               remeasure: tuple[str, ...] = (), note: Callable[[str], None] | None = None,
+               fresh: bool = True) -> SearchResult:
     """Search until `trials` new measurements, `timeout` seconds, or `stop` is set (the
     trials in flight finish first). KeyboardInterrupt ends it at once, marked interrupted.
     compile_jobs: processes compiling ahead for GPU workers (default pipeline.default_jobs(): 8 per GPU).
@@ -129,7 +134,8 @@ def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], fam
     (search.starts), then each family's default config (the sampler benchmark turns it off to
     compare samplers alone). remeasure: statuses whose rows recorded before this search are
     measured again when proposed, rather than reused (outcome.FAILED). note: receives the line
-    that says where the search starts."""
+    that says where the search starts. fresh: enqueue a new valid config next to each wasted
+    proposal (search.fresh; the sampler benchmark turns it off, as the defaults)."""
     redo = store.Redo(tuple(remeasure), store.now()) if remeasure else None
     optuna.logging.set_verbosity(logging.WARNING)
     backends = backends if isinstance(backends, list) else [backends]
@@ -152,7 +158,8 @@ def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], fam
     result = SearchResult(study=name, workers=len(backends))
     run = _Run(opt, families, limits, peak_tflops, result, trials, budget,
                time.monotonic() + timeout if timeout is not None else None, stop or threading.Event(), progress,
-               server=where.claims, redo=redo)
+               server=where.claims, redo=redo,
+               fresh=Fresh(opt, measured, seed, shared) if fresh and sampler != "grid" else None)
     start = time.monotonic()
     try:
         _start_compiler(run, backends, compile_jobs)
@@ -246,7 +253,7 @@ def _work(run: _Run, db: sqlite_utils.Database, backend: Backend, owner: store.O
         from autotune.search.pipeline import Ahead, planner
 
         ahead = Ahead(run.study, lambda trial: suggest(trial, run.families), planner(db, backend, run.limits, run.redo),
-                      run.compiler, run.depth, run.wanted)
+                      run.compiler, run.depth, run.wanted, _proposed(run, db, backend))
     try:
         while run.take_slot():
             done = None
@@ -257,6 +264,18 @@ def _work(run: _Run, db: sqlite_utils.Database, backend: Backend, owner: store.O
     finally:
         if ahead:
             ahead.close()
+
+
+def _proposed(run: _Run, db: sqlite_utils.Database, backend: Backend) -> Callable[[Config, bool], None] | None:
+    """What a worker calls with each config proposed and whether it was wasted (search.fresh)."""
+    if run.fresh is None:
+        return None
+    fresh = run.fresh
+
+    def usable(config: Config) -> bool:
+        return plan(db, backend, config, run.limits, run.redo).to_measure
+
+    return lambda config, wasted: fresh.proposed(config, wasted, usable)
 
 
 def _one_trial(run: _Run, db: sqlite_utils.Database, backend: Backend, owner: store.Owner,
@@ -277,6 +296,9 @@ def _one_trial(run: _Run, db: sqlite_utils.Database, backend: Backend, owner: st
         trial.set_user_attr("owner", f"{owner.host}:{owner.pid}")
         done = evaluate(db, backend, config, run.limits, run.peak_tflops, owner, claims_for(db, run.server),
                         asked.ready if asked else None, run.redo)
+        if not asked and run.fresh:  # asked ahead: the pipeline noted it when it was asked
+            wasted = done is None or done.cached or done.row["status"] == INVALID
+            _proposed(run, db, backend)(config, wasted)  # type: ignore[misc]
         if done is None:  # another worker is measuring it: no row, no value
             trial.set_user_attr("reason", "another worker was measuring it")
             run.study.tell(trial, state=TrialState.PRUNED)

@@ -219,8 +219,10 @@ class Ahead:
     near the end of a search nothing more is asked than can be used."""
 
     def __init__(self, study: optuna.Study, suggest: Callable[[optuna.Trial], Config], plan: BuildPlan,
-                 compiler: Compiler, depth: int, wanted: Callable[[], int] = lambda: 1 << 30):
+                 compiler: Compiler, depth: int, wanted: Callable[[], int] = lambda: 1 << 30,
+                 proposed: Callable[[Config, bool], None] | None = None):
         self.study, self.suggest, self.plan, self.compiler = study, suggest, plan, compiler
+        self.proposed = proposed  # told each config and whether it was wasted (nothing to build)
         self.depth, self.wanted = max(1, depth), wanted
         self.queue: collections.deque[Asked] = collections.deque()
 
@@ -259,6 +261,8 @@ class Ahead:
         try:
             config = self.suggest(trial)
             job = self.plan(config) if config is not None else None
+            if config is not None and self.proposed:
+                self.proposed(config, job is None)
         except BaseException:
             from optuna.trial import TrialState
 
