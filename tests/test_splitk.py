@@ -237,3 +237,28 @@ def test_skinny_space_constraints_and_shape_rules():
     bad = shape_violations(skinny({"MR": 1, "THREADS": 64}), 40000, 512)  # 80000 tiles of 1 x 256
     assert len(bad) == 1 and "80000 output tiles of 1x256 exceed the 65536 split-K turnstiles" in bad[0]
     assert shape_violations(skinny({"MR": 1, "THREADS": 64, "SPLITK": 1}), 40000, 512) == []
+
+
+@pytest.mark.parametrize("shape, expected", [
+    ((256, 256, 262144), {"SPLITK": 32}),  # 4 tiles of 128 x 128: the most splits
+    ((1024, 1024, 65536), {"SPLITK": 4}),  # 64 tiles of 128-thread blocks (2 per SM) fill 264 places once
+    ((64, 8192, 8192), {"BM": 64, "WM": 32, "SPLITK": 4}),  # half of a 128-row tile would be padding
+    ((4096, 4096, 4096), {}),  # 1024 tiles fill the GPU unsplit
+    ((8192, 8192, 64), {}),  # K too short to split
+])
+def test_the_default_is_fitted_to_the_shape(shape, expected):
+    from autotune.space import Limits
+
+    fitted = SPLITK.fit(make_config(SPLITK, {}).values, shape, Limits())
+    assert fitted == expected and not violations(make_config(SPLITK, fitted))
+
+
+def test_a_search_measures_the_fitted_default_before_the_default(db):
+    from autotune.search.loop import run_search
+    from autotune.space import Limits
+    from tests.fakes import FakeBackend
+
+    run_search(db, FakeBackend(256, 256, 262144), [SPLITK], Limits(), sampler="random", trials=2, seed=1)
+    first = [r["kernel"] for r in db.query("SELECT r.kernel FROM trials t JOIN results r ON r.id = t.result_id "
+                                           "ORDER BY t.id LIMIT 2")]
+    assert first == [splitk({"SPLITK": 32}).name, splitk({}).name]

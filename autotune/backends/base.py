@@ -31,6 +31,7 @@ class Backend(ABC):
     # watchdog would record every kernel as a timeout
     min_launch_s: float | None = None
     device: str = ""  # the CUDA device index, or the backend's name where there is no GPU
+    any_config: bool = True  # any valid config can be measured (a replay has its dataset's only; see search.fresh)
 
     @property
     def launch_shapes(self) -> tuple[tuple[int, int], ...]:

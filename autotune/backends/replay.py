@@ -131,6 +131,7 @@ class ReplayBackend(Backend):
     name = "replay"
     explain = False  # no compiling on replay: the point is to need neither GPU nor toolchain
     device = "replay"
+    any_config = False  # a config not in the dataset has no row to replay
 
     def __init__(self, db_path: str | Path, shape: tuple[int, int, int], gpu: str | None = None,
                  overhead_s: float = OVERHEAD_S):

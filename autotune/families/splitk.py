@@ -9,14 +9,16 @@ when K is small; its block still takes its turn). The partials are added into C 
 output is bit-identical from run to run; one launch, no workspace, no reduction kernel, and the
 kernel keeps the (A, B, C, M, N, K) signature of every exported kernel. The turnstiles are a fixed
 module-level array, so a shape with more output tiles than MAX_TILES is refused (shape_rules).
+A search first measures the default fitted to its shape (fit: splits that fill the SMs, a tile
+halved where M or N is half of it), then the default itself.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import Callable
 
-from autotune.families.blocked import BLOCKED, derive_tiles, shared_bytes, threads
-from autotune.space import Family, Launch, Param, Params, ceil_div
+from autotune.families.blocked import BLOCKED, MAX_THREADS_PER_SM, derive_tiles, shared_bytes, threads
+from autotune.space import Family, Launch, Limits, Param, Params, ceil_div
 
 MAX_TILES = 1 << 16  # turnstiles, one per output tile: 256 KiB of device memory
 SPLITS = (2, 4, 8, 16, 32)
@@ -68,6 +70,29 @@ def _shape_rules(p: Params, M: int, N: int) -> list[str]:
     return turnstile_rule(tiles(p, M, N), p["SPLITK"], f"{p['BM']}x{p['BN']}", "use larger BM/BN")
 
 
+REGISTERS_PER_THREAD = 256  # what a kernel of 128 accumulators per thread takes (255 measured): sets blocks per SM
+MIN_CHUNK_STEPS = 4  # a split's chunk of K keeps at least this many BK steps (shorter ones are all overhead)
+
+
+def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
+    """The default for a shape whose tiles leave SMs idle. A tile twice as tall (wide) as M (N) is
+    halved with its warp tile, where the constraints allow: half its FMAs would be on padding. Then
+    the split whose rounds of resident blocks take the least time (rounds of 1/SPLITK of a tile's
+    work), the fewest splits among equals; none where the tiles fill the GPU or K is too short."""
+    M, N, K = shape
+    q = dict(p)
+    for size, tile, warp in ((M, "BM", "WM"), (N, "BN", "WN")):
+        halved = {**q, tile: q[tile] // 2, warp: q[warp] // 2}
+        if size <= halved[tile] and all(c.holds(halved, limits) for c in BLOCKED.constraints):
+            q = halved
+    per_sm = max(1, min(MAX_THREADS_PER_SM // threads(q), 65536 // (threads(q) * REGISTERS_PER_THREAD)))
+    at_once, t = limits.sms * per_sm, tiles(q, M, N)
+    usable = [s for s in SPLITS if K // s >= MIN_CHUNK_STEPS * q["BK"]]
+    if t < at_once and usable:
+        q["SPLITK"] = min(usable, key=lambda s: (ceil_div(t * s, at_once) / s, s))
+    return {name: value for name, value in q.items() if value != p[name]}
+
+
 # Defaults other than blocked's: a 128 x 128 tile with the per-thread shape of the blocked default
 # (8 x 4 sub-tiles, 2 along N): at 1024 x 1024 x 65536, 64 tiles x 8 splits = 512 blocks of 128 threads.
 DEFAULTS = {"BM": 128, "BN": 128, "WM": 64, "WN": 64}
@@ -84,4 +109,5 @@ SPLITK = Family(
     derive=derive,
     tags={**BLOCKED.tags, "SPLITK": "SK"},
     shape_rules=_shape_rules,
+    fit=fit,
 )

@@ -12,8 +12,8 @@ sampler and a second GPU shares that serial cost instead of halving the work
 So for each wasted proposal the search enqueues a config next to it that is new and valid: one
 parameter changed (every such change tried, in a seeded random order), else two. An enqueued trial
 has every parameter fixed, so asking for it costs the sampler nothing, and its result teaches the
-sampler like any other. Replays and the sampler benchmark leave this out: they compare samplers
-alone, and a replay has rows for its dataset's configs only.
+sampler like any other. The sampler benchmark leaves this out (it compares samplers alone), and so
+does a replay (Backend.any_config: it has rows for its dataset's configs only).
 """
 from __future__ import annotations
 

@@ -13,13 +13,14 @@ hosts can share it; without, it is in memory and re-learns from the results tabl
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import optuna
 import sqlite_utils
@@ -154,12 +155,12 @@ def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], fam
         budget = _enqueue_grid(opt, families, limits, measured, trials, shared)
     elif start_from_defaults:
         _enqueue_starts(opt, shape_starts(db, first, families, limits, measured), families, limits, measured, shared,
-                        note)
+                        note, first.shape)
     result = SearchResult(study=name, workers=len(backends))
     run = _Run(opt, families, limits, peak_tflops, result, trials, budget,
                time.monotonic() + timeout if timeout is not None else None, stop or threading.Event(), progress,
                server=where.claims, redo=redo,
-               fresh=Fresh(opt, measured, seed, shared) if fresh and sampler != "grid" else None)
+               fresh=Fresh(opt, measured, seed, shared) if fresh and sampler != "grid" and first.any_config else None)
     start = time.monotonic()
     try:
         _start_compiler(run, backends, compile_jobs)
@@ -189,24 +190,27 @@ def _enqueue_grid(study: optuna.Study, families: list[Family], limits: Limits, m
 
 
 def _enqueue_starts(study: optuna.Study, starts: Starts, families: list[Family], limits: Limits, measured: set[str],
-                    shared: bool, note: Callable[[str], None] | None) -> None:
+                    shared: bool, note: Callable[[str], None] | None, shape: tuple[int, int, int]) -> None:
     """The nearest shapes' winners, then the family defaults not among them."""
     if note:
         note(starts.line())
     for config in starts.configs:
         study.enqueue_trial(trial_params(config), skip_if_exists=shared)
-    _enqueue_defaults(study, families, limits, measured | {c.name for c in starts.configs}, shared)
+    _enqueue_defaults(study, families, limits, measured | {c.name for c in starts.configs}, shared, shape)
 
 
 def _enqueue_defaults(study: optuna.Study, families: list[Family], limits: Limits, measured: set[str],
-                      shared: bool) -> None:
+                      shared: bool, shape: tuple[int, int, int]) -> None:
     """Each family's default config (for blocked: the best a search found on the H200, see
     autotune/families/blocked.py) as the first trials, so the sampler starts from a good kernel and
-    looks around it instead of finding that region by luck."""
+    looks around it instead of finding that region by luck; before it, the default fitted to the
+    shape where the family fits one (Family.fit: split-K's splits)."""
     for family in families:
-        config = make_config(family, {})
-        if within(family, config.values) and config.name not in measured and not violations(config, limits):
-            study.enqueue_trial(trial_params(config), skip_if_exists=shared)
+        default = make_config(family, {})
+        fitted = make_config(family, family.fit(default.values, shape, limits)) if family.fit else default
+        for config in [fitted] + ([default] if default.name != fitted.name else []):
+            if within(family, config.values) and config.name not in measured and not violations(config, limits):
+                study.enqueue_trial(trial_params(config), skip_if_exists=shared)
 
 
 def _start_compiler(run: _Run, backends: list[Backend], jobs: int | None) -> None:
@@ -304,11 +308,25 @@ def _one_trial(run: _Run, db: sqlite_utils.Database, backend: Backend, owner: st
             run.study.tell(trial, state=TrialState.PRUNED)
             return None
         store.insert_trial(db, run.result.study, trial.number, done.row["id"], done.cached, owner.worker)
+    except optuna.exceptions.UpdateFinishedTrialError:  # told by another process first (_told_elsewhere)
+        return None
     except BaseException:
         run.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
         raise
-    tell(run.study, trial, done.row)
+    with _told_elsewhere():
+        tell(run.study, trial, done.row)
     return done
+
+
+@contextlib.contextmanager
+def _told_elsewhere() -> Iterator[None]:
+    """Optuna's SQLite storage cannot lock a row, so two processes sharing a study in SQLite can both
+    pop one enqueued trial; the one that tells it second finds it finished. The claims kept the config
+    from being measured twice, and this process's row stands: nothing is lost but its second telling."""
+    try:
+        yield
+    except optuna.exceptions.UpdateFinishedTrialError:
+        pass
 
 
 def _account(result: SearchResult, done: Evaluated) -> None:

@@ -28,6 +28,7 @@ class Limits:
     max_shared_optin: int = 227 * 1024  # dynamic shared memory after opting in
     max_grid_y: int = 65535
     max_grid_z: int = 65535
+    sms: int = 132  # multiprocessors: a grid of fewer blocks than the SMs hold leaves some idle (Family.fit)
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,9 @@ class Family:
     # Reasons a config cannot run at a problem shape beyond the grid limits (e.g. more output
     # tiles than a split-K kernel has turnstiles); empty when it can.
     shape_rules: Callable[[Params, int, int], list[str]] = _no_shape_rules
+    # The default's values that depend on the problem (split-K's splits fill the SMs): a search
+    # measures the default with them before the default itself. None: nothing depends on it.
+    fit: Callable[[Params, tuple[int, int, int], Limits], Params] | None = None
 
     def __post_init__(self) -> None:
         names = {p.name for p in self.params}

@@ -72,6 +72,7 @@ def device_info(index: int = 0) -> DeviceInfo:
         max_threads_per_block=props.max_threads_per_block,
         max_static_shared=min(48 * 1024, props.max_shared_memory_per_block),
         max_shared_optin=props.max_shared_memory_per_block_optin,
+        sms=props.multiprocessor_count,
     )
     return DeviceInfo(
         index=index,
