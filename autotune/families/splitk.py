@@ -21,7 +21,7 @@ from autotune.families.blocked import BLOCKED, MAX_THREADS_PER_SM, derive_tiles,
 from autotune.space import Family, Launch, Limits, Param, Params, ceil_div
 
 MAX_TILES = 1 << 16  # turnstiles, one per output tile: 256 KiB of device memory
-SPLITS = (2, 4, 8, 16, 32)
+SPLITS = (2, 4, 8, 16, 32, 64)
 
 
 def derive(p: Params) -> dict[str, int]:

@@ -24,9 +24,9 @@ class StridedProblem:
         self.a, self.b = upload(dev, stream, self.given.A), upload(dev, stream, self.given.B)
         self.c = upload(dev, stream, self.given.C)
         blas.sgemm_strided(int(self.a.handle), int(self.b.handle), int(self.c.handle), M, N, K, ta, tb, ops)
-        cublas = download(stream, self.c, 1, self.given.C.size)[0]
-        self.by_cublas = Strided(self.given.A, self.given.B, self.given.C,
-                                 unpack(cublas, M, N, ops.ldc, ops.strideC, ops.batch))  # cuBLAS's output as the answer
+        self.cublas = download(stream, self.c, 1, self.given.C.size)[0]  # C's buffer after cuBLAS, as run() returns
+        self.by_cublas = Strided(self.given.A, self.given.B, self.given.C,  # cuBLAS's output as the answer
+                                 unpack(self.cublas, M, N, ops.ldc, ops.strideC, ops.batch))
 
     def reset(self) -> None:
         upload_into(self.stream, self.c, self.given.C)
