@@ -44,41 +44,6 @@ def test_every_layout_matches_the_reference(layout):
         assert statuses(c, render(c)) == ["ok"] * len(SHAPES), c.name
 
 
-# TL=1 (two lanes per stored row of the operand that goes in transposed; BK >= 16): 64 threads with
-# BM = 32 and 64 (a load's pairs cover half the rows, or each row twice), 128 threads with BM = 32.
-PAIRED = (
-    ("blocked", {**SMALL, "BK": 16, "STAGES": 2, "ASYNC": 0, "BSWAP": 1, "TL": 1}),
-    ("blocked", {**SMALL, "BK": 16, "BM": 64, "WM": 32, "STAGES": 2, "ASYNC": 0, "TL": 1}),
-    ("blocked", {**SMALL, "BK": 16, "WN": 16, "STAGES": 1, "ASYNC": 0, "TL": 1}),
-    ("splitk", {**SMALL, "BK": 16, "STAGES": 2, "ASYNC": 0, "SPLITK": 2, "TL": 1}),
-)
-
-
-@pytest.mark.parametrize("layout", ["NN", "NT", "TT"])
-def test_paired_loads_match_the_reference_in_every_layout_with_a_transposed_store(layout):
-    for family, params in PAIRED:
-        c = config(family, params, layout)
-        assert statuses(c, render(c)) == ["ok"] * len(SHAPES), c.name
-
-
-def test_paired_loads_need_an_operand_that_goes_in_transposed():
-    assert violations(make_config(FAMILIES["blocked"], {"TL": 1, "TA": 1, "TB": 0}))
-    assert violations(make_config(FAMILIES["blocked"], {"TL": 1, "ASYNC": 1, "STAGES": 3, "BSWAP": 0}))
-    assert violations(make_config(FAMILIES["blocked"], {"TL": 1, "BK": 8}))  # two float4s a row already
-
-
-@pytest.mark.parametrize("old, new", [
-    ("r = idx / 2 % BM, c = (idx / 2 / BM * 2 + idx % 2) * 4;\n            As[",  # A's store from the old order
-     "r = idx / (BK / 4), c = idx % (BK / 4) * 4;\n            As["),
-    ("(i * (THREADS / 2)) / BM * 8", "(i * (THREADS / 2)) / BM * 4"),  # a later load's column offset halved
-])
-def test_paired_loads_that_disagree_with_their_stores_are_wrong(old, new):
-    c = config("blocked", PAIRED[1][1], "NN")
-    source = render(c)
-    assert old in source, "the template changed?"
-    assert statuses(c, source.replace(old, new), ((70, 40, 40),)) == ["wrong"]  # whole 64 x 32 tiles: the fast loads
-
-
 def test_a_kernel_gets_its_layouts_operands():
     X = np.arange(6, dtype=np.float32).reshape(2, 3)
     A, B = stored(X, X, {"TA": 1})  # TB absent: an old row, untransposed

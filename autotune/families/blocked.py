@@ -16,9 +16,7 @@ whose tiles all lie inside the matrices copies from pointers computed once, with
 Interior tiles of the register path likewise load through one pointer per matrix, advanced once
 per tile, and the inner loop reads fragments at constant offsets from per-thread origins, so
 the unrolled loop holds almost nothing but LDS and FFMA. BSWAP=1 stores B's columns swapped in
-pairs, which moves B fragments to registers of the other bank than their accumulators. TL=1 loads
-an operand that goes into shared memory transposed two lanes per stored row instead of four, so
-that a warp's transposing stores meet no bank twice (the template says why).
+pairs, which moves B fragments to registers of the other bank than their accumulators.
 TA=1 and TB=1 read A and B stored transposed (cuBLAS's T operands; nn.Linear is x * W^T, TB=1):
 the float4 loads then run along the stored rows, A's tile goes into shared memory as it is (no
 transpose on the way in) and B's goes in transposed, so everything after shared memory is the same.
@@ -106,10 +104,6 @@ def _can_swap(p: Params) -> bool:
     return p["ASYNC"] == 0 and p["TN"] % 4 == 0
 
 
-def _can_pair(p: Params) -> bool:
-    return p["ASYNC"] == 0 and p["BK"] >= 16 and (p.get("TA", 0) == 0 or p.get("TB", 0) == 1)
-
-
 def _rows_apart(p: Params) -> bool:
     t = threads(p)
     return t > 0 and t % (p["BK"] // 4) == 0 and t % (p["BN"] // 4) == 0
@@ -136,9 +130,6 @@ BLOCKED = Family(
         Param("MINB", (1, 2), 1, "__launch_bounds__ minimum resident blocks per SM (caps registers)"),
         Param("BSWAP", (0, 1), lambda p: int(_can_swap(p)),
               "1: B's columns swapped in pairs in shared memory (register banks of the FFMA operands)", absent=0),
-        Param("TL", (0, 1), 0, "1: an operand that goes into shared memory transposed is loaded two lanes per "
-              "stored row (sixteen rows per warp), so its transposing stores hit 32 banks; 0: four lanes per row",
-              absent=0, named_at_absent=False),
         Param("TA", (0, 1), 0, "1: A is stored transposed, K x M row-major (A[m][k] at A[k*M + m])",
               absent=0, named_at_absent=False),
         Param("TB", (0, 1), 0, "1: B is stored transposed, N x K row-major (B[k][n] at B[n*K + k])",
@@ -164,15 +155,11 @@ BLOCKED = Family(
                    lambda p, _: p["MINB"] * threads(p) <= MAX_THREADS_PER_SM),
         Constraint("threads per block must be a multiple of BK/4 and of BN/4, so that a thread's float4 loads "
                    "of a tile lie whole rows apart", (*TILE, "BK"), lambda p, _: _rows_apart(p)),
-        Constraint("TL=1 needs ASYNC=0 (cp.async copies an operand into shared memory transposed with 4-byte "
-                   "copies of its own order), an operand that goes in transposed (TA=0 or TB=1) and BK >= 16 "
-                   "(at BK=8 a stored row is two float4s: the loads are paired already)",
-                   ("TL", "ASYNC", "TA", "TB", "BK"), lambda p, _: p["TL"] == 0 or _can_pair(p)),
         Constraint("BSWAP=1 needs ASYNC=0 (cp.async copies B's 16 bytes as they are) and TN a multiple of 4 "
                    "(B fragments read as float4)", ("BSWAP", "ASYNC", "TN"), lambda p, _: p["BSWAP"] == 0 or _can_swap(p)),
     ),
     template="blocked.cu.j2",
     geometry=_geometry,
     derive=derive,
-    tags={"WNITER": "WNI", "STAGES": "S", "ASYNC": "AS", "MINB": "LB", "BSWAP": "BSW", "TL": "TL"},
+    tags={"WNITER": "WNI", "STAGES": "S", "ASYNC": "AS", "MINB": "LB", "BSWAP": "BSW"},
 )
