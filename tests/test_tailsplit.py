@@ -168,3 +168,16 @@ def test_the_model_sees_the_blocked_kernel_it_is():
     a = predict(h200, counts, ours.geometry(4096, 4096), 128, 0, ours)
     b = predict(h200, counts, theirs.geometry(4096, 4096), 128, 0, theirs)
     assert (a.predicted, a.binding, a.intensity, a.occupancy) == (b.predicted, b.binding, b.intensity, b.occupancy)
+
+
+def test_the_launchers_copy_of_the_pieces_rule_is_pythons():
+    """The exported launchers compute the grid at any shape through a Python (and C) copy of
+    pieces() (space.expr.Helper); the Python text, for every rest of every WAVE and MAXS."""
+    from autotune.families.tailsplit import MAXSES, WAVES, _helper
+
+    for wave in WAVES:
+        for maxs in MAXSES:
+            helper, scope = _helper(wave, maxs), {}
+            exec(helper.python, scope)  # noqa: S102 - our own text
+            copy = scope[helper.name]
+            assert [copy(rest) for rest in range(wave)] == [pieces(rest, wave, maxs) for rest in range(wave)]

@@ -45,18 +45,20 @@ def launchers(config: Config, kernel: str, launch: Launch, shape: tuple[int, int
         "blas": takes_blas(config.values), "signature": signature(config),
         "arguments": ", ".join(name for name, _ in (BLAS_ARGS if takes_blas(config.values) else BLAS_ARGS[:6])),
         "ta": bool(config.values.get("TA", 0)), "tb": bool(config.values.get("TB", 0)),
+        "helpers": "",  # functions the grid formula calls (tailsplit's pieces rule), defined before it
     }
     if isinstance(formula, GridFormula):
         c, py = formula.grid_c(), formula.grid_python()
-        header = render_template("launch.h.j2", **context, gx=c[0], gy=c[1], gz=c[2], accepts=formula.accepts_c())
+        header = render_template("launch.h.j2", **{**context, "helpers": formula.helpers_c()}, gx=c[0], gy=c[1], gz=c[2],
+                                 accepts=formula.accepts_c())
         python = "" if lang == "hip" else render_template(
-            "launch.py.j2", **context, gx=py[0], gy=py[1], gz=py[2], accepts=formula.accepts_python(),
-            accepts_text=formula.accepts_python().replace("{", "{{").replace("}", "}}"))
+            "launch.py.j2", **{**context, "helpers": formula.helpers_python()}, gx=py[0], gy=py[1], gz=py[2],
+            accepts=formula.accepts_python(), accepts_text=formula.accepts_python().replace("{", "{{").replace("}", "}}"))
         return Launchers(header, python, formula_entry(formula))
     header = render_template("launch.h.j2", **context)
     python = "" if lang == "hip" else render_template("launch.py.j2", **context)
     return Launchers(header, python, {"variables": None, "c": None, "python": None, "accepts_c": None,
-                                      "accepts_python": None, "fallback": f"{formula}; the launchers accept "
+                                      "accepts_python": None, "helpers_c": None, "helpers_python": None, "fallback": f"{formula}; the launchers accept "
                                       f"{shape[0]}x{shape[1]} (any K) only"})
 
 
@@ -71,5 +73,6 @@ def formula_entry(formula: GridFormula) -> dict:
         "variables": "M, N: rows and columns of C (C: 64-bit integer arithmetic; every value non-negative)",
         "c": formula.grid_c(), "python": formula.grid_python(),
         "accepts_c": formula.accepts_c(), "accepts_python": formula.accepts_python(),
+        "helpers_c": formula.helpers_c() or None, "helpers_python": formula.helpers_python() or None,
         "fallback": None,
     }

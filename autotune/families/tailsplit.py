@@ -47,15 +47,21 @@ of the last wave is busy, the very case of 4096^3 above (rest = 116 of 132: WAVE
 """
 from __future__ import annotations
 
+import functools
+
 from autotune.families.blocked import BLOCKED, derive_tiles, shared_bytes, threads
 from autotune.space import Family, Launch, Param, Params, ceil_div
+from autotune.space.expr import Helper, call, is_expr
 
 WAVES = (132, 264, 396, 528)  # 1 to 4 resident blocks on each of the H200's 132 SMs
 MAXSES = (2, 4, 8, 16)  # the cap on pieces per tail tile (parameter MAXS)
 
 
 def pieces(rest: int, wave: int, maxs: int) -> int:
-    """Blocks per tile of the last, partial wave of `rest` tiles (1: not split), at most `maxs`."""
+    """Blocks per tile of the last, partial wave of `rest` tiles (1: not split), at most `maxs`.
+    For a symbolic rest (space.formula), a call of the exported launchers' copy of this rule."""
+    if is_expr(rest):
+        return call(_helper(wave, maxs), rest)  # type: ignore[no-any-return]
     best, best_rounds = 1, 1  # unsplit, the rest take one round of a whole tile
     if rest == 0:
         return best
@@ -64,6 +70,41 @@ def pieces(rest: int, wave: int, maxs: int) -> int:
         if rounds * best < best_rounds * s:  # rounds / s < best_rounds / best
             best, best_rounds = s, rounds
     return best
+
+
+@functools.cache
+def _helper(wave: int, maxs: int) -> Helper:
+    """pieces() for one WAVE and MAXS, as C and Python text for the exported launchers (the kernel
+    has its own copy, templates/blocked.cu.j2 tail_pieces); tests hold both texts to pieces()."""
+    name = f"autotune_tail_pieces_w{wave}_s{maxs}"
+    c = f"""#ifndef {name.upper()}
+#define {name.upper()}
+// Blocks per tile of the last, partial wave of `rest` tiles (autotune/families/tailsplit.py, pieces)
+static inline long long {name}(long long rest) {{
+    long long best = 1, bestRounds = 1;
+    if (rest == 0) return best;
+    for (long long s = 2; s <= {maxs}; ++s) {{
+        const long long rounds = (rest * s + {wave - 1}) / {wave};
+        if (rounds * best < bestRounds * s) {{
+            best = s;
+            bestRounds = rounds;
+        }}
+    }}
+    return best;
+}}
+#endif"""
+    python = f"""def {name}(rest):
+    \"\"\"Blocks per tile of the last, partial wave of `rest` tiles (autotune/families/tailsplit.py, pieces).\"\"\"
+    best, best_rounds = 1, 1
+    if rest == 0:
+        return best
+    for s in range(2, {maxs} + 1):
+        rounds = (rest * s + {wave - 1}) // {wave}
+        if rounds * best < best_rounds * s:
+            best, best_rounds = s, rounds
+    return best
+"""
+    return Helper(name, c, python, lambda rest: pieces(rest, wave, maxs))
 
 
 def tiles(p: Params, M: int, N: int) -> int:

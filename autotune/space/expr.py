@@ -16,6 +16,7 @@ and `%` agree with Python's `//` and `%`; the C side computes in `long long`.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Union
 
 Operand = Union["Expr", int, bool]
@@ -48,7 +49,7 @@ _active: list[_Trace] = []  # the trace of the run in progress (explore), if any
 
 class Expr:
     """A node: ("var", name), ("const", value), (op, left, right), ("not", x), ("select", c, a, b),
-    ("ceil_div", a, b)."""
+    ("ceil_div", a, b), ("call", helper, x)."""
 
     __slots__ = ("op", "args")
 
@@ -134,6 +135,40 @@ class Expr:
         return emit(self, "python", top=True)
 
 
+@dataclass(frozen=True)
+class Helper:
+    """A function of one shape value that the emitted C and Python define before the formula calls
+    it: for a rule with a loop over candidates (tailsplit's pieces), which no expression holds.
+    `fn` is the same rule on numbers (tests hold the texts to it)."""
+
+    name: str
+    c: str  # a C definition of `long long name(long long x)`, include-guarded
+    python: str  # a Python definition of `name(x)`
+    fn: Callable[[int], int]
+
+
+def call(helper: Helper, x: Operand) -> Any:
+    """helper(x): a number for a number, else an expression that calls it."""
+    x = _value(x)
+    return Expr("call", helper, x) if isinstance(x, Expr) else helper.fn(int(x))
+
+
+def helpers(*xs: Operand) -> list[Helper]:
+    """The helpers the expressions call, each once, in the order met."""
+    found: dict[str, Helper] = {}
+
+    def walk(x: Any) -> None:
+        if isinstance(x, Expr):
+            if x.op == "call":
+                found.setdefault(x.args[0].name, x.args[0])
+            for a in x.args:
+                walk(a)
+
+    for x in xs:
+        walk(x)
+    return list(found.values())
+
+
 def var(name: str) -> Expr:
     return Expr("var", name)
 
@@ -217,6 +252,8 @@ def emit(x: Operand, lang: str, top: bool = False) -> str:
         return str(x.args[0])
     if x.op == "const":
         return str(x.args[0])
+    if x.op == "call":
+        return f"{x.args[0].name}({emit(x.args[1], lang, top=True)})"
     args = [emit(a, lang) for a in x.args]
     if x.op == "ceil_div":
         a, b = args

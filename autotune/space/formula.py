@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from autotune.space.config import Config, Launch
-from autotune.space.expr import Expr, NotDerivable, any_of, emit, explore, join, var
+from autotune.space.expr import Expr, Helper, NotDerivable, any_of, emit, explore, helpers, join, var
 
 SHAPE_VARS = ("M", "N")  # the grid depends on the output's rows and columns only
 
@@ -24,6 +24,13 @@ class GridFormula:
     accepts: Any  # Expr or bool: the family's shape rules hold
     block: tuple[int, int, int]
     shared_bytes: int
+    helpers: tuple[Helper, ...] = ()  # functions the grid or the rule calls, defined before them
+
+    def helpers_c(self) -> str:
+        return "\n".join(h.c for h in self.helpers)
+
+    def helpers_python(self) -> str:
+        return "\n".join(h.python for h in self.helpers)
 
     def grid_c(self) -> list[str]:
         return [emit(g, "c", top=True) for g in self.grid]
@@ -40,7 +47,8 @@ class GridFormula:
     def evaluate(self, M: int, N: int) -> tuple[tuple[int, int, int], bool]:
         """The grid and whether the shape is accepted, from the Python text (what the exported
         launcher runs), for tests against the family's own geometry."""
-        scope = {"M": M, "N": N}
+        scope: dict[str, Any] = {"M": M, "N": N}
+        exec(self.helpers_python(), scope)  # noqa: S102 - our own text, as the launcher runs it
         grid = tuple(int(eval(text, {}, scope)) for text in self.grid_python())  # noqa: S307 - our own text
         return (grid[0], grid[1], grid[2]), bool(eval(self.accepts_python(), {}, scope))  # noqa: S307
 
@@ -68,8 +76,10 @@ def derive_formula(config: Config) -> GridFormula | str:
     shared = join(launches, lambda launch: launch.shared_bytes)
     if isinstance(shared, Expr) or any(isinstance(b, Expr) for b in block):
         return f"the {family.name} family's block or shared memory depends on the shape"
-    return GridFormula(grid=(grid[0], grid[1], grid[2]), accepts=any_of(refusals, lambda reasons: not reasons),
-                       block=(int(block[0]), int(block[1]), int(block[2])), shared_bytes=int(shared))
+    accepts = any_of(refusals, lambda reasons: not reasons)
+    return GridFormula(grid=(grid[0], grid[1], grid[2]), accepts=accepts,
+                       block=(int(block[0]), int(block[1]), int(block[2])), shared_bytes=int(shared),
+                       helpers=tuple(helpers(*grid, accepts)))
 
 
 def _part(launches: list[tuple[Any, Launch]], field: str, i: int) -> Any:
