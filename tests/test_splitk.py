@@ -263,3 +263,18 @@ def test_a_search_measures_the_fitted_default_before_the_default(db):
     first = [r["kernel"] for r in db.query("SELECT r.kernel FROM trials t JOIN results r ON r.id = t.result_id "
                                            "ORDER BY t.id LIMIT 2")]
     assert first == [splitk({"SPLITK": 64}).name, splitk({}).name]
+
+
+@pytest.mark.parametrize("family, shape, expected", [
+    ("skinny", (1, 8192, 8192), {"MR": 1}),  # one row: MR=8 would be seven rows of FMAs on zeros
+    ("skinny", (3, 8192, 8192), {"MR": 4}),
+    ("skinny", (16, 8192, 8192), {}),  # two block-rows of the default's 8
+    ("tall", (8192, 1, 8192), {"NR": 1}),
+    ("tall", (8192, 16, 8192), {}),
+])
+def test_gemv_like_defaults_fit_their_block_to_the_few_rows_or_columns(family, shape, expected):
+    from autotune.space import Limits
+
+    fam = FAMILIES[family]
+    fitted = fam.fit(make_config(fam, {}).values, shape, Limits())
+    assert fitted == expected and not violations(make_config(fam, fitted))

@@ -11,16 +11,18 @@ slices in pieces of KT rows, each slice reads A straight from global memory (one
 a broadcast) so its loop has no barrier and keeps 4*ahead(p) loads of B in flight, and at the end the
 slices' partials are added in slice order through shared memory, RG rows of C at a time. Many
 threads on one tile of C replace many blocks on it, so SPLITK (a serial chain of turnstiles) stays
-small. KW = 1 is the kernel from before, byte for byte.
+small. KW = 1 is the kernel from before, byte for byte. A search first measures the default with MR
+cut to the rows there are (fit: MR=1 at M=1), then the default.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
-from autotune.families.splitk import MAX_TILES, split_grid
+from autotune.families.splitk import MAX_TILES, fit_block, split_grid
 from autotune.space import Constraint, Family, Launch, Param, Params, ceil_div
 
 COLUMNS_PER_THREAD = 4  # one float4 of a row of B
+ROWS_PER_BLOCK = (1, 2, 4, 8, 16)  # MR
 SUM_FLOAT4S = 2048  # KW > 1: the in-block sum's buffer, in float4s (32 KiB): RG rows of KW*THREADS
 
 
@@ -72,7 +74,7 @@ SKINNY = Family(
         # chain short (32 splits: 0.23 ms); KT=64 interleaves the slices' pieces finely.
         Param("THREADS", (32, 64, 128, 256, 512), 32,
               "column-threads per block (per slice with KW > 1); a block covers 4*THREADS columns of C"),
-        Param("MR", (1, 2, 4, 8, 16), 8, "rows of C per block (each thread keeps MR x 4 accumulators)"),
+        Param("MR", ROWS_PER_BLOCK, 8, "rows of C per block (each thread keeps MR x 4 accumulators)"),
         Param("KT", (16, 32, 64, 128, 256), 64,
               "KW = 1: columns of A staged in shared memory per tile; KW > 1: rows of K per piece dealt to a slice"),
         Param("SPLITK", (1, 2, 4, 8, 16, 32, 64), 4, "blocks per tile of C, each over its own chunk of K"),
@@ -92,4 +94,5 @@ SKINNY = Family(
     derive=derive,
     tags={"THREADS": "T", "SPLITK": "SK"},
     shape_rules=_shape_rules,
+    fit=lambda p, shape, limits: fit_block(p, "MR", ROWS_PER_BLOCK, shape[0]),  # M = 1: MR = 1
 )

@@ -47,6 +47,13 @@ def turnstile_rule(tiles, splits, tile: str, fix: str) -> list[str]:
             f"array in the module): {fix}"]
 
 
+def fit_block(p: Params, name: str, values: tuple[int, ...], size: int) -> Params:
+    """{name: the smallest of `values` that holds `size`} where that is below p[name]: rows (or
+    columns) of C per block beyond the problem's are padding, FMAs on zeros (a GEMV-like family's fit)."""
+    holding = [v for v in values if v >= size]
+    return {name: min(holding)} if holding and min(holding) < p[name] else {}
+
+
 Tiles = Callable[[Params, int, int], "tuple[int, int]"]
 Geometry = Callable[[Params, int, int], Launch]
 Rules = Callable[[Params, int, int], "list[str]"]

@@ -19,16 +19,18 @@ so K is split (SPLITK) among blocks that add their partials in split order behin
 templates/_splitk.cu.j2, as the skinny and splitk families do (deterministic). The kernel is capped at
 128 registers a thread (16 warps an SM) to keep loads in flight; KT = 64 is the deepest tile at which
 the default's A values, partial sums and B stores fit that without spilling (sm_90, NVRTC 13).
-The B tile is double-buffered: one barrier a tile.
+The B tile is double-buffered: one barrier a tile. A search first measures the default with NR cut
+to the columns there are (fit: NR=1 at N=1), then the default.
 """
 from __future__ import annotations
 
-from autotune.families.splitk import MAX_TILES, split_grid
+from autotune.families.splitk import MAX_TILES, fit_block, split_grid
 from autotune.space import Constraint, Family, Param, Params, ceil_div
 
 MAX_A_IN_FLIGHT = 16  # float4s of A a lane loads per tile before using them (4 registers each)
 MAX_B_STAGED = 16  # floats of the B tile a thread holds between loading and storing it
 MAX_ACCUMULATORS = 64  # ROWS x NR partial sums a lane keeps in registers
+COLUMNS_PER_BLOCK = (1, 2, 4, 8, 16)  # NR
 
 
 def quads(p: Params) -> int:
@@ -73,7 +75,7 @@ TALL = Family(
         Param("LANES", (4, 8, 16, 32), 8, "lanes of a group, striding over K in float4s; 8: one LDS.128 "
               "wavefront for B and one 128-byte line of A per row and step"),
         Param("ROWS", (1, 2, 4, 8), 2, "rows of C per group (each B value loaded serves ROWS rows)"),
-        Param("NR", (1, 2, 4, 8, 16), 16, "columns of C per block (a lane keeps ROWS x NR sums)"),
+        Param("NR", COLUMNS_PER_BLOCK, 16, "columns of C per block (a lane keeps ROWS x NR sums)"),
         Param("KT", (32, 64, 128, 256, 512), 64, "rows of B staged in shared memory per tile"),
         Param("SPLITK", (1, 2, 4, 8, 16, 32), 4, "blocks per tile of C, each over its own chunk of K"),
     ),
@@ -98,4 +100,5 @@ TALL = Family(
     derive=derive,
     tags={"THREADS": "T", "LANES": "L", "ROWS": "R", "SPLITK": "SK"},
     shape_rules=_shape_rules,
+    fit=lambda p, shape, limits: fit_block(p, "NR", COLUMNS_PER_BLOCK, shape[1]),  # N = 1: NR = 1
 )
