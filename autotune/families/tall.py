@@ -20,7 +20,7 @@ templates/_splitk.cu.j2, as the skinny and splitk families do (deterministic). T
 128 registers a thread (16 warps an SM) to keep loads in flight; KT = 64 is the deepest tile at which
 the default's A values, partial sums and B stores fit that without spilling (sm_90, NVRTC 13).
 The B tile is double-buffered: one barrier a tile. A search first measures the default with NR cut
-to the columns there are (fit: NR=1 at N=1), then the default.
+to the columns there are, at least 4 (fit: NR=4 at N=1), then the default.
 """
 from __future__ import annotations
 
@@ -100,5 +100,6 @@ TALL = Family(
     derive=derive,
     tags={"THREADS": "T", "LANES": "L", "ROWS": "R", "SPLITK": "SK"},
     shape_rules=_shape_rules,
-    fit=lambda p, shape, limits: fit_block(p, "NR", COLUMNS_PER_BLOCK, shape[1]),  # N = 1: NR = 1
+    # at least 4 columns: NR=4 beat NR=1 by 13-17% at 8192x1x8192 (docs/BENCHMARKS.md, sessions 5 and 7)
+    fit=lambda p, shape, limits: fit_block(p, "NR", COLUMNS_PER_BLOCK, max(shape[1], 4)),
 )
