@@ -44,37 +44,6 @@ def test_every_layout_matches_the_reference(layout):
         assert statuses(c, render(c)) == ["ok"] * len(SHAPES), c.name
 
 
-# UA=1: whole tiles load without bounds checks from rows that are not 16-byte aligned. At 70 x 70 x 333
-# every stored row length (70 or 333) is odd, and the 32 x 32 tiles at the origin are whole.
-UNALIGNED = (("blocked", {**SMALL, "STAGES": 2, "ASYNC": 0, "BSWAP": 1, "UA": 1}),
-             ("splitk", {**SMALL, "STAGES": 1, "ASYNC": 0, "SPLITK": 2, "UA": 1}))
-
-
-@pytest.mark.parametrize("layout", LAYOUTS)
-def test_unaligned_whole_tiles_match_the_reference(layout):
-    for family, params in UNALIGNED:
-        c = config(family, params, layout)
-        assert statuses(c, render(c), ((70, 70, 333), *SHAPES)) == ["ok"] * 3, c.name
-
-
-def test_unaligned_whole_tiles_that_load_the_wrong_rows_are_wrong():
-    c = config("blocked", UNALIGNED[0][1], "NN")
-    source = render(c)
-    old = "make_float4(p[0], p[1], p[2], p[3])"  # the four 4-byte loads, two of them swapped below
-    assert old in source, "the template changed?"
-    assert statuses(c, source.replace(old, "make_float4(p[0], p[2], p[1], p[3])"), ((70, 70, 333),)) == ["wrong"]
-
-
-def test_the_fit_asks_for_ua_where_a_stored_row_is_unaligned():
-    from autotune.space import Limits
-
-    blocked = FAMILIES["blocked"]
-    default = make_config(blocked, {}).values
-    assert blocked.fit(default, (4097, 4095, 4093), Limits()) == {"UA": 1}
-    assert blocked.fit(default, (4096, 4096, 4096), Limits()) == {}
-    assert blocked.fit({**default, "TA": 1}, (4097, 4096, 4096), Limits()) == {"UA": 1}  # A's rows are M long
-
-
 def test_a_kernel_gets_its_layouts_operands():
     X = np.arange(6, dtype=np.float32).reshape(2, 3)
     A, B = stored(X, X, {"TA": 1})  # TB absent: an old row, untransposed

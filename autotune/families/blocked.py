@@ -17,7 +17,6 @@ Interior tiles of the register path likewise load through one pointer per matrix
 per tile, and the inner loop reads fragments at constant offsets from per-thread origins, so
 the unrolled loop holds almost nothing but LDS and FFMA. BSWAP=1 stores B's columns swapped in
 pairs, which moves B fragments to registers of the other bank than their accumulators.
-UA=1 lets whole tiles skip the bounds checks also when a stored row is not 16-byte aligned (K = 4093).
 TA=1 and TB=1 read A and B stored transposed (cuBLAS's T operands; nn.Linear is x * W^T, TB=1):
 the float4 loads then run along the stored rows, A's tile goes into shared memory as it is (no
 transpose on the way in) and B's goes in transposed, so everything after shared memory is the same.
@@ -32,7 +31,7 @@ GM groups block-rows for L2 reuse; MINB is the `__launch_bounds__` minimum of re
 """
 from __future__ import annotations
 
-from autotune.space import Constraint, Family, Launch, Limits, Param, Params, ceil_div
+from autotune.space import Constraint, Family, Launch, Param, Params, ceil_div
 
 MAX_ACCUMULATORS = 128  # per thread; beyond it the kernel cannot stay within 255 registers
 MAX_THREADS_PER_SM = 2048
@@ -105,14 +104,6 @@ def _can_swap(p: Params) -> bool:
     return p["ASYNC"] == 0 and p["TN"] % 4 == 0
 
 
-def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
-    """UA=1 where a stored row of A or B is not a whole number of float4s (the register path's whole
-    tiles then skip the bounds checks; UA=0 checks every element of every tile there)."""
-    M, N, K = shape
-    rows = ((M if p.get("TA", 0) else K), (K if p.get("TB", 0) else N))
-    return {"UA": 1} if p["ASYNC"] == 0 and any(r % 4 for r in rows) else {}
-
-
 def _rows_apart(p: Params) -> bool:
     t = threads(p)
     return t > 0 and t % (p["BK"] // 4) == 0 and t % (p["BN"] // 4) == 0
@@ -139,8 +130,6 @@ BLOCKED = Family(
         Param("MINB", (1, 2), 1, "__launch_bounds__ minimum resident blocks per SM (caps registers)"),
         Param("BSWAP", (0, 1), lambda p: int(_can_swap(p)),
               "1: B's columns swapped in pairs in shared memory (register banks of the FFMA operands)", absent=0),
-        Param("UA", (0, 1), 0, "1: whole tiles load without bounds checks also from rows that are not 16-byte "
-              "aligned (a row length such as K = 4093), four 4-byte loads per float4", absent=0, named_at_absent=False),
         Param("TA", (0, 1), 0, "1: A is stored transposed, K x M row-major (A[m][k] at A[k*M + m])",
               absent=0, named_at_absent=False),
         Param("TB", (0, 1), 0, "1: B is stored transposed, N x K row-major (B[k][n] at B[n*K + k])",
@@ -166,8 +155,6 @@ BLOCKED = Family(
                    lambda p, _: p["MINB"] * threads(p) <= MAX_THREADS_PER_SM),
         Constraint("threads per block must be a multiple of BK/4 and of BN/4, so that a thread's float4 loads "
                    "of a tile lie whole rows apart", (*TILE, "BK"), lambda p, _: _rows_apart(p)),
-        Constraint("UA=1 needs ASYNC=0 (the cp.async copies have their own 4-byte path)", ("UA", "ASYNC"),
-                   lambda p, _: p["UA"] == 0 or p["ASYNC"] == 0),
         Constraint("BSWAP=1 needs ASYNC=0 (cp.async copies B's 16 bytes as they are) and TN a multiple of 4 "
                    "(B fragments read as float4)", ("BSWAP", "ASYNC", "TN"), lambda p, _: p["BSWAP"] == 0 or _can_swap(p)),
     ),
@@ -175,5 +162,4 @@ BLOCKED = Family(
     geometry=_geometry,
     derive=derive,
     tags={"WNITER": "WNI", "STAGES": "S", "ASYNC": "AS", "MINB": "LB", "BSWAP": "BSW"},
-    fit=fit,
 )

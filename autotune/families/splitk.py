@@ -18,7 +18,6 @@ from dataclasses import replace
 from typing import Callable
 
 from autotune.families.blocked import BLOCKED, MAX_THREADS_PER_SM, derive_tiles, shared_bytes, threads
-from autotune.families.blocked import fit as fit_rows
 from autotune.space import Family, Launch, Limits, Param, Params, ceil_div
 
 MAX_TILES = 1 << 16  # turnstiles, one per output tile: 256 KiB of device memory
@@ -98,7 +97,6 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     usable = [s for s in SPLITS if K // s >= MIN_CHUNK_STEPS * q["BK"]]
     if t < at_once and usable:
         q["SPLITK"] = min(usable, key=lambda s: (ceil_div(t * s, at_once) / s, s))
-    q.update(fit_rows(q, shape, limits))  # UA=1 at unaligned rows, as blocked
     return {name: value for name, value in q.items() if value != p[name]}
 
 

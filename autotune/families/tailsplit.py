@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import functools
 
-from autotune.families.blocked import BLOCKED, derive_tiles, fit, shared_bytes, threads
+from autotune.families.blocked import BLOCKED, derive_tiles, shared_bytes, threads
 from autotune.space import Family, Launch, Param, Params, ceil_div
 from autotune.space.expr import Helper, call, is_expr
 
@@ -152,5 +152,4 @@ TAILSPLIT = Family(
     geometry=_geometry,
     derive=derive,
     tags={**BLOCKED.tags, "WAVE": "WV", "MAXS": "MS"},
-    fit=fit,  # UA=1 at unaligned rows, as blocked
 )
