@@ -134,10 +134,11 @@ def test_a_turn_handed_to_the_wrong_split_never_finishes():
 
 # --------------------------------------------------------------------------- space and shape rules
 
-def test_splitk_is_the_blocked_space_times_the_splits():
+def test_splitk_is_the_blocked_space_times_the_splits_and_the_reduction():
     # all of blocked's but BLAS: the turnstiles are per tile, not per (batch, tile)
-    assert [p.name for p in SPLITK.params] == [p.name for p in BLOCKED.params if p.name != "BLAS"] + ["SPLITK"]
-    assert SPLITK.constraints == BLOCKED.constraints and SPLITK.template == BLOCKED.template
+    assert [p.name for p in SPLITK.params] == [p.name for p in BLOCKED.params if p.name != "BLAS"] + ["SPLITK", "RED"]
+    assert SPLITK.constraints[:-1] == BLOCKED.constraints and SPLITK.template == BLOCKED.template
+    assert violations(splitk({"RED": 1, "TN": 2}))  # the slots are written as float4s
     assert "splitk" in FAMILIES and not violations(splitk({}))
     assert violations(splitk({"BM": 32, "WM": 64}))[0] == "warp tiles must tile the block tile (BM % WM == 0 and BN % WN == 0)"
 
@@ -286,3 +287,33 @@ def test_gemv_like_defaults_fit_their_block_to_the_few_rows_or_columns(family, s
     fam = FAMILIES[family]
     fitted = fam.fit(make_config(fam, {}).values, shape, Limits())
     assert fitted == expected and not violations(make_config(fam, fitted))
+
+
+# RED=1: each split's partial into a workspace slot, summed in split order by the tile's last split.
+RED_CONFIGS = ({**SMALL, "SPLITK": 4, "RED": 1}, {**SMALL, "SPLITK": 64, "BK": 8, "RED": 1},
+               {**SMALL, "SPLITK": 2, "GM": 8, "STAGES": 3, "ASYNC": 1, "BSWAP": 0, "RED": 1})
+
+
+@pytest.mark.parametrize("params", RED_CONFIGS, ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()))
+def test_the_workspace_reduction_matches_the_reference_at_odd_shapes(params):
+    config = splitk(params)
+    assert statuses(config, render(config)) == ["ok"] * len(SHAPES)
+
+
+def test_the_workspace_reduction_gives_the_turnstiles_bytes_every_run():
+    """The same sum in the same order: RED=1's output equals RED=0's bit for bit, run after run."""
+    red, chain = splitk({**SMALL, "SPLITK": 8, "RED": 1}), splitk({**SMALL, "SPLITK": 8})
+    outputs = [output(c, render(c), (70, 72, 333)) for c in (red, red, chain)]
+    assert outputs[0].tobytes() == outputs[1].tobytes() == outputs[2].tobytes()
+
+
+def test_a_last_split_that_skips_a_slot_is_wrong():
+    config = splitk({**SMALL, "SPLITK": 4, "RED": 1})
+    broken = edit(render(config), "const float4 p = __ldcg(", "if (s == 2) continue;\n                        const float4 p = __ldcg(")
+    assert statuses(config, broken, ((70, 72, 333),)) == ["wrong"]
+
+
+def test_a_workspace_too_small_for_the_shape_is_refused_with_the_reason():
+    config = splitk({"SPLITK": 64, "RED": 1})
+    assert not shape_violations(config, 256, 256)
+    assert any("workspace" in r for r in shape_violations(config, 4096, 4096))

@@ -78,7 +78,7 @@ def derive(p: Params) -> dict[str, int]:
     """Everything the template, the launch and the model compute from a valid config. SPLITK=1 and
     WAVE=0: the template's split-K and tail-split code (families splitk and tailsplit, which set
     them as parameters) stay out."""
-    return {**derive_tiles(p), "SPLITK": 1, "WAVE": 0}
+    return {**derive_tiles(p), "SPLITK": 1, "WAVE": 0, "RED": 0}
 
 
 def derive_tiles(p: Params) -> dict[str, int]:

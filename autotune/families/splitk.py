@@ -9,6 +9,9 @@ when K is small; its block still takes its turn). The partials are added into C 
 output is bit-identical from run to run; one launch, no workspace, no reduction kernel, and the
 kernel keeps the (A, B, C, M, N, K) signature of every exported kernel. The turnstiles are a fixed
 module-level array, so a shape with more output tiles than MAX_TILES is refused (shape_rules).
+RED=1 replaces the chain by a workspace: each split writes its partial tile to a slot of a module-level
+array, and the split that arrives last at the tile's counter sums the slots in split order (the same
+sum, so the same bits); its shape rule refuses shapes whose slots exceed WS_FLOATS.
 A search first measures the default fitted to its shape (fit: splits that fill the SMs, a tile
 halved where M or N is half of it), then the default itself.
 """
@@ -18,15 +21,16 @@ from dataclasses import replace
 from typing import Callable
 
 from autotune.families.blocked import BLOCKED, MAX_THREADS_PER_SM, derive_tiles, shared_bytes, threads
-from autotune.space import Family, Launch, Limits, Param, Params, ceil_div
+from autotune.space import Constraint, Family, Launch, Limits, Param, Params, ceil_div
 
 MAX_TILES = 1 << 16  # turnstiles, one per output tile: 256 KiB of device memory
+WS_FLOATS = 1 << 23  # RED=1: the partial tiles' slots, 32 MiB of device memory in the module
 SPLITS = (2, 4, 8, 16, 32, 64)
 
 
 def derive(p: Params) -> dict[str, int]:
     # WAVE=0: no tail split (family tailsplit); BLAS=0: the turnstiles are per tile, not per (batch, tile)
-    return {**derive_tiles(p), "MAX_TILES": MAX_TILES, "WAVE": 0, "BLAS": 0}
+    return {**derive_tiles(p), "MAX_TILES": MAX_TILES, "WS_FLOATS": WS_FLOATS, "WAVE": 0, "BLAS": 0}
 
 
 def tiles(p: Params, M: int, N: int) -> int:
@@ -74,7 +78,12 @@ def split_grid(tiles_of: Tiles, tile: Callable[[Params], str], fix: str) -> tupl
 
 
 def _shape_rules(p: Params, M: int, N: int) -> list[str]:
-    return turnstile_rule(tiles(p, M, N), p["SPLITK"], f"{p['BM']}x{p['BN']}", "use larger BM/BN")
+    rules = turnstile_rule(tiles(p, M, N), p["SPLITK"], f"{p['BM']}x{p['BN']}", "use larger BM/BN")
+    slots = tiles(p, M, N) * p["SPLITK"] * p["BM"] * p["BN"]
+    if p["RED"] and slots > WS_FLOATS:
+        rules.append(f"RED=1 keeps {slots} floats of partial tiles (tiles x SPLITK x BM x BN), more than the "
+                     f"{WS_FLOATS}-float workspace in the module: use RED=0 or fewer splits")
+    return rules
 
 
 REGISTERS_PER_THREAD = 256  # what a kernel of 128 accumulators per thread takes (255 measured): sets blocks per SM
@@ -109,12 +118,17 @@ SPLITK = Family(
     doc="register blocking (the blocked template) with K divided among SPLITK blocks per tile, "
         "added into C in split order (deterministic)",
     params=(*(replace(p, default=DEFAULTS.get(p.name, p.default)) for p in BLOCKED.params if p.name != "BLAS"),
-            Param("SPLITK", SPLITS, 8, "blocks per tile of C, each over its own chunk of K")),
-    constraints=BLOCKED.constraints,
+            Param("SPLITK", SPLITS, 8, "blocks per tile of C, each over its own chunk of K"),
+            Param("RED", (0, 1), 0, "0: the splits of a tile add into C one after another (turnstiles); 1: each "
+                  "writes its partial to a workspace slot, the last to arrive sums them in split order",
+                  absent=0, named_at_absent=False)),
+    constraints=(*BLOCKED.constraints,
+                 Constraint("RED=1 needs TN a multiple of 4 (the partial tiles go to the workspace as float4s)",
+                            ("RED", "TN"), lambda p, _: p["RED"] == 0 or p["TN"] % 4 == 0)),
     template=BLOCKED.template,
     geometry=_geometry,
     derive=derive,
-    tags={**BLOCKED.tags, "SPLITK": "SK"},
+    tags={**BLOCKED.tags, "SPLITK": "SK", "RED": "RD"},
     shape_rules=_shape_rules,
     fit=fit,
 )

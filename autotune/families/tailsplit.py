@@ -131,7 +131,7 @@ def block_work(p: Params, M: int, N: int, block: int) -> tuple[int, int, int]:
 def derive(p: Params) -> dict[str, int]:
     # MAX_TILES: the turnstiles, one per tile of the last wave (fewer than WAVE), so no shape is refused
     # BLAS=0: the turnstiles are per tile, not per (batch, tile)
-    return {**derive_tiles(p), "SPLITK": 1, "MAX_TILES": p["WAVE"], "BLAS": 0}
+    return {**derive_tiles(p), "SPLITK": 1, "MAX_TILES": p["WAVE"], "BLAS": 0, "RED": 0}
 
 
 def _geometry(p: Params, M: int, N: int) -> Launch:
