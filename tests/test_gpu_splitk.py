@@ -1,7 +1,7 @@
 """On a GPU: the split-K, skinny and tail-split families' defaults verify against cuBLAS at a
 deep-K and a skinny shape (tail-split also at large shapes, whole waves before its split tail),
 and the same loaded kernel gives the same bytes launch after launch (the ordered reduction is
-deterministic, and each launch leaves the turnstiles as it found them)."""
+deterministic, and each launch leaves the turnstiles, or split-K's arrival counts, as it found them)."""
 import numpy as np
 import pytest
 
@@ -13,31 +13,32 @@ from autotune.space import make_config
 pytestmark = pytest.mark.gpu
 SHAPES = ((512, 512, 32768), (16, 4096, 4096), (7, 1001, 3001))  # deep K, skinny M, odd skinny
 # 4096^3: 396 whole tiles, then 116 tiles in 9 pieces each (WAVE=132); the odd one likewise unaligned
-CASES = [(f, s) for f in (SPLITK, SKINNY) for s in SHAPES] + [
-    (TAILSPLIT, s) for s in (*SHAPES, (4096, 4096, 4096), (4097, 4095, 4093))]
-IDS = [f"{f.name}-{'x'.join(map(str, s))}" for f, s in CASES]
+CASES = [(f, {}, s) for f in (SPLITK, SKINNY) for s in SHAPES] + [
+    (TAILSPLIT, {}, s) for s in (*SHAPES, (4096, 4096, 4096), (4097, 4095, 4093))] + [
+    (SPLITK, {"RED": 1, "SPLITK": 16}, s) for s in SHAPES]  # the workspace reduction (every split at once)
+IDS = [f"{f.name}{'-RED' if p else ''}-{'x'.join(map(str, s))}" for f, p, s in CASES]
 
 
-@pytest.mark.parametrize(("family", "shape"), CASES, ids=IDS)
-def test_default_verifies_and_times(family, shape):
+@pytest.mark.parametrize(("family", "params", "shape"), CASES, ids=IDS)
+def test_default_verifies_and_times(family, params, shape):
     from autotune.backends.cuda.backend import CudaBackend
 
     backend = CudaBackend(*shape, seed=5)
-    config = make_config(family, {})
+    config = make_config(family, params)
     outcome = backend.measure(config, render(config))
     assert outcome.status == "ok", outcome.reason
     assert outcome.timing.reps >= 3
 
 
-@pytest.mark.parametrize(("family", "shape"), CASES, ids=IDS)
-def test_launches_of_one_loaded_kernel_give_identical_bytes(family, shape):
+@pytest.mark.parametrize(("family", "params", "shape"), CASES, ids=IDS)
+def test_launches_of_one_loaded_kernel_give_identical_bytes(family, params, shape):
     from autotune.backends.cuda.backend import GpuRunner, download, launch_kernel, load_kernel, poisoned, upload
     from autotune.backends.reference import random_inputs
     from autotune.codegen import nvrtc
 
     M, N, K = shape
     runner = GpuRunner()
-    config = make_config(family, {})
+    config = make_config(family, params)
     geo = config.geometry(M, N)
     built = nvrtc.compile_source(render(config), config.name, runner.info.arch)
     assert built.ok, built.log
