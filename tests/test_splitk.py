@@ -250,7 +250,7 @@ def test_skinny_space_constraints_and_shape_rules():
 
 
 @pytest.mark.parametrize("shape, expected", [
-    ((256, 256, 262144), {"SPLITK": 64}),  # 4 tiles of 128 x 128: the most splits (2 blocks per SM)
+    ((256, 256, 262144), {"SPLITK": 64, "RED": 1}),  # 4 tiles of 128 x 128: the most splits, through the workspace
     ((1024, 1024, 65536), {"SPLITK": 4}),  # 64 tiles of 128-thread blocks (2 per SM) fill 264 places once
     ((64, 8192, 8192), {"BM": 64, "WM": 32, "SPLITK": 4}),  # half of a 128-row tile would be padding
     ((4096, 4096, 4096), {}),  # 1024 tiles fill the GPU unsplit
@@ -271,7 +271,7 @@ def test_a_search_measures_the_fitted_default_before_the_default(db):
     run_search(db, FakeBackend(256, 256, 262144), [SPLITK], Limits(), sampler="random", trials=2, seed=1)
     first = [r["kernel"] for r in db.query("SELECT r.kernel FROM trials t JOIN results r ON r.id = t.result_id "
                                            "ORDER BY t.id LIMIT 2")]
-    assert first == [splitk({"SPLITK": 64}).name, splitk({}).name]
+    assert first == [splitk({"SPLITK": 64, "RED": 1}).name, splitk({}).name]
 
 
 @pytest.mark.parametrize("family, shape, expected", [

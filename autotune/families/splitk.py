@@ -87,6 +87,9 @@ def _shape_rules(p: Params, M: int, N: int) -> list[str]:
 
 
 REGISTERS_PER_THREAD = 256  # what a kernel of 128 accumulators per thread takes (255 measured): sets blocks per SM
+# From this many splits on, the fit sums them through the workspace (RED=1): at 64 splits it beat the
+# serial chain by 10%, at 4 or 8 neither won (docs/BENCHMARKS.md, session 7, call I).
+LONG_CHAIN = 16
 MIN_CHUNK_STEPS = 4  # a split's chunk of K keeps at least this many BK steps (shorter ones are all overhead)
 
 
@@ -94,7 +97,8 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     """The default for a shape whose tiles leave SMs idle. A tile twice as tall (wide) as M (N) is
     halved with its warp tile, where the constraints allow: half its FMAs would be on padding. Then
     the split whose rounds of resident blocks take the least time (rounds of 1/SPLITK of a tile's
-    work), the fewest splits among equals; none where the tiles fill the GPU or K is too short."""
+    work), the fewest splits among equals; none where the tiles fill the GPU or K is too short.
+    LONG_CHAIN splits or more are summed through the workspace where it holds them (RED=1)."""
     M, N, K = shape
     q = dict(p)
     for size, tile, warp in ((M, "BM", "WM"), (N, "BN", "WN")):
@@ -106,6 +110,8 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     usable = [s for s in SPLITS if K // s >= MIN_CHUNK_STEPS * q["BK"]]
     if t < at_once and usable:
         q["SPLITK"] = min(usable, key=lambda s: (ceil_div(t * s, at_once) / s, s))
+    if q["SPLITK"] >= LONG_CHAIN and t * q["SPLITK"] * q["BM"] * q["BN"] <= WS_FLOATS:
+        q["RED"] = 1
     return {name: value for name, value in q.items() if value != p[name]}
 
 
