@@ -78,7 +78,7 @@ def test_a_suite_on_the_emulator_writes_json_markdown_and_png(tmp_path):
     data = json.loads((out / "shape-suite-sim-cpu-emulator.json").read_text())
     assert data["device"] == "CPU emulator" and data["backend"] == "sim"
     assert data["budget"] == {"trials": 2, "timeout_s": 30.0, "total_timeout_s": None, "sampler": "tpe-mv",
-                              "families": ["naive", "tiled"], "seed": 0}
+                              "families": ["naive", "tiled"], "seed": 0, "devices": None}
     assert data["tuning_s"] > 0 and data["geomean_cublas_over_ours"] is None and data["worst"] is None
     assert [(s["M"], s["N"], s["K"], s["group"]) for s in data["shapes"]] == shapes
     for s in data["shapes"]:
@@ -243,3 +243,37 @@ def test_the_suite_leaves_naive_out_unless_asked(tmp_path):
     assert budget["families"] == [name for name in families_for("fp32") if name != "naive"]  # FP32 contract
     assert CliRunner().invoke(cli, [*args, "--family", "naive,tiled"]).exit_code == 0
     assert json.loads((tmp_path / "out" / "shape-suite-sim.json").read_text())["budget"]["families"] == ["naive", "tiled"]
+
+
+def test_the_suite_takes_devices_and_records_them_in_its_budget(tmp_path):
+    from click.testing import CliRunner
+
+    from autotune.cli import cli
+
+    path = shapes_file(tmp_path, (8, 8, 8, "a"))
+    args = ["suite", "--shapes", str(path), "--total-timeout", "0.001", "--db", str(tmp_path / "s.sqlite"),
+            "-o", str(tmp_path / "out")]
+    bad = CliRunner().invoke(cli, [*args, "--devices", "0,0"])
+    assert bad.exit_code == 2 and "names a device twice" in bad.output and len(bad.output.strip().splitlines()) == 1
+    assert CliRunner().invoke(cli, [*args, "--backend", "sim"]).exit_code == 0
+    assert json.loads((tmp_path / "out" / "shape-suite-sim.json").read_text())["budget"]["devices"] is None  # no GPU
+
+
+def test_a_gpu_suite_records_the_gpus_it_used(monkeypatch, tmp_path):
+    """Without --devices every visible GPU: the budget names them (suite times on 1 and 2 GPUs differ)."""
+    from autotune.api import suite as suite_api
+
+    monkeypatch.setattr(suite_api, "visible_devices", lambda: (0, 1))
+    seen = []
+    monkeypatch.setattr(suite_api, "tune_shape", lambda o, s, timeout, stop: seen.append(o.devices))
+
+    def write(o, *rest):
+        seen.append(o.budget()["devices"])
+        raise KeyboardInterrupt  # what was written is all this test needs
+
+    monkeypatch.setattr(suite_api, "write", write)
+    path = shapes_file(tmp_path, (8, 8, 8, "a"))
+    options = suite_api.SuiteOptions(str(path), str(tmp_path / "s.sqlite"), str(tmp_path / "out"), [])
+    with pytest.raises(KeyboardInterrupt):
+        suite_api.run_suite(options)
+    assert seen == [(0, 1), [0, 1]]

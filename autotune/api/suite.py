@@ -8,6 +8,7 @@ missing GPU stops it at once. The shapes file is TOML, read with tomllib (Python
 """
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 import threading
@@ -46,8 +47,11 @@ class SuiteOptions:
     tune: bool = True  # False: write the outputs from the database as it is
 
     def budget(self) -> dict[str, Any]:
+        """What the suite spent per shape, and on what: `devices` are the GPUs each search used (one
+        worker each), so suite times on one GPU and on several can be told apart."""
         return {"trials": self.trials, "timeout_s": self.timeout, "total_timeout_s": self.total_timeout,
-                "sampler": self.sampler, "families": [f.name for f in self.families], "seed": self.seed}
+                "sampler": self.sampler, "families": [f.name for f in self.families], "seed": self.seed,
+                "devices": list(self.devices) if self.devices is not None else None}
 
 
 # --------------------------------------------------------------------------- the shapes file
@@ -189,6 +193,8 @@ def run_suite(o: SuiteOptions, stop: threading.Event | None = None) -> int:
     started = time.monotonic()
     if o.tune:
         check_backend(o, shapes)
+        if o.kind == "cuda" and o.devices is None:  # every visible GPU: say which, in the outputs' budget
+            o = dataclasses.replace(o, devices=visible_devices())
         with stop_on_signals(stop):
             for i, s in enumerate(shapes):
                 timeout = shape_timeout(o, started, len(shapes) - i)

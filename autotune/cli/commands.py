@@ -286,18 +286,22 @@ SUITE_FAMILIES = [name for name in families_for("fp32") if name != "naive"]
                    "seconds at the large shapes)")
 @click.option("--backend", type=click.Choice(["cuda", "sim", "replay"]), default="cuda", show_default=True)
 @click.option("--replay-db", type=click.Path(dir_okay=False), help="recorded database for --backend replay")
+@click.option("--devices", "devices_text", metavar="0,1",
+              help="CUDA devices each shape's search uses, one worker each (default: every visible GPU)")
 @click.option("--no-tune", is_flag=True, help="tune nothing: write the outputs from --db as it is")
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
 @click.option("-o", "--out", default="benchmarks/data", show_default=True, help="folder for the JSON, .md and .png")
 @friendly
-def suite(shapes_path, groups, trials, timeout, total_timeout, family_text, backend, replay_db, no_tune, db_path,
-          out) -> None:
+def suite(shapes_path, groups, trials, timeout, total_timeout, family_text, backend, replay_db, devices_text, no_tune,
+          db_path, out) -> None:
     """Tune every shape of a shapes file with one budget; write each shape's best against cuBLAS (same
     process) and its roofline as JSON, a markdown table and a plot."""
     from autotune.api.suite import SuiteOptions, run_suite
+    from autotune.backends.pool import parse_devices
 
     sys.exit(run_suite(SuiteOptions(shapes_path, db_path, out, narrow_to(parse_families(family_text), {}), trials, timeout,
-                                    total_timeout, kind=backend, replay_db=replay_db, groups=groups, tune=not no_tune)))
+                                    total_timeout, kind=backend, devices=parse_devices(devices_text, None),
+                                    replay_db=replay_db, groups=groups, tune=not no_tune)))
 
 
 def main() -> None:
