@@ -4,14 +4,14 @@ divided among SPLITK blocks per tile of C, for shapes whose tiles alone do not f
 
 Block z of the grid (x, y, SPLITK) computes the partial product over its chunk of K: ceil(K/SPLITK)
 rounded up to a multiple of BK, so only the last chunk has a partial BK step (a chunk may be empty
-when K is small; its block still takes its turn). The partials are added into C in split order
-0, 1, 2, ... behind a per-tile turnstile (templates/_splitk.cu.j2): ordered, not atomic, so the
-output is bit-identical from run to run; one launch, no workspace, no reduction kernel, and the
-kernel keeps the (A, B, C, M, N, K) signature of every exported kernel. The turnstiles are a fixed
-module-level array, so a shape with more output tiles than MAX_TILES is refused (shape_rules).
-RED=1 replaces the chain by a workspace: each split writes its partial tile to a slot of a module-level
-array, and the split that arrives last at the tile's counter sums the slots in split order (the same
-sum, so the same bits); its shape rule refuses shapes whose slots exceed WS_FLOATS.
+when K is small; its block still takes its turn). With RED=0 the partials are added into C in split
+order 0, 1, 2, ... behind a per-tile turnstile (templates/_splitk.cu.j2): ordered, not atomic, so the
+output is bit-identical from run to run. With RED=1 each split writes its partial tile to a slot of a
+module-level workspace without waiting, and the split that arrives last at the tile's counter sums
+the slots in that same order (the same sum, so the same bits): no serial chain of adds. Either way
+one launch, no reduction kernel, and the (A, B, C, M, N, K) signature of every exported kernel. The
+turnstiles and counters are fixed module-level arrays, so a shape with more output tiles than
+MAX_TILES, or (RED=1) more slots than WS_FLOATS holds, is refused (shape_rules).
 A search first measures the default fitted to its shape (fit: splits that fill the SMs, a tile
 halved where M or N is half of it), then the default itself.
 """
