@@ -107,8 +107,6 @@ def _can_swap(p: Params) -> bool:
 def _can_swizzle(p: Params) -> bool:
     """SW=1's conditions: the inner loop reads a swizzled row from a second origin, exact when the
     constant offsets added to it (sub-tiles, the float4s of a thread's block) leave bit 3 alone."""
-    if wmiter(p) == 0:  # no lane layout at all (another constraint says why)
-        return False
     a, b = p.get("TA", 0) == 0, p.get("TB", 0) == 1
     wsubm, wsubn = (WARP // lanes_n(p)) * p["TM"], p["WN"] // p["WNITER"]
     a_ok = not a or wmiter(p) == 1 or wsubm % 16 == 0
