@@ -44,36 +44,6 @@ def test_every_layout_matches_the_reference(layout):
         assert statuses(c, render(c)) == ["ok"] * len(SHAPES), c.name
 
 
-# SW=1: the transposed tile's columns have bit 3 flipped in rows 8..15 of each 16 (BK >= 16). One
-# sub-tile along M, two 16 apart, B's sub-tiles 16 apart (TB=1), and split-K.
-SWIZZLED = (
-    ("blocked", {**SMALL, "BK": 16, "TM": 4, "STAGES": 2, "ASYNC": 0, "BSWAP": 1, "SW": 1}),
-    ("blocked", {**SMALL, "BK": 16, "WM": 32, "TM": 4, "STAGES": 1, "ASYNC": 0, "SW": 1}),
-    ("blocked", {"BM": 64, "BN": 64, "BK": 16, "WM": 32, "WN": 32, "WNITER": 2, "TM": 4, "TN": 4, "STAGES": 2,
-                 "ASYNC": 0, "SW": 1}),
-    ("splitk", {**SMALL, "BK": 16, "TM": 4, "STAGES": 2, "ASYNC": 0, "SPLITK": 2, "SW": 1}),
-)
-
-
-@pytest.mark.parametrize("layout", ["NN", "NT", "TT"])
-def test_swizzled_transposed_tiles_match_the_reference(layout):
-    for family, params in SWIZZLED:
-        c = config(family, params, layout)
-        assert statuses(c, render(c), ((70, 70, 333), *SHAPES)) == ["ok"] * 3, c.name
-
-
-@pytest.mark.parametrize("layout, old, new", [
-    ("NN", "const int m = r ^ (c & 8);", "const int m = r;"),  # A stored unswizzled, read swizzled
-    ("NT", "n = r ^ 1 ^ (c & 8);", "n = r ^ 1;"),  # B likewise
-    ("NN", "load_fragments(k & 8 ? As8 : As,", "load_fragments(As,"),  # read unswizzled
-])
-def test_swizzled_stores_and_reads_that_disagree_are_wrong(layout, old, new):
-    c = config("blocked", SWIZZLED[0][1], layout)
-    source = render(c)
-    assert old in source, "the template changed?"
-    assert statuses(c, source.replace(old, new), ((70, 70, 333),)) == ["wrong"]
-
-
 def test_a_kernel_gets_its_layouts_operands():
     X = np.arange(6, dtype=np.float32).reshape(2, 3)
     A, B = stored(X, X, {"TA": 1})  # TB absent: an old row, untransposed

@@ -104,16 +104,6 @@ def _can_swap(p: Params) -> bool:
     return p["ASYNC"] == 0 and p["TN"] % 4 == 0
 
 
-def _can_swizzle(p: Params) -> bool:
-    """SW=1's conditions: the inner loop reads a swizzled row from a second origin, exact when the
-    constant offsets added to it (sub-tiles, the float4s of a thread's block) leave bit 3 alone."""
-    a, b = p.get("TA", 0) == 0, p.get("TB", 0) == 1
-    wsubm, wsubn = (WARP // lanes_n(p)) * p["TM"], p["WN"] // p["WNITER"]
-    a_ok = not a or wmiter(p) == 1 or wsubm % 16 == 0
-    b_ok = not b or p["WNITER"] == 1 or wsubn % 16 == 0
-    return p["ASYNC"] == 0 and p["BK"] >= 16 and (a or b) and a_ok and b_ok
-
-
 def _rows_apart(p: Params) -> bool:
     t = threads(p)
     return t > 0 and t % (p["BK"] // 4) == 0 and t % (p["BN"] // 4) == 0
@@ -140,9 +130,6 @@ BLOCKED = Family(
         Param("MINB", (1, 2), 1, "__launch_bounds__ minimum resident blocks per SM (caps registers)"),
         Param("BSWAP", (0, 1), lambda p: int(_can_swap(p)),
               "1: B's columns swapped in pairs in shared memory (register banks of the FFMA operands)", absent=0),
-        Param("SW", (0, 1), 0, "1: the transposed tile in shared memory (A with TA=0, B with TB=1) has bit 3 of "
-              "its column flipped in rows 8..15 of each 16, so its transposing stores hit distinct banks",
-              absent=0, named_at_absent=False),
         Param("TA", (0, 1), 0, "1: A is stored transposed, K x M row-major (A[m][k] at A[k*M + m])",
               absent=0, named_at_absent=False),
         Param("TB", (0, 1), 0, "1: B is stored transposed, N x K row-major (B[k][n] at B[n*K + k])",
@@ -168,15 +155,11 @@ BLOCKED = Family(
                    lambda p, _: p["MINB"] * threads(p) <= MAX_THREADS_PER_SM),
         Constraint("threads per block must be a multiple of BK/4 and of BN/4, so that a thread's float4 loads "
                    "of a tile lie whole rows apart", (*TILE, "BK"), lambda p, _: _rows_apart(p)),
-        Constraint("SW=1 needs ASYNC=0 (cp.async fills the tiles its own way), BK >= 16 (rows 8..15 to swizzle), "
-                   "an operand that goes in transposed (TA=0 or TB=1), and the swizzled operand's fragment offsets "
-                   "clear of bit 3 (one sub-tile along it, or sub-tiles a multiple of 16 apart)",
-                   ("SW", "ASYNC", "BK", "TA", "TB", *LANES), lambda p, _: p["SW"] == 0 or _can_swizzle(p)),
         Constraint("BSWAP=1 needs ASYNC=0 (cp.async copies B's 16 bytes as they are) and TN a multiple of 4 "
                    "(B fragments read as float4)", ("BSWAP", "ASYNC", "TN"), lambda p, _: p["BSWAP"] == 0 or _can_swap(p)),
     ),
     template="blocked.cu.j2",
     geometry=_geometry,
     derive=derive,
-    tags={"WNITER": "WNI", "STAGES": "S", "ASYNC": "AS", "MINB": "LB", "BSWAP": "BSW", "SW": "SW"},
+    tags={"WNITER": "WNI", "STAGES": "S", "ASYNC": "AS", "MINB": "LB", "BSWAP": "BSW"},
 )
