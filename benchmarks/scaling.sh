@@ -5,7 +5,8 @@
 # their time (benchmarks/trial_breakdown.py). New measurements per second is "new measurements" /
 # "s" of the summary line (the search loop's own wall time). EXTRA adds search options: with
 # "--sampler random --family blocked" both runs measure the same configs (random proposals do not
-# depend on results), so the comparison is not blurred by one run meeting slower kernels.
+# depend on results), so the comparison is not blurred by one run meeting slower kernels. The ratio of
+# the two runs' new measurements per second goes to OUT/scaling-M.json.
 #
 #   DEVICES=0,1 TRIALS=120 M=4096 OUT=folder EXTRA="--sampler random --family blocked" bash benchmarks/scaling.sh
 set -u
@@ -24,3 +25,23 @@ for devs in 0 "$devices"; do
   echo "command wall (start-up included): $(python3 -c "print(round($end - $start, 1))") s"
   python3 benchmarks/trial_breakdown.py "$db" "$out/scaling-$M-gpus-$tag.log"
 done
+# Both runs' new measurements per second, and their ratio (the issue's 1.8x), as JSON beside the logs.
+python3 - "$out" "$M" "$devices" <<'PY'
+import json
+import sys
+
+sys.path.insert(0, "benchmarks")
+from trial_breakdown import search_wall  # noqa: E402
+
+out, M, devices = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+runs = []
+for devs in ("0", devices):
+    wall = search_wall(f"{out}/scaling-{M}-gpus-{devs.replace(',', '-')}.log")
+    if wall:
+        trials, new, seconds = wall
+        runs.append({"devices": devs, "trials": trials, "new": new, "seconds": seconds, "new_per_s": new / seconds})
+ratio = runs[1]["new_per_s"] / runs[0]["new_per_s"] if len(runs) == 2 else None
+with open(f"{out}/scaling-{M}.json", "w") as f:
+    json.dump({"M": M, "runs": runs, "new_per_s_ratio": ratio}, f, indent=1)
+print(f"new measurements per second, --devices {devices} against 0: {ratio:.2f}x" if ratio else "no ratio: a run failed")
+PY
