@@ -77,11 +77,16 @@ def split_grid(tiles_of: Tiles, tile: Callable[[Params], str], fix: str) -> tupl
     return geometry, rules
 
 
+def slots(p: Params, M: int, N: int) -> int:
+    """Floats of partial tiles RED=1 keeps in the workspace: tiles x SPLITK x BM x BN."""
+    return tiles(p, M, N) * p["SPLITK"] * p["BM"] * p["BN"]
+
+
 def _shape_rules(p: Params, M: int, N: int) -> list[str]:
     rules = turnstile_rule(tiles(p, M, N), p["SPLITK"], f"{p['BM']}x{p['BN']}", "use larger BM/BN")
-    slots = tiles(p, M, N) * p["SPLITK"] * p["BM"] * p["BN"]
-    if p["RED"] and slots > WS_FLOATS:
-        rules.append(f"RED=1 keeps {slots} floats of partial tiles (tiles x SPLITK x BM x BN), more than the "
+    kept = slots(p, M, N)
+    if p["RED"] and kept > WS_FLOATS:
+        rules.append(f"RED=1 keeps {kept} floats of partial tiles (tiles x SPLITK x BM x BN), more than the "
                      f"{WS_FLOATS}-float workspace in the module: use RED=0 or fewer splits")
     return rules
 
@@ -110,7 +115,7 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     usable = [s for s in SPLITS if K // s >= MIN_CHUNK_STEPS * q["BK"]]
     if t < at_once and usable:
         q["SPLITK"] = min(usable, key=lambda s: (ceil_div(t * s, at_once) / s, s))
-    if q["SPLITK"] >= LONG_CHAIN and t * q["SPLITK"] * q["BM"] * q["BN"] <= WS_FLOATS:
+    if q["SPLITK"] >= LONG_CHAIN and slots(q, M, N) <= WS_FLOATS:
         q["RED"] = 1
     return {name: value for name, value in q.items() if value != p[name]}
 

@@ -57,7 +57,6 @@ class Fresh:
         self._enqueued: set[str] = set()
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
-        self.replaced = 0  # wasted proposals that got a fresh config
 
     def proposed(self, config: Config, wasted: bool, usable: Callable[[Config], bool]) -> None:
         """Note a proposal; if wasted (or met before), enqueue a usable neighbour of it.
@@ -73,5 +72,4 @@ class Fresh:
                 return
             self._seen.add(fresh.name)
             self._enqueued.add(fresh.name)
-            self.replaced += 1
         self.study.enqueue_trial(trial_params(fresh), skip_if_exists=self.shared)

@@ -204,7 +204,7 @@ def _enqueue_defaults(study: optuna.Study, families: list[Family], limits: Limit
     """Each family's default config (for blocked: the best a search found on the H200, see
     autotune/families/blocked.py) as the first trials, so the sampler starts from a good kernel and
     looks around it instead of finding that region by luck; before it, the default fitted to the
-    shape where the family fits one (Family.fit: split-K's splits)."""
+    shape where the family has a fit (Family.fit: split-K's splits, skinny's rows, tall's columns)."""
     for family in families:
         default = make_config(family, {})
         fitted = make_config(family, family.fit(default.values, shape, limits)) if family.fit else default
@@ -252,17 +252,17 @@ def _guarded(run: _Run, path: str, backend: Backend, owner: store.Owner) -> None
 
 
 def _work(run: _Run, db: sqlite_utils.Database, backend: Backend, owner: store.Owner) -> None:
-    ahead = None
+    ahead, proposed = None, _proposed(run, db, backend)
     if run.compiler and backend.compile_ahead:  # GPU workers: compile the next trials meanwhile
         from autotune.search.pipeline import Ahead, planner
 
         ahead = Ahead(run.study, lambda trial: suggest(trial, run.families), planner(db, backend, run.limits, run.redo),
-                      run.compiler, run.depth, run.wanted, _proposed(run, db, backend))
+                      run.compiler, run.depth, run.wanted, proposed)
     try:
         while run.take_slot():
             done = None
             try:
-                done = _one_trial(run, db, backend, owner, ahead)
+                done = _one_trial(run, db, backend, owner, ahead, proposed)
             finally:
                 run.end_slot(done)
     finally:
@@ -283,7 +283,7 @@ def _proposed(run: _Run, db: sqlite_utils.Database, backend: Backend) -> Callabl
 
 
 def _one_trial(run: _Run, db: sqlite_utils.Database, backend: Backend, owner: store.Owner,
-               ahead=None) -> Evaluated | None:
+               ahead=None, proposed: Callable[[Config, bool], None] | None = None) -> Evaluated | None:
     asked = ahead.take() if ahead else None
     trial = asked.trial if asked else run.study.ask()
     try:
@@ -300,9 +300,8 @@ def _one_trial(run: _Run, db: sqlite_utils.Database, backend: Backend, owner: st
         trial.set_user_attr("owner", f"{owner.host}:{owner.pid}")
         done = evaluate(db, backend, config, run.limits, run.peak_tflops, owner, claims_for(db, run.server),
                         asked.ready if asked else None, run.redo)
-        if not asked and run.fresh:  # asked ahead: the pipeline noted it when it was asked
-            wasted = done is None or done.cached or done.row["status"] == INVALID
-            _proposed(run, db, backend)(config, wasted)  # type: ignore[misc]
+        if not asked and proposed:  # asked ahead: the pipeline noted it when it was asked
+            proposed(config, done is None or done.cached or done.row["status"] == INVALID)
         if done is None:  # another worker is measuring it: no row, no value
             trial.set_user_attr("reason", "another worker was measuring it")
             run.study.tell(trial, state=TrialState.PRUNED)
