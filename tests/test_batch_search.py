@@ -14,7 +14,7 @@ from tests.test_starts import record
 
 SHAPE = (32, 32, 16)
 SMALL = {"BM": ["32"], "BN": ["32"], "BK": ["8"], "WM": ["16"], "WN": ["32"], "WNITER": ["1"], "TM": ["2"],
-         "TN": ["2", "4"], "STAGES": ["1", "2"], "ASYNC": ["0"], "GM": ["1"], "MINB": ["1"], "BSWAP": ["0"],
+         "TN": ["2", "4"], "STAGES": ["1", "2"], "ASYNC": ["0"], "GM": ["1"], "MINB": ["1"], "BSWAP": ["0"], "RT": ["0"],
          "BLAS": ["1"]}  # every proposal valid: each row is a measured one
 
 

@@ -107,8 +107,9 @@ def test_blocked_space_is_counted_without_materialising_it():
     from autotune.families.blocked import BLOCKED
     from autotune.space import combinations, count_valid, random_valid
 
-    # every config of one layout in the four of TA and TB, each with either signature (BLAS)
-    assert combinations(BLOCKED) == 8 * 4718592 and count_valid(BLOCKED) == 8 * 490976
+    # every config of one layout in the four of TA and TB, each with either signature (BLAS), and each
+    # again with RT=1 where a layout has an operand stored along K and the loads regroup evenly
+    assert combinations(BLOCKED) == 16 * 4718592 and count_valid(BLOCKED) == 8 * 490976 + 798656
     rng = random.Random(1)
     c = random_valid(BLOCKED, rng, fixed={"ASYNC": 1, "STAGES": 4})
     assert c.values["ASYNC"] == 1 and c.values["STAGES"] == 4 and not violations(c)

@@ -134,3 +134,66 @@ def test_a_search_is_of_nn_unless_a_layout_or_transposes_are_asked_for():
     assert nt.param("TB").values == (1,)
     [both] = narrow_families(blocked, ("TA=0,1",))
     assert both.param("TA").values == (0, 1) and both.param("TB").values == (0,)
+
+
+# RT=1: loads of an operand stored along K in groups of rows (2 of A, 4 of B), stored into shared
+# memory as float2s / float4s. A tile whose threads hold 2 loads of A and 4 of B.
+RT = {"BM": 64, "BN": 128, "BK": 16, "WM": 32, "WN": 64, "WNITER": 2, "TM": 4, "TN": 4, "STAGES": 2, "ASYNC": 0,
+      "RT": 1}
+# 130 x 260 x 40: edge tiles in every direction and a partial last K step (the guarded loads).
+RT_SHAPES = (*SHAPES, (130, 260, 40))
+
+
+@pytest.mark.parametrize("layout", ["NN", "NT", "TT"])
+@pytest.mark.parametrize("family, extra", [("blocked", {}), ("blocked", {"BLAS": 1}),
+                                           ("blocked", {"STAGES": 1, "BSWAP": 0}), ("splitk", {"SPLITK": 2})])
+def test_regrouped_loads_match_the_reference(layout, family, extra):
+    c = config(family, {**RT, **extra}, layout)
+    assert statuses(c, render(c), RT_SHAPES) == ["ok"] * len(RT_SHAPES), c.name
+
+
+@pytest.mark.parametrize("old, new", [
+    # B's four rows stored in the wrong order within the float4 (the BSWAP pair swap dropped)
+    ("make_float4(rb[4 * h + 1].x, rb[4 * h].x,", "make_float4(rb[4 * h].x, rb[4 * h + 1].x,"),
+    # a guarded load of B from the row of the group's first load, not its own
+    ("r = u / (BK / 4) * 4 + i % 4,", "r = u / (BK / 4) * 4,"),
+    # A's pair stored at the wrong k
+    ("&As[(c + 1) * LDA + m]", "&As[(c + 2) * LDA + m]"),
+])
+def test_a_regrouped_store_out_of_place_is_wrong(old, new):
+    c = config("blocked", RT, "NT")
+    source = render(c)
+    assert old in source, "the template changed?"
+    assert statuses(c, source.replace(old, new), ((130, 260, 40),)) == ["wrong"]
+
+
+def test_regrouping_needs_an_operand_stored_along_k_and_whole_groups():
+    tn = make_config(FAMILIES["blocked"], {**RT, "TA": 1, "TB": 0})
+    assert any("RT=1" in v for v in violations(tn))  # nothing to regroup
+    cp_async = make_config(FAMILIES["blocked"], {**RT, "ASYNC": 1, "STAGES": 3, "TB": 1})
+    assert any("RT=1" in v for v in violations(cp_async))
+    odd = make_config(FAMILIES["blocked"], {**SMALL, "STAGES": 2, "ASYNC": 0, "RT": 1, "TB": 1})  # 1 load of A, 2 of B
+    assert any("RT=1" in v for v in violations(odd))
+
+
+def test_only_nt_regroups_by_default():
+    defaults = {layout: make_config(FAMILIES["blocked"], dict(zip(("TA", "TB"), LAYOUTS[layout]))).values["RT"]
+                for layout in LAYOUTS}
+    assert defaults == {"NN": 0, "NT": 1, "TN": 0, "TT": 0}
+
+
+@pytest.mark.parametrize("layout, rt", [("NN", 0), ("NT", 1), ("TT", 0)])
+def test_a_search_of_one_layout_starts_from_that_layouts_default(layout, rt):
+    import optuna
+
+    from autotune.families.layouts import layout_choices, narrow_to
+    from autotune.search.loop import _enqueue_defaults
+    from autotune.space import Limits
+
+    study = optuna.create_study()
+    families = narrow_to([FAMILIES["blocked"]], layout_choices(layout))
+    _enqueue_defaults(study, families, Limits(), set(), False, (4096, 4096, 4096))
+    (trial,) = study.get_trials(deepcopy=False)
+    params = trial.system_attrs["fixed_params"]  # an enqueued trial's, until it runs
+    ta, tb = LAYOUTS[layout]
+    assert (params["TA"], params["TB"], params["RT"]) == (ta, tb, rt)

@@ -104,6 +104,18 @@ def _can_swap(p: Params) -> bool:
     return p["ASYNC"] == 0 and p["TN"] % 4 == 0
 
 
+def _regroups(p: Params) -> bool:
+    """RT=1 has an operand to regroup (A with TA=0, B with TB=1), loads through registers (ASYNC=0), and
+    a whole number of groups per thread: 2 loads of A, 4 of B (LA, LB of derive_tiles)."""
+    t = threads(p)
+    if p["RT"] == 0:
+        return True
+    if p["ASYNC"] == 1 or t == 0 or (p["TA"] == 1 and p["TB"] == 0):
+        return False
+    la, lb = (p["BM"] * p["BK"] // 4) // t, (p["BK"] * p["BN"] // 4) // t
+    return (p["TA"] == 1 or la % 2 == 0) and (p["TB"] == 0 or lb % 4 == 0)
+
+
 def _rows_apart(p: Params) -> bool:
     t = threads(p)
     return t > 0 and t % (p["BK"] // 4) == 0 and t % (p["BN"] // 4) == 0
@@ -134,6 +146,12 @@ BLOCKED = Family(
               absent=0, named_at_absent=False),
         Param("TB", (0, 1), 0, "1: B is stored transposed, N x K row-major (B[k][n] at B[n*K + k])",
               absent=0, named_at_absent=False),
+        # RT's default: 1 for NT only, where it measured 1.3-2% faster at 4096^3 and 8192^3; NN and TT
+        # kernels were slower with it (docs/BENCHMARKS.md, session 8)
+        Param("RT", (0, 1), lambda p: int(p.get("TA") == 0 and p.get("TB") == 1 and _regroups({**p, "RT": 1})),
+              "1: a thread loads an operand stored along K (A with TA=0, B with TB=1) in groups of rows at the "
+              "same k (2 of A, 4 of B) and stores them transposed as float2s / float4s (not 4-byte stores)",
+              absent=0, named_at_absent=False),
         Param("BLAS", (0, 1), 0, "1: cuBLAS-style arguments (lda, ldb, ldc, alpha, beta, batch strides; "
                                  "autotune/space/blas.py), batch = grid z", absent=0, named_at_absent=False),
     ),
@@ -157,6 +175,9 @@ BLOCKED = Family(
                    "of a tile lie whole rows apart", (*TILE, "BK"), lambda p, _: _rows_apart(p)),
         Constraint("BSWAP=1 needs ASYNC=0 (cp.async copies B's 16 bytes as they are) and TN a multiple of 4 "
                    "(B fragments read as float4)", ("BSWAP", "ASYNC", "TN"), lambda p, _: p["BSWAP"] == 0 or _can_swap(p)),
+        Constraint("RT=1 needs ASYNC=0, an operand stored along K (TA=0 or TB=1), and whole groups of loads per "
+                   "thread (BM*BK/4/threads even with TA=0, BN*BK/4/threads a multiple of 4 with TB=1)",
+                   (*TILE, "BK", "RT", "ASYNC", "TA", "TB"), lambda p, _: _regroups(p)),
     ),
     template="blocked.cu.j2",
     geometry=_geometry,

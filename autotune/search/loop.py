@@ -204,9 +204,11 @@ def _enqueue_defaults(study: optuna.Study, families: list[Family], limits: Limit
     """Each family's default config (for blocked: the best a search found on the H200, see
     autotune/families/blocked.py) as the first trials, so the sampler starts from a good kernel and
     looks around it instead of finding that region by luck; before it, the default fitted to the
-    shape where the family has a fit (Family.fit: split-K's splits, skinny's rows, tall's columns)."""
+    shape where the family has a fit (Family.fit: split-K's splits, skinny's rows, tall's columns).
+    A parameter narrowed to one value (a layout's TA and TB) takes it, and the defaults that depend on
+    it follow (blocked's RT), so that a search of one layout starts from that layout's default."""
     for family in families:
-        default = make_config(family, {})
+        default = make_config(family, {p.name: p.values[0] for p in family.params if len(p.values) == 1})
         fitted = make_config(family, family.fit(default.values, shape, limits)) if family.fit else default
         for config in [fitted] + ([default] if default.name != fitted.name else []):
             if within(family, config.values) and config.name not in measured and not violations(config, limits):
