@@ -205,10 +205,9 @@ def _enqueue_defaults(study: optuna.Study, families: list[Family], limits: Limit
     autotune/families/blocked.py) as the first trials, so the sampler starts from a good kernel and
     looks around it instead of finding that region by luck; before it, the default fitted to the
     shape where the family has a fit (Family.fit: split-K's splits, skinny's rows, tall's columns).
-    A parameter narrowed to one value (a layout's TA and TB) takes it, and the defaults that depend on
-    it follow (blocked's RT), so that a search of one layout starts from that layout's default."""
+    In a family narrowed to one layout, the default is that layout's (make_config)."""
     for family in families:
-        default = make_config(family, {p.name: p.values[0] for p in family.params if len(p.values) == 1})
+        default = make_config(family, {})
         fitted = make_config(family, family.fit(default.values, shape, limits)) if family.fit else default
         for config in [fitted] + ([default] if default.name != fitted.name else []):
             if within(family, config.values) and config.name not in measured and not violations(config, limits):

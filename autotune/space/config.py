@@ -162,13 +162,17 @@ class Config:
 
 
 def make_config(family: Family, given: dict[str, Value]) -> Config:
-    """Build a config from (possibly string) values; left-out parameters take defaults."""
+    """Build a config from (possibly string) values; a left-out parameter takes its only value where
+    the (narrowed) family allows one (a layout's TA and TB), else its default, which may depend on
+    those values (blocked's RT): the default of an NT search is NT's default kernel."""
     for name in given:
         family.param(name)  # unknown names fail here with the list of known ones
     values: Params = {}
     for p in family.params:
         if p.name in given:
             values[p.name] = p.parse(given[p.name])
+        elif len(p.values) == 1:
+            values[p.name] = p.values[0]
     for p in family.params:
         if p.name not in values:
             values[p.name] = p.default(values) if callable(p.default) else p.default
