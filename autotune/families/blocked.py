@@ -81,12 +81,17 @@ def derive(p: Params) -> dict[str, int]:
     return {**derive_tiles(p), "SPLITK": 1, "WAVE": 0, "RED": 0}
 
 
+def loads_per_thread(p: Params) -> tuple[int, int]:
+    """LA, LB: a thread's float4 loads of the A and B tiles (threads > 0)."""
+    t = threads(p)
+    return (p["BM"] * p["BK"] // 4) // t, (p["BK"] * p["BN"] // 4) // t
+
+
 def derive_tiles(p: Params) -> dict[str, int]:
     """What blocked and splitk share: the warp, lane and load layout of a block tile."""
-    ln, t = lanes_n(p), threads(p)
+    ln, (la, lb) = lanes_n(p), loads_per_thread(p)
     return {"WSUBN": p["WN"] // p["WNITER"], "LANES_N": ln, "LANES_M": WARP // ln, "WSUBM": (WARP // ln) * p["TM"],
-            "WMITER": wmiter(p), "THREADS": t, "LA": (p["BM"] * p["BK"] // 4) // t,
-            "LB": (p["BK"] * p["BN"] // 4) // t, "SMEM": shared_bytes(p)}
+            "WMITER": wmiter(p), "THREADS": threads(p), "LA": la, "LB": lb, "SMEM": shared_bytes(p)}
 
 
 def _geometry(p: Params, M: int, N: int) -> Launch:
@@ -106,13 +111,12 @@ def _can_swap(p: Params) -> bool:
 
 def _regroups(p: Params) -> bool:
     """RT=1 has an operand to regroup (A with TA=0, B with TB=1), loads through registers (ASYNC=0), and
-    a whole number of groups per thread: 2 loads of A, 4 of B (LA, LB of derive_tiles)."""
-    t = threads(p)
+    a whole number of groups per thread: 2 loads of A, 4 of B."""
     if p["RT"] == 0:
         return True
-    if p["ASYNC"] == 1 or t == 0 or (p["TA"] == 1 and p["TB"] == 0):
+    if p["ASYNC"] == 1 or threads(p) == 0 or (p["TA"] == 1 and p["TB"] == 0):
         return False
-    la, lb = (p["BM"] * p["BK"] // 4) // t, (p["BK"] * p["BN"] // 4) // t
+    la, lb = loads_per_thread(p)
     return (p["TA"] == 1 or la % 2 == 0) and (p["TB"] == 0 or lb % 4 == 0)
 
 
