@@ -5,6 +5,7 @@ load(launcher=...); arrays are NumPy (a real DLPack producer, host memory) or fa
 device memory through DLPack or __cuda_array_interface__."""
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import subprocess
 import sys
@@ -24,7 +25,7 @@ class FakeLauncher:
     """Records what the matmul asks of the device side."""
 
     def __init__(self):
-        self.loads, self.launches = [], []
+        self.loads, self.launches, self.workspaces = [], [], []
 
     def device_name(self, device):
         return GPU
@@ -39,6 +40,13 @@ class FakeLauncher:
     def launch(self, device, kernel, launch, stream, a, b, c, shape, ops=None):
         self.launches.append({"device": device, "kernel": kernel, "launch": launch, "stream": stream,
                               "ptrs": (a, b, c), "shape": shape, "ops": ops})
+
+    @contextlib.contextmanager
+    def workspace(self, device, nbytes, stream):
+        ptr = 0xF0000000 + len(self.workspaces)
+        self.workspaces.append({"device": device, "bytes": nbytes, "stream": stream, "ptr": ptr, "freed_after": None})
+        yield ptr
+        self.workspaces[-1]["freed_after"] = len(self.launches)  # launches enqueued before the free
 
 
 _capsule_new = ctypes.pythonapi.PyCapsule_New
@@ -173,7 +181,7 @@ def test_transposed_operands_run_kernels_of_their_layout(tmp_path, launcher):
     db = store.open_db(path)
     small = {"BM": 32, "BN": 32, "BK": 8, "WM": 16, "WN": 32, "WNITER": 1, "TM": 2, "TN": 4}
     nn = record(db, (64, 64, 32), "blocked", 1.0, backend="cuda", gpu=GPU, **small)
-    nt = record(db, (64, 64, 32), "blocked", 2.0, backend="cuda", gpu=GPU, TB=1, **small)
+    nt = record(db, (64, 64, 32), "blocked", 2.0, backend="cuda", gpu=GPU, TB=1, PB=0, **small)  # no prologue
     record(db, (64, 64, 32), "tiled", 0.5, backend="cuda", gpu=GPU, T=16)  # fastest, but NN only
     mm = autotune.load(db=str(path), launcher=launcher)
     x, w, y = DeviceArray((64, 32), 0x1000), DeviceArray((64, 32), 0x2000), DeviceArray((64, 64), 0x3000)

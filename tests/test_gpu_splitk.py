@@ -32,7 +32,8 @@ def test_default_verifies_and_times(family, params, shape):
 
 @pytest.mark.parametrize(("family", "params", "shape"), CASES, ids=IDS)
 def test_launches_of_one_loaded_kernel_give_identical_bytes(family, params, shape):
-    from autotune.backends.cuda.backend import GpuRunner, download, launch_kernel, load_kernel, poisoned, upload
+    from autotune.backends.cuda.backend import GpuRunner, download, poisoned, upload
+    from autotune.backends.cuda.launch import launch_kernel, load_kernel
     from autotune.backends.reference import random_inputs
     from autotune.codegen import nvrtc
 

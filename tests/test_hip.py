@@ -26,6 +26,7 @@ SHAPE = ["--M", "96", "--N", "80", "--K", "40"]
 # Each family HIP supports, at its default config (blocked's has ASYNC=0); tf32x3 is refused (PTX).
 EXPORTED = [name for name in FAMILIES if name != "tf32x3"]
 WAVE64_ARCH = "gfx90a"  # CDNA2: 64-lane waves
+WITH_PARAMS = {"blocked-pb": ["-p", "TB=1", "-p", "PB=1"]}  # a second kernel, and a workspace in the launcher
 
 
 def run(*args):
@@ -45,6 +46,10 @@ def exported(tmp_path_factory, empty_db):
     folder = tmp_path_factory.mktemp("hip")
     for name in EXPORTED:
         result = run("export", *SHAPE, "--family", name, "--db", empty_db, "--lang", "hip", "-o", str(folder / f"{name}.hip"))
+        assert result.exit_code == 0, result.output
+    for name, params in WITH_PARAMS.items():
+        result = run("export", *SHAPE, "--family", name.split("-")[0], *params, "--db", empty_db, "--lang", "hip",
+                     "-o", str(folder / f"{name}.hip"))
         assert result.exit_code == 0, result.output
     return folder
 
@@ -141,11 +146,11 @@ def test_hipcc_compiles_every_export_for_an_amd_target(exported):
     needs_hipcc()
     # -O0: the check is whether HIP accepts each source, and optimising adds seconds, not errors
     # (tailsplit: 8 s at -O3), and CI has two cores for the whole suite.
-    device = [(name, CHECK_ARCH, "-O0") for name in EXPORTED] + [("naive", WAVE64_ARCH, "-O0"),
-                                                                  ("tall", WAVE64_ARCH, "-O0")]
-    includes = "\n".join(f'#include "{name}.h"' for name in EXPORTED)
-    calls = "\n".join(f"    err = {make_config(FAMILIES[n], {}).name}_launch(nullptr, nullptr, nullptr, 96, 80, 40);"
-                      for n in EXPORTED)
+    device = [(name, CHECK_ARCH, "-O0") for name in [*EXPORTED, *WITH_PARAMS]] + [("naive", WAVE64_ARCH, "-O0"),
+                                                                                  ("tall", WAVE64_ARCH, "-O0")]
+    includes = "\n".join(f'#include "{name}.h"' for name in [*EXPORTED, *WITH_PARAMS])
+    kernels = [make_config(FAMILIES[n], {}).name for n in EXPORTED] + [make_config(FAMILIES["blocked"], {"TB": 1, "PB": 1}).name]
+    calls = "\n".join(f"    err = {k}_launch(nullptr, nullptr, nullptr, 96, 80, 40);" for k in kernels)
     (exported / "host.hip").write_text(HIP_HOST % {"includes": includes, "calls": calls})
 
     def compile_one(job: tuple[str, str, str]) -> subprocess.CompletedProcess:

@@ -13,6 +13,7 @@ from autotune.backends.sim import SimError, run, run_kernel
 from autotune.backends.verify import check
 from autotune.codegen.render import render, sha256
 from autotune.families import BLOCKED, FAMILIES, SKINNY, SPLITK, config_of_row
+from autotune.families.blocked import chunked_constraints
 from autotune.families.splitk import MAX_TILES
 from autotune.space import Config, make_config, shape_violations, violations
 
@@ -135,9 +136,10 @@ def test_a_turn_handed_to_the_wrong_split_never_finishes():
 # --------------------------------------------------------------------------- space and shape rules
 
 def test_splitk_is_the_blocked_space_times_the_splits_and_the_reduction():
-    # all of blocked's but BLAS: the turnstiles are per tile, not per (batch, tile)
+    # all of blocked's but BLAS: the turnstiles are per tile, not per (batch, tile); PB fixed at 0
     assert [p.name for p in SPLITK.params] == [p.name for p in BLOCKED.params if p.name != "BLAS"] + ["SPLITK", "RED"]
-    assert SPLITK.constraints[:-1] == BLOCKED.constraints and SPLITK.template == BLOCKED.template
+    assert SPLITK.constraints[:-1] == chunked_constraints(BLOCKED.constraints) and SPLITK.template == BLOCKED.template
+    assert SPLITK.param("PB").values == (0,) and len(SPLITK.constraints) == len(BLOCKED.constraints)
     assert violations(splitk({"RED": 1, "TN": 2}))  # the slots are written as float4s
     assert "splitk" in FAMILIES and not violations(splitk({}))
     assert violations(splitk({"BM": 32, "WM": 64}))[0] == "warp tiles must tile the block tile (BM % WM == 0 and BN % WN == 0)"

@@ -15,6 +15,7 @@ from autotune.codegen.render import render
 from autotune.explain.model import PRESETS, predict
 from autotune.explain.sass import SassCounts
 from autotune.families import BLOCKED, FAMILIES
+from autotune.families.blocked import chunked_constraints
 from autotune.families.tailsplit import MAXSES, TAILSPLIT, WAVES, block_work, blocks, pieces, tiles
 from autotune.space import Config, Launch, make_config, violations
 
@@ -155,7 +156,8 @@ def test_the_kernels_pieces_rule_is_pythons():
 def test_tailsplit_is_the_blocked_space_times_the_wave():
     # all of blocked's but BLAS: the turnstiles are per tile, not per (batch, tile)
     assert [p.name for p in TAILSPLIT.params] == [p.name for p in BLOCKED.params if p.name != "BLAS"] + ["WAVE", "MAXS"]
-    assert TAILSPLIT.constraints == BLOCKED.constraints and TAILSPLIT.template == BLOCKED.template
+    assert TAILSPLIT.constraints == chunked_constraints(BLOCKED.constraints) and TAILSPLIT.template == BLOCKED.template
+    assert TAILSPLIT.param("PB").values == (0,)
     assert FAMILIES["tailsplit"] is TAILSPLIT and not violations(make_config(TAILSPLIT, {}))
     assert make_config(TAILSPLIT, {"WAVE": 264}).name.endswith("_WV264_MS16")
     assert make_config(TAILSPLIT, {"GM": 8}).geometry(4096, 4096).grid == (1440, 1, 1)

@@ -52,7 +52,7 @@ def test_a_kernel_gets_its_layouts_operands():
 
 def test_a_kernel_that_ignores_the_layout_is_wrong():
     # The NN kernel handed NT operands: the check knows the layout, so this cannot pass.
-    nt = config("blocked", CASES[0][1], "NT")
+    nt = config("blocked", {**CASES[0][1], "PB": 0}, "NT")
     nn_source = render(config("blocked", CASES[0][1], "NN")).replace(
         config("blocked", CASES[0][1], "NN").name, nt.name)
     assert statuses(nt, nn_source, SHAPES[:1]) == ["wrong"]
@@ -67,16 +67,17 @@ def test_a_kernel_that_ignores_the_layout_is_wrong():
     ("Bs[(c + 0) * LDB + n] = rb[i].x;", "Bs[(c + 0) * BN + n] = rb[i].x;"),
 ])
 def test_an_untransposed_index_is_wrong(old, new):
-    c = config("blocked", CASES[0][1], "TT")
+    c = config("blocked", {**CASES[0][1], "PB": 0}, "TT")
     source = render(c)
     assert old in source, "the template changed?"
     assert statuses(c, source.replace(old, new), SHAPES[:1]) == ["wrong"]
 
 
 def test_the_names_show_a_transpose_only_when_there_is_one():
-    nn, nt, tn = (config("blocked", CASES[0][1], layout) for layout in ("NN", "NT", "TN"))
-    assert "TA" not in nn.name and "TB" not in nn.name
+    nn, nt, tn = (config("blocked", {**CASES[0][1], "PB": 0}, layout) for layout in ("NN", "NT", "TN"))
+    assert "TA" not in nn.name and "TB" not in nn.name and "PB" not in nn.name
     assert nt.name == nn.name + "_TB1" and tn.name == nn.name + "_TA1"
+    assert config("blocked", CASES[0][1], "NT").name == nn.name + "_TB1_PB1"  # B transposed first
     assert "TA=1" in render(tn) and "TA=" not in render(nn)
 
 
@@ -139,7 +140,7 @@ def test_a_search_is_of_nn_unless_a_layout_or_transposes_are_asked_for():
 # RT=1: loads of an operand stored along K in groups of rows (2 of A, 4 of B), stored into shared
 # memory as float2s / float4s. A tile whose threads hold 2 loads of A and 4 of B.
 RT = {"BM": 64, "BN": 128, "BK": 16, "WM": 32, "WN": 64, "WNITER": 2, "TM": 4, "TN": 4, "STAGES": 2, "ASYNC": 0,
-      "RT": 1}
+      "RT": 1, "PB": 0}
 # 130 x 260 x 40: edge tiles in every direction and a partial last K step (the guarded loads).
 RT_SHAPES = (*SHAPES, (130, 260, 40))
 
@@ -176,14 +177,17 @@ def test_regrouping_needs_an_operand_stored_along_k_and_whole_groups():
     assert any("RT=1" in v for v in violations(odd))
 
 
-def test_only_nt_regroups_by_default():
-    defaults = {layout: make_config(FAMILIES["blocked"], dict(zip(("TA", "TB"), LAYOUTS[layout]))).values["RT"]
-                for layout in LAYOUTS}
-    assert defaults == {"NN": 0, "NT": 1, "TN": 0, "TT": 0}
+def test_by_default_b_stored_along_k_is_transposed_first_and_nt_without_that_regroups():
+    def default(layout: str, **given: int) -> tuple[int, int]:
+        values = make_config(FAMILIES["blocked"], {**dict(zip(("TA", "TB"), LAYOUTS[layout])), **given}).values
+        return values["PB"], values["RT"]
+
+    assert {layout: default(layout) for layout in LAYOUTS} == {"NN": (0, 0), "NT": (1, 0), "TN": (0, 0), "TT": (1, 0)}
+    assert default("NT", PB=0) == (0, 1) and default("TT", PB=0) == (0, 0)
 
 
-@pytest.mark.parametrize("layout, rt", [("NN", 0), ("NT", 1), ("TT", 0)])
-def test_a_search_of_one_layout_starts_from_that_layouts_default(layout, rt):
+@pytest.mark.parametrize("layout, rt, pb", [("NN", 0, 0), ("NT", 0, 1), ("TT", 0, 1)])
+def test_a_search_of_one_layout_starts_from_that_layouts_default(layout, rt, pb):
     import optuna
 
     from autotune.families.layouts import layout_choices, narrow_to
@@ -196,4 +200,4 @@ def test_a_search_of_one_layout_starts_from_that_layouts_default(layout, rt):
     (trial,) = study.get_trials(deepcopy=False)
     params = trial.system_attrs["fixed_params"]  # an enqueued trial's, until it runs
     ta, tb = LAYOUTS[layout]
-    assert (params["TA"], params["TB"], params["RT"]) == (ta, tb, rt)
+    assert (params["TA"], params["TB"], params["RT"], params["PB"]) == (ta, tb, rt, pb)

@@ -115,7 +115,8 @@ class Dispatcher:
 
     def _of_tiling(self, row: dict, origin: str) -> Choice:
         measured = config_of_row(row)
-        config = make_config(measured.family, {**measured.values, "BLAS": 1})
+        # without a prologue (blocked's PB=1 transposes a tight B only): the general signature reads B as stored
+        config = make_config(measured.family, {**measured.values, "BLAS": 1, **({"PB": 0} if measured.values.get("PB") else {})})
         source = render(config)
         return Choice(config, config.name, source, sha256(source), origin + TILING, (row["M"], row["N"], row["K"]),
                       row["id"])

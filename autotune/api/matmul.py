@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Any, Protocol
+from typing import Any, ContextManager, Protocol
 
 from autotune.api.arrays import ArrayView, read_array
 from autotune.api.dispatch import Choice, Dispatcher
 from autotune.api.operands import Layout, describe
 from autotune.errors import AutotuneError
-from autotune.space import Launch, Operands, Shape, batched
+from autotune.space import PROLOGUE_SUFFIX, Launch, Operands, Shape, batched
 
 
 class Launcher(Protocol):
@@ -36,6 +36,10 @@ class Launcher(Protocol):
         """Enqueue one launch on the stream (a handle; 0: the legacy default stream); ops: a
         BLAS=1 kernel's further arguments (None: the plain signature)."""
 
+    def workspace(self, device: int, nbytes: int, stream: int) -> ContextManager[int]:
+        """Device memory for a prologue's output (space.Prologue), allocated in the stream's order
+        and freed in it when the block ends: after the launches enqueued inside it."""
+
 
 class Matmul:
     """mm(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, stream=None) -> out.
@@ -51,7 +55,7 @@ class Matmul:
 
     def __init__(self, dispatcher: Dispatcher, launcher: Launcher):
         self.dispatcher, self.launcher = dispatcher, launcher
-        self._kernels: dict[tuple[int, str, int], Any] = {}  # (device, source hash, opted-in shared bytes)
+        self._kernels: dict[tuple[int, str, str, int], Any] = {}  # (device, source hash, name, opted-in shared bytes)
         self._names: dict[int, str] = {}
         self._lock = threading.Lock()
 
@@ -66,11 +70,19 @@ class Matmul:
         geometry = choice.config.geometry(shape[0], shape[1])
         if call.ops is not None:
             geometry = batched(geometry, call.ops.batch)
-        kernel = self._kernel(device, choice, geometry.shared_bytes)
+        kernel = self._kernel(device, choice, choice.kernel, geometry.shared_bytes)
         if out is None:
             out = new_output(A, views[0], call.out_shape)
         c_ptr = c.ptr if c is not None else read_array(out, "out", handle, self.launcher.device_of).ptr
-        self.launcher.launch(device, kernel, geometry, handle, views[0].ptr, views[1].ptr, c_ptr, shape, call.ops)
+        a, b = views[0].ptr, views[1].ptr
+        pre = choice.config.prologue(*shape)
+        if pre is None:
+            self.launcher.launch(device, kernel, geometry, handle, a, b, c_ptr, shape, call.ops)
+            return out
+        pre_kernel = self._kernel(device, choice, choice.kernel + PROLOGUE_SUFFIX, 0)
+        with self.launcher.workspace(device, pre.floats * 4, handle) as work:
+            self.launcher.launch(device, pre_kernel, pre.launch, handle, a, b, work, shape)
+            self.launcher.launch(device, kernel, geometry, handle, a, work, c_ptr, shape, call.ops)
         return out
 
     def choose(self, M: int, N: int, K: int, device: int = 0, *, trans_a: bool = False,
@@ -86,15 +98,15 @@ class Matmul:
             name = self._names[device] = self.launcher.device_name(device)
         return name
 
-    def _kernel(self, device: int, choice: Choice, shared_bytes: int) -> Any:
-        key = (device, choice.source_hash, shared_bytes)
+    def _kernel(self, device: int, choice: Choice, name: str, shared_bytes: int) -> Any:
+        """A kernel of the choice's module (its own, or its prologue's), loaded once per process."""
+        key = (device, choice.source_hash, name, shared_bytes)
         kernel = self._kernels.get(key)
         if kernel is None:
             with self._lock:  # two threads asking at once compile once
                 kernel = self._kernels.get(key)
                 if kernel is None:
-                    kernel = self._kernels[key] = self.launcher.load(device, choice.source, choice.kernel,
-                                                                     shared_bytes)
+                    kernel = self._kernels[key] = self.launcher.load(device, choice.source, name, shared_bytes)
         return kernel
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from autotune.backends.outcome import Outcome, Timing
-from autotune.space import Config, Launch, Limits
+from autotune.space import Config, Launch, Limits, Prologue
 
 
 class Backend(ABC):
@@ -34,9 +34,9 @@ class Backend(ABC):
     any_config: bool = True  # any valid config can be measured (a replay has its dataset's only; see search.fresh)
 
     @property
-    def launch_shapes(self) -> tuple[tuple[int, int], ...]:
-        """The (M, N) a measurement launches kernels at (the GPU adds an odd check shape)."""
-        return (self.shape[:2],)
+    def launch_shapes(self) -> tuple[tuple[int, int, int], ...]:
+        """The (M, N, K) a measurement launches kernels at (the GPU adds an odd check shape)."""
+        return (self.shape,)
 
     @property
     @abstractmethod
@@ -56,18 +56,27 @@ class _Family:
 
 @dataclass(frozen=True)
 class Job:
-    """A config as a backend reads it (name, values, geometry), without the family's
+    """A config as a backend reads it (name, values, geometry, prologue), without the family's
     constraint functions, which cannot cross a process boundary."""
 
     name: str
     family: _Family
     params: tuple[tuple[str, object], ...]
     launches: tuple[tuple[tuple[int, int], Launch], ...]
+    prologues: tuple[tuple[tuple[int, int, int], Prologue | None], ...] = ()
 
     @staticmethod
-    def of(config: Config, shapes: tuple[tuple[int, int], ...]) -> "Job":
-        launches = tuple(((M, N), config.geometry(M, N)) for M, N in shapes)
-        return Job(config.name, _Family(config.family.name), config.params, launches)
+    def of(config: Config, shapes: tuple[tuple[int, int, int], ...]) -> "Job":
+        launches = tuple(((M, N), config.geometry(M, N)) for M, N, _ in shapes)
+        prologues = tuple(((M, N, K), config.prologue(M, N, K)) for M, N, K in shapes)
+        return Job(config.name, _Family(config.family.name), config.params, launches, prologues)
+
+    def prologue(self, M: int, N: int, K: int) -> Prologue | None:
+        return dict(self.prologues)[(M, N, K)]
+
+    @property
+    def has_prologue(self) -> bool:
+        return any(pre is not None for _, pre in self.prologues)
 
     @property
     def values(self) -> dict:

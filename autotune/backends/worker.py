@@ -71,7 +71,7 @@ class Ready:
     explain: bool
     limits: Limits
     peak_tflops: float | None
-    launch_shapes: tuple[tuple[int, int], ...]
+    launch_shapes: tuple[tuple[int, int, int], ...]
     device: str  # the CUDA device index, or the backend's name where there is no GPU
     launch_limit_s: float | None = None  # the backend's own limit per launch (the emulator's), if any
     compile_ahead: bool = False  # it compiles with NVRTC per trial: the search compiles ahead (pipeline.py)
@@ -230,7 +230,7 @@ class WorkerBackend(Backend):
         return self._ready().peak_tflops
 
     @property
-    def launch_shapes(self) -> tuple[tuple[int, int], ...]:
+    def launch_shapes(self) -> tuple[tuple[int, int, int], ...]:
         return self._ready().launch_shapes
 
     @property

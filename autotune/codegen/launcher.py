@@ -46,6 +46,7 @@ def launchers(config: Config, kernel: str, launch: Launch, shape: tuple[int, int
         "arguments": ", ".join(name for name, _ in (BLAS_ARGS if takes_blas(config.values) else BLAS_ARGS[:6])),
         "ta": bool(config.values.get("TA", 0)), "tb": bool(config.values.get("TB", 0)),
         "helpers": "",  # functions the grid formula calls (tailsplit's pieces rule), defined before it
+        **prologue_context(config),
     }
     if isinstance(formula, GridFormula):
         c, py = formula.grid_c(), formula.grid_python()
@@ -60,6 +61,14 @@ def launchers(config: Config, kernel: str, launch: Launch, shape: tuple[int, int
     return Launchers(header, python, {"variables": None, "c": None, "python": None, "accepts_c": None,
                                       "accepts_python": None, "helpers_c": None, "helpers_python": None, "fallback": f"{formula}; the launchers accept "
                                       f"{shape[0]}x{shape[1]} (any K) only"})
+
+
+def prologue_context(config: Config) -> dict:
+    """What the launchers need of a prologue (space.Prologue): its tile of B and its block."""
+    pre = config.prologue(1, 1, 1)
+    if pre is None:
+        return {"pre": False}
+    return {"pre": True, "pre_tile": pre.tile, "pre_block": pre.launch.block}
 
 
 def signature(config: Config) -> str:

@@ -31,7 +31,9 @@ GM groups block-rows for L2 reuse; MINB is the `__launch_bounds__` minimum of re
 """
 from __future__ import annotations
 
-from autotune.space import Constraint, Family, Launch, Param, Params, ceil_div
+from dataclasses import replace
+
+from autotune.space import Constraint, Family, Launch, Param, Params, Prologue, ceil_div
 
 MAX_ACCUMULATORS = 128  # per thread; beyond it the kernel cannot stay within 255 registers
 MAX_THREADS_PER_SM = 2048
@@ -69,9 +71,25 @@ def shared_bytes(p: Params) -> int:
 
 
 def b_row(p: Params) -> int:
-    """Floats per row of the B tile in shared memory: with TB=1 B goes in transposed like A does
-    (NN's A), so it takes the same padding against the same bank conflicts."""
-    return p["BN"] + (p["pad"] if p.get("TB", 0) else 0)
+    """Floats per row of the B tile in shared memory: when the kernel reads B stored N x K, B goes in
+    transposed like A does (NN's A), so it takes the same padding against the same bank conflicts."""
+    return p["BN"] + (p["pad"] if reads_b_transposed(p) else 0)
+
+
+def reads_b_transposed(p: Params) -> bool:
+    """The kernel's own launch reads B stored N x K: TB=1, unless PB=1's prologue transposed it."""
+    return p.get("TB", 0) == 1 and p.get("PB", 0) == 0
+
+
+XPOSE_TILE = 64  # PB=1's prologue moves 64 x 64 tiles of B with 256 threads (templates/_transpose.cu.j2)
+
+
+def _prologue(p: Params, M: int, N: int, K: int) -> Prologue | None:
+    """PB=1: B (N x K) transposed into a K x N workspace before the product (one-dimensional grid)."""
+    if not p.get("PB", 0):
+        return None
+    tiles = ceil_div(N, XPOSE_TILE) * ceil_div(K, XPOSE_TILE)
+    return Prologue(Launch(grid=(tiles, 1, 1), block=(256, 1, 1)), floats=K * N, tile=XPOSE_TILE)
 
 
 def derive(p: Params) -> dict[str, int]:
@@ -114,10 +132,29 @@ def _regroups(p: Params) -> bool:
     a whole number of groups per thread: 2 loads of A, 4 of B."""
     if p["RT"] == 0:
         return True
-    if p["ASYNC"] == 1 or threads(p) == 0 or (p["TA"] == 1 and p["TB"] == 0):
+    tb = reads_b_transposed(p)
+    if p["ASYNC"] == 1 or threads(p) == 0 or (p["TA"] == 1 and not tb):
         return False
     la, lb = loads_per_thread(p)
-    return (p["TA"] == 1 or la % 2 == 0) and (p["TB"] == 0 or lb % 4 == 0)
+    return (p["TA"] == 1 or la % 2 == 0) and (not tb or lb % 4 == 0)
+
+
+def _prologue_fits(p: Params) -> bool:
+    """PB=1 has a B stored N x K to transpose (TB=1) and a plain signature (BLAS=0: the prologue
+    transposes a tight B, without a leading dimension or batches)."""
+    return p["PB"] == 0 or (p.get("TB", 0) == 1 and p.get("BLAS", 0) == 0)
+
+
+def chunked_params(params: tuple[Param, ...]) -> tuple[Param, ...]:
+    """Blocked's parameters for families splitk and tailsplit: without BLAS (their turnstiles are per
+    tile, not per (batch, tile)), and PB fixed at 0 (where K is split the product is short beside a
+    transpose of the whole of B)."""
+    return tuple(replace(p, values=(0,), default=0) if p.name == "PB" else p for p in params if p.name != "BLAS")
+
+
+def chunked_constraints(constraints: tuple[Constraint, ...]) -> tuple[Constraint, ...]:
+    """Blocked's constraints for splitk and tailsplit: those that read BLAS, which they lack, left out."""
+    return tuple(c for c in constraints if "BLAS" not in c.reads)
 
 
 def _rows_apart(p: Params) -> bool:
@@ -150,9 +187,15 @@ BLOCKED = Family(
               absent=0, named_at_absent=False),
         Param("TB", (0, 1), 0, "1: B is stored transposed, N x K row-major (B[k][n] at B[n*K + k])",
               absent=0, named_at_absent=False),
-        # RT's default: 1 for NT only, where it measured 1.3-2% faster at 4096^3 and 8192^3; NN and TT
-        # kernels were slower with it (docs/BENCHMARKS.md, session 8)
-        Param("RT", (0, 1), lambda p: int(p.get("TA") == 0 and p.get("TB") == 1 and _regroups({**p, "RT": 1})),
+        # PB's default: 1 wherever it can be, for NT: at 4096^3 and 8192^3 transposing B first and running
+        # the NN kernel measured 3-4% faster than the NT kernel (docs/BENCHMARKS.md, session 9); at small
+        # M the transpose costs more than the product, which the search sees (and skinny M is other families')
+        Param("PB", (0, 1), lambda p: int(_prologue_fits({**p, "PB": 1})),
+              "1: B (stored N x K, TB=1) is first transposed into a K x N workspace by a kernel of its own, "
+              "which the product then reads as an untransposed B", absent=0, named_at_absent=False),
+        # RT's default: 1 for NT without PB only, where it measured 1.3-2% faster at 4096^3 and 8192^3; NN
+        # and TT kernels were slower with it (docs/BENCHMARKS.md, session 8)
+        Param("RT", (0, 1), lambda p: int(p.get("TA") == 0 and reads_b_transposed(p) and _regroups({**p, "RT": 1})),
               "1: a thread loads an operand stored along K (A with TA=0, B with TB=1) in groups of rows at the "
               "same k (2 of A, 4 of B) and stores them transposed as float2s / float4s (not 4-byte stores)",
               absent=0, named_at_absent=False),
@@ -181,10 +224,13 @@ BLOCKED = Family(
                    "(B fragments read as float4)", ("BSWAP", "ASYNC", "TN"), lambda p, _: p["BSWAP"] == 0 or _can_swap(p)),
         Constraint("RT=1 needs ASYNC=0, an operand stored along K (TA=0 or TB=1), and whole groups of loads per "
                    "thread (BM*BK/4/threads even with TA=0, BN*BK/4/threads a multiple of 4 with TB=1)",
-                   (*TILE, "BK", "RT", "ASYNC", "TA", "TB"), lambda p, _: _regroups(p)),
+                   (*TILE, "BK", "RT", "ASYNC", "TA", "TB", "PB"), lambda p, _: _regroups(p)),
+        Constraint("PB=1 needs TB=1 (a B stored N x K to transpose first) and BLAS=0 (its prologue transposes "
+                   "a tight B: no leading dimension, no batches)", ("PB", "TB", "BLAS"), lambda p, _: _prologue_fits(p)),
     ),
     template="blocked.cu.j2",
     geometry=_geometry,
     derive=derive,
     tags={"WNITER": "WNI", "STAGES": "S", "ASYNC": "AS", "MINB": "LB", "BSWAP": "BSW"},
+    prologue=_prologue,
 )

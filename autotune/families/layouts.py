@@ -51,7 +51,8 @@ def for_batch(families: list[Family], batch: int) -> list[Family]:
     if not kept:
         raise AutotuneError(f"--batch {batch} needs BLAS=1 kernels, which none of the families searched has; "
                             f"the register-blocked family has them: --family {BLAS_FAMILY}")
-    return narrow_to(kept, {"BLAS": ["1"]})
+    # BLAS=1 kernels have no prologue (blocked's PB=1 transposes a tight B, one product's)
+    return narrow_to(kept, {"BLAS": ["1"], "PB": ["0"]})
 
 
 def names(family: Family) -> set[str]:

@@ -20,7 +20,15 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable
 
-from autotune.families.blocked import BLOCKED, MAX_THREADS_PER_SM, derive_tiles, shared_bytes, threads
+from autotune.families.blocked import (
+    BLOCKED,
+    MAX_THREADS_PER_SM,
+    chunked_constraints,
+    chunked_params,
+    derive_tiles,
+    shared_bytes,
+    threads,
+)
 from autotune.space import Constraint, Family, Launch, Limits, Param, Params, ceil_div
 
 MAX_TILES = 1 << 16  # turnstiles, one per output tile: 256 KiB of device memory
@@ -128,12 +136,12 @@ SPLITK = Family(
     name="splitk",
     doc="register blocking (the blocked template) with K divided among SPLITK blocks per tile, "
         "added into C in split order (deterministic)",
-    params=(*(replace(p, default=DEFAULTS.get(p.name, p.default)) for p in BLOCKED.params if p.name != "BLAS"),
+    params=(*(replace(p, default=DEFAULTS.get(p.name, p.default)) for p in chunked_params(BLOCKED.params)),
             Param("SPLITK", SPLITS, 8, "blocks per tile of C, each over its own chunk of K"),
             Param("RED", (0, 1), 0, "0: the splits of a tile add into C one after another (turnstiles); 1: each "
                   "writes its partial to a workspace slot, the last to arrive sums them in split order",
                   absent=0, named_at_absent=False)),
-    constraints=(*BLOCKED.constraints,
+    constraints=(*chunked_constraints(BLOCKED.constraints),
                  Constraint("RED=1 needs TN a multiple of 4 (the partial tiles go to the workspace as float4s)",
                             ("RED", "TN"), lambda p, _: p["RED"] == 0 or p["TN"] % 4 == 0)),
     template=BLOCKED.template,

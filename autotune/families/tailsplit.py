@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import functools
 
-from autotune.families.blocked import BLOCKED, derive_tiles, shared_bytes, threads
+from autotune.families.blocked import BLOCKED, chunked_constraints, chunked_params, derive_tiles, shared_bytes, threads
 from autotune.space import Family, Launch, Param, Params, ceil_div
 from autotune.space.expr import Helper, call, is_expr
 
@@ -142,12 +142,12 @@ TAILSPLIT = Family(
     name="tailsplit",
     doc="register blocking (the blocked template) with the tiles of the last, partial wave split along K "
         "into pieces that fill it, added into C in piece order (deterministic)",
-    params=(*(p for p in BLOCKED.params if p.name != "BLAS"),
+    params=(*chunked_params(BLOCKED.params),
             Param("WAVE", WAVES, 132, "blocks the GPU runs at once (SMs x resident blocks per SM): "
                                       "the tiles past the last whole wave are split"),
             Param("MAXS", MAXSES, 16, "pieces per tail tile at most (each piece adds a tile of C: "
                                       "more pieces fill the last wave better but add more)")),
-    constraints=BLOCKED.constraints,
+    constraints=chunked_constraints(BLOCKED.constraints),
     template=BLOCKED.template,
     geometry=_geometry,
     derive=derive,

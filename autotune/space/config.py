@@ -42,6 +42,24 @@ class Launch:
         return self.block[0] * self.block[1] * self.block[2]
 
 
+# The kernel a config's prologue launches: in the same module as the config's own, named after it.
+PROLOGUE_SUFFIX = "_pre"
+
+
+@dataclass(frozen=True)
+class Prologue:
+    """A launch before the kernel's own, for a config whose product needs one (blocked's PB=1):
+    the module's kernel `<name>_pre` with the kernel's own arguments, except that its C is a
+    workspace of `floats` floats, which the kernel's launch then reads in place of B. Both
+    launches, and the workspace, belong to the one config: timed, verified and exported together.
+    A block of it moves one `tile` x `tile` square of B: the grid is their count (the launchers
+    written by an export compute it from `tile`)."""
+
+    launch: Launch
+    floats: int
+    tile: int
+
+
 @dataclass(frozen=True)
 class Param:
     name: str
@@ -95,6 +113,10 @@ def _no_shape_rules(p: Params, M: int, N: int) -> list[str]:
     return []
 
 
+def _no_prologue(p: Params, M: int, N: int, K: int) -> Prologue | None:
+    return None
+
+
 @dataclass(frozen=True)
 class Family:
     name: str
@@ -113,6 +135,8 @@ class Family:
     # The default's values that depend on the problem (split-K's splits fill the SMs): a search
     # measures the default with them before the default itself. None: nothing depends on it.
     fit: Callable[[Params, tuple[int, int, int], Limits], Params] | None = None
+    # The launch that must run before the kernel's own at a shape (Prologue); None: the kernel runs alone.
+    prologue: Callable[[Params, int, int, int], Prologue | None] = _no_prologue
 
     def __post_init__(self) -> None:
         names = {p.name for p in self.params}
@@ -156,6 +180,14 @@ class Config:
 
     def geometry(self, M: int, N: int) -> Launch:
         return self.family.geometry(self.values, M, N)
+
+    def prologue(self, M: int, N: int, K: int) -> Prologue | None:
+        """The launch that runs before this kernel's own at the shape, into a workspace; None: none."""
+        return self.family.prologue(self.values, M, N, K)
+
+    @property
+    def has_prologue(self) -> bool:
+        return self.prologue(1, 1, 1) is not None
 
     def __str__(self) -> str:
         return f"{self.family.name} " + " ".join(f"{k}={v}" for k, v in self.params)

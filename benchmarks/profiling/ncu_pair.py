@@ -9,7 +9,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from kernel_lab import source_of  # noqa: E402
 
-from autotune.backends.cuda.backend import CudaBackend, launch_kernel, load_kernel  # noqa: E402
+from autotune.backends.cuda.backend import CudaBackend  # noqa: E402
+from autotune.backends.cuda.launch import launch_kernel, load_kernel  # noqa: E402
 from autotune.codegen.nvrtc import compile_source  # noqa: E402
 
 M = int(sys.argv[2]) if len(sys.argv) > 2 else 4096

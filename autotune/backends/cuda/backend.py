@@ -23,12 +23,13 @@ from autotune.backends.cuda.buffers import (  # noqa: F401 (re-exported: where c
 from autotune.backends.cuda.cublas import Cublas
 from autotune.backends.cuda.device import DeviceInfo, device_info, sm_clock_mhz
 from autotune.backends.cuda.exact import Exact
+from autotune.backends.cuda.launch import Kernels, launch_config, load_kernel, load_kernels
 from autotune.backends.outcome import COMPILE_ERROR, OK, WRONG, Fault, Outcome, Timing
 from autotune.backends.reference import FP32, FP32_TC, judge, random_inputs, stored, transposes
 from autotune.codegen import nvrtc as nvrtc
 from autotune.errors import AutotuneError
 from autotune.families import precision_of
-from autotune.space import BLAS_ARGS, Config, Operands, takes_blas, tight
+from autotune.space import Config, Operands, takes_blas, tight
 
 CHECK_SHAPE = (131, 67, 93)  # an odd shape every variant must also get right (tails)
 TIME_BUDGET_MS = 600.0  # stop repeating once this much kernel time was measured...
@@ -41,33 +42,6 @@ SETTLE_REPS, SETTLE_SPREAD = 5, 0.01  # ...and stop early once 5 runs agree with
 
 class DeviceFault(Fault):
     """The CUDA context is poisoned (illegal address, ...): this process cannot go on."""
-
-
-def load_kernel(cubin: bytes, name: str, dynamic_shared: int, device: int):
-    from cuda.bindings import driver
-    from cuda.core import ObjectCode
-
-    kernel = ObjectCode.from_cubin(cubin, name=name).get_kernel(name)
-    if dynamic_shared > 48 * 1024:  # above 48 KiB a kernel must opt in before launch
-        attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-        driver_result(driver.cuKernelSetAttribute(attr, dynamic_shared, kernel.handle, driver.CUdevice(device)))
-    return kernel
-
-
-def launch_kernel(stream, kernel, geo, a, b, c, M: int, N: int, K: int, ops: Operands | None = None) -> None:
-    """One launch; ops: a BLAS=1 kernel's further arguments (space.blas; geo then covers the batches)."""
-    from cuda.core import LaunchConfig, launch
-
-    cfg = LaunchConfig(grid=geo.grid, block=geo.block, shmem_size=geo.shared_bytes)
-    launch(stream, cfg, kernel, a, b, c, np.int32(M), np.int32(N), np.int32(K), *blas_args(ops))
-
-
-def blas_args(ops: Operands | None) -> tuple:
-    """The arguments after M, N, K of a BLAS=1 kernel, typed as BLAS_ARGS declares them (none: a plain kernel)."""
-    if ops is None:
-        return ()
-    types = {"int": np.int32, "float": np.float32, "long long": np.int64}
-    return tuple(types[ctype](v) for (_, ctype), v in zip(BLAS_ARGS[6:], ops.scalars()))
 
 
 def plain_operands(config: Config, M: int, N: int, K: int) -> Operands | None:
@@ -261,14 +235,14 @@ class CudaBackend(Backend):
         if not built.ok:
             raise broken(f"NVRTC for {self.info.arch}", config, Outcome(COMPILE_ERROR, reason=first_error(built.log)),
                          fix)
-        kernel = load_kernel(built.cubin, config.name, 0, self.info.index)
-        err, _, wrong = self._verify(kernel, config, self.check)
+        kernels = load_kernels(built.cubin, config, 0, self.info.index)
+        err, _, wrong = self._verify(kernels, config, self.check)
         if wrong:
             raise broken(f"device {self.info.index}", config, Outcome(WRONG, reason=wrong, err=err), fix)
 
     @property
-    def launch_shapes(self) -> tuple[tuple[int, int], ...]:
-        return (self.shape[:2], CHECK_SHAPE[:2])  # every kernel is also checked at an odd shape
+    def launch_shapes(self) -> tuple[tuple[int, int, int], ...]:
+        return (self.shape, CHECK_SHAPE)  # every kernel is also checked at an odd shape
 
     @property
     def provenance(self) -> dict:
@@ -286,9 +260,9 @@ class CudaBackend(Backend):
             self._exact(self.main)
         stages = {"t_compile_s": clock.lap()}  # a cache hit when the search compiled it ahead
         try:
-            kernel = load_kernel(built.cubin, config.name, config.geometry(*self.shape[:2]).shared_bytes,
-                                 self.info.index)
-            extra = {"num_regs": kernel.attributes.num_regs, "static_shared": kernel.attributes.shared_size_bytes}
+            kernel = load_kernels(built.cubin, config, config.geometry(*self.shape[:2]).shared_bytes, self.info.index)
+            extra = {"num_regs": kernel.main.attributes.num_regs,
+                     "static_shared": kernel.main.attributes.shared_size_bytes}
             row_errors = None  # the search shape's: its verdict comes first, being the contract's
             for problem in (self.main, self.check):
                 err, err_ref, wrong = self._verify(kernel, config, problem)
@@ -306,9 +280,9 @@ class CudaBackend(Backend):
         stages["t_clock_s"] = clock.lap()  # nvidia-smi: a process per trial; recorded to see what it costs
         return Outcome(OK, err=err, err_ref=err_ref, timing=timing, extra={**extra, **stages})
 
-    def _launch(self, kernel, config: Config, p: Problem) -> None:
-        launch_kernel(self.stream, kernel, config.geometry(p.M, p.N), *p.operands(config), p.c, p.M, p.N, p.K,
-                      plain_operands(config, p.M, p.N, p.K))
+    def _launch(self, kernels: Kernels, config: Config, p: Problem) -> None:
+        launch_config(self.stream, kernels, config, config.geometry(p.M, p.N), *p.operands(config), p.c, p.M, p.N,
+                      p.K, plain_operands(config, p.M, p.N, p.K))
 
     def _exact(self, p: Problem) -> Exact:
         """The problem's float64 product and cuBLAS FP32's error against it, made once."""
@@ -319,7 +293,7 @@ class CudaBackend(Backend):
             p.exact = Exact(self.dev, self.stream, self.blas, self.compare64, p.host, p.ref_dev, p.M, p.N, p.K)
         return p.exact
 
-    def _verify(self, kernel, config: Config, p: Problem) -> tuple[float, float | None, str | None]:
+    def _verify(self, kernels: Kernels, config: Config, p: Problem) -> tuple[float, float | None, str | None]:
         """The output's relative error under its family's contract (reference.judge), cuBLAS FP32's
         own error (fp32-tc only), and why the output is wrong (None: it is right).
         The contract is the search shape's. The odd check shape is there for the tails and guards,
@@ -327,7 +301,7 @@ class CudaBackend(Backend):
         whatever the family: at its K=93 a 3xTF32 product's own rounding outweighs twice the error
         of FP32's short sums, which says nothing of the kernel at the shape it is tuned for."""
         p.poison()
-        self._launch(kernel, config, p)
+        self._launch(kernels, config, p)
         result = self.compare.compare(p.c, p.ref_dev, p.M * p.N)  # also under fp32-tc: the sums guard ref_dev
         shape = "x".join(map(str, (p.M, p.N, p.K)))
         if result.ref_sums != p.ref_sums:  # it wrote past its output, over the reference: put that back
@@ -369,11 +343,11 @@ class GpuRunner:
         built = nvrtc.compile_source(source, config.name, self.info.arch)
         if not built.ok:
             raise RunError("compile", first_error(built.log))
-        kernel = load_kernel(built.cubin, config.name, geo.shared_bytes, self.info.index)
+        kernels = load_kernels(built.cubin, config, geo.shared_bytes, self.info.index)
         a, b = upload(self.dev, self.stream, A), upload(self.dev, self.stream, B)
         c = poisoned(self.dev, self.stream, M, N)
         try:
-            launch_kernel(self.stream, kernel, geo, a, b, c, M, N, K, plain_operands(config, M, N, K))
+            launch_config(self.stream, kernels, config, geo, a, b, c, M, N, K, plain_operands(config, M, N, K))
             return download(self.stream, c, M, N)
         except Exception as exc:
             raise DeviceFault(f"{config.name}: {exc}") from exc

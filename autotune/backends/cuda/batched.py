@@ -6,7 +6,8 @@ launch; the baseline is cuBLAS's strided-batched time for the same B products (N
 """
 from __future__ import annotations
 
-from autotune.backends.cuda.backend import CudaBackend, Problem, launch_kernel, time_ms
+from autotune.backends.cuda.backend import CudaBackend, Problem, time_ms
+from autotune.backends.cuda.launch import Kernels, launch_kernel
 from autotune.backends.cuda.strided import StridedProblem
 from autotune.backends.outcome import Timing
 from autotune.backends.reference import FP32, judge, transposes
@@ -32,17 +33,18 @@ class BatchedCudaBackend(CudaBackend):
                                                     tight(M, N, K, *layout, batch=self.batch), self.seed)
         return self._problems[layout]
 
-    def _verify(self, kernel, config: Config, p: Problem) -> tuple[float, float | None, str | None]:
+    # BLAS=1 kernels have no prologue (blocked's PB needs BLAS=0): their kernels are each one launch
+    def _verify(self, kernels: Kernels, config: Config, p: Problem) -> tuple[float, float | None, str | None]:
         if p is not self.main:
-            return super()._verify(kernel, config, p)
+            return super()._verify(kernels, config, p)
         problem = self._problem(transposes(config.values))
-        by_cublas, _ = problem.errors(problem.run(kernel, config))
+        by_cublas, _ = problem.errors(problem.run(kernels.main, config))
         why = judge(FP32, by_cublas)  # the families with BLAS=1 kernels are FP32 ones
         return by_cublas, None, why and f"{why} at {'x'.join(map(str, self.shape))}, {self.batch} batches"
 
-    def _launch(self, kernel, config: Config, p: Problem) -> None:
+    def _launch(self, kernels: Kernels, config: Config, p: Problem) -> None:
         if p is not self.main:
-            return super()._launch(kernel, config, p)
+            return super()._launch(kernels, config, p)
         problem, (M, N, K) = self._problem(transposes(config.values)), self.shape
-        launch_kernel(self.stream, kernel, batched(config.geometry(M, N), self.batch), problem.a, problem.b,
+        launch_kernel(self.stream, kernels.main, batched(config.geometry(M, N), self.batch), problem.a, problem.b,
                       problem.c, M, N, K, problem.ops)

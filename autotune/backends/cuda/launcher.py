@@ -8,8 +8,9 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator
 
-from autotune.backends.cuda.backend import launch_kernel, required_kernel
+from autotune.backends.cuda.backend import required_kernel
 from autotune.backends.cuda.device import device_info
+from autotune.backends.cuda.launch import launch_kernel
 from autotune.errors import AutotuneError
 from autotune.space import Launch, Operands
 
@@ -42,6 +43,18 @@ class CudaLauncher:
         with self._current(device):
             # a Python int is passed as a pointer-sized integer: the device addresses of A, B, C
             launch_kernel(self._stream(stream), kernel, launch, a, b, c, *shape, ops)
+
+    @contextlib.contextmanager
+    def workspace(self, device: int, nbytes: int, stream: int) -> Iterator[int]:
+        from cuda.core import Device
+
+        with self._current(device):
+            buffer = Device(device).allocate(nbytes, stream=self._stream(stream))
+        try:
+            yield int(buffer.handle)
+        finally:
+            with self._current(device):
+                buffer.close(self._stream(stream))
 
     def _stream(self, handle: int) -> Any:
         stream = self._streams.get(handle)

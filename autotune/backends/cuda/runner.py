@@ -9,12 +9,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from autotune.backends.cuda.backend import launch_kernel, plain_operands, required_kernel, upload
+from autotune.backends.cuda.backend import plain_operands, required_kernel, upload
 from autotune.backends.cuda.device import device_info
+from autotune.backends.cuda.launch import Kernels, launch_config
 from autotune.backends.reference import random_inputs
 from autotune.errors import AutotuneError
 from autotune.families import FAMILIES
-from autotune.space import make_config
+from autotune.space import PROLOGUE_SUFFIX, make_config
 
 
 def launch(spec: dict[str, Any]) -> None:
@@ -28,12 +29,14 @@ def launch(spec: dict[str, Any]) -> None:
     dev.set_current()
     stream = dev.create_stream()
     geo = config.geometry(M, N)
-    kernel = required_kernel(Path(spec["source"]).read_text(), name, info.arch, geo.shared_bytes, info.index)
+    source = Path(spec["source"]).read_text()
+    kernel = required_kernel(source, name, info.arch, geo.shared_bytes, info.index)
+    pre = config.prologue(M, N, K) and required_kernel(source, name + PROLOGUE_SUFFIX, info.arch, 0, info.index)
     A, B = random_inputs(M, N, K, spec["seed"])
     a, b = upload(dev, stream, A), upload(dev, stream, B)
     c = dev.allocate(M * N * 4, stream=stream)
     for _ in range(spec["launches"]):
-        launch_kernel(stream, kernel, geo, a, b, c, M, N, K, plain_operands(config, M, N, K))
+        launch_config(stream, Kernels(kernel, pre), config, geo, a, b, c, M, N, K, plain_operands(config, M, N, K))
     stream.sync()
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from autotune.backends.cuda.backend import download, launch_kernel, upload, upload_into
+from autotune.backends.cuda.backend import download, upload, upload_into
 from autotune.backends.cuda.cublas import Cublas
+from autotune.backends.cuda.launch import launch_kernel
 from autotune.backends.strided import Strided, strided_error, strided_inputs, unpack
 from autotune.space import Config, Operands, batched
 

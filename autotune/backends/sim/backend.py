@@ -88,8 +88,7 @@ class SimBackend(Backend):
             if self.batch > 1 and takes_blas(config.values):  # the plain canary runs one product; the search plans no other plain kernel here
                 return self._measure_batch(config, source, timeout, start)
             A, B = stored(self.A, self.B, config.values)  # the reference, A @ B, is every layout's
-            C = sim.run_kernel(source, config.name, config.geometry(M, N), A, B, M, N, K,
-                               timeout=timeout, transposed=transposes(config.values), blas=takes_blas(config.values))
+            C = sim.run(config, source, config.geometry(M, N), A, B, M, N, K, timeout)
         except sim.SimError as exc:
             return Outcome(STATUS_OF_KIND[exc.kind], reason=f"{exc.kind}: {exc.message}"[:300])
         ms = (time.perf_counter() - start) * 1e3

@@ -17,7 +17,7 @@ from autotune.backends.reference import transposes
 from autotune.backends.sim.build import build_kernel, sim_cache
 from autotune.backends.sim.errors import SimError
 from autotune.backends.sim.report import ASAN_EXIT, failure
-from autotune.space import Config, Launch, Operands, takes_blas, tight
+from autotune.space import PROLOGUE_SUFFIX, Config, Launch, Operands, takes_blas, tight
 
 DEFAULT_TIMEOUT_S = 60.0
 # No leak checking (kernels do not allocate; LSan also fails under ptrace), and ASan's own
@@ -87,10 +87,27 @@ def run_strided(source: str, name: str, launch: Launch, M: int, N: int, K: int, 
     return out
 
 
-def run(config: Config, source: str, launch: Launch, A: np.ndarray, B: np.ndarray, M: int, N: int, K: int) -> np.ndarray:
-    """run_kernel in the shape verify.verify_configs expects of a backend."""
-    return run_kernel(source, config.name, launch, A, B, M, N, K, transposed=transposes(config.values),
+def run(config: Config, source: str, launch: Launch, A: np.ndarray, B: np.ndarray, M: int, N: int, K: int,
+        timeout: float = DEFAULT_TIMEOUT_S) -> np.ndarray:
+    """Every launch of the config (run_kernel's A, B and C), in the shape verify.verify_configs expects of
+    a backend: with a prologue (space.Prologue), its kernel first, whose workspace the kernel reads as B."""
+    ta, tb = transposes(config.values)
+    if config.has_prologue:
+        B, tb = run_prologue(config, source, B, M, N, K, timeout), False
+    return run_kernel(source, config.name, launch, A, B, M, N, K, timeout=timeout, transposed=(ta, tb),
                       blas=takes_blas(config.values))
+
+
+def run_prologue(config: Config, source: str, B: np.ndarray, M: int, N: int, K: int,
+                 timeout: float = DEFAULT_TIMEOUT_S) -> np.ndarray:
+    """The K x N workspace a prologue writes from B (stored N x K). It takes the kernel's arguments with
+    the workspace as C; the harness's C is M x N, so it runs at the shape (K, N, K), whose C is the
+    workspace (its A, K x K zeros, and M are not read: ASan would report a read past them)."""
+    pre = config.prologue(M, N, K)
+    assert pre is not None and pre.floats == K * N
+    A = np.zeros((K, K), dtype=np.float32)
+    return run_kernel(source, config.name + PROLOGUE_SUFFIX, pre.launch, A, B, K, N, K, timeout=timeout,
+                      transposed=(False, True))
 
 
 def _operand(X: np.ndarray, shape: tuple[int, int], label: str) -> np.ndarray:

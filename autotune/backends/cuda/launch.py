@@ -1,0 +1,68 @@
+"""Loading a config's kernels from its cubin and launching them with cuda.core: the kernel's own
+launch, and before it, where the config has one (space.Prologue), its prologue's into a workspace."""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from autotune.backends.cuda.buffers import driver_result
+from autotune.space import BLAS_ARGS, PROLOGUE_SUFFIX, Config, Operands
+
+
+def load_kernel(cubin: bytes, name: str, dynamic_shared: int, device: int):
+    from cuda.bindings import driver
+    from cuda.core import ObjectCode
+
+    kernel = ObjectCode.from_cubin(cubin, name=name).get_kernel(name)
+    if dynamic_shared > 48 * 1024:  # above 48 KiB a kernel must opt in before launch
+        attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        driver_result(driver.cuKernelSetAttribute(attr, dynamic_shared, kernel.handle, driver.CUdevice(device)))
+    return kernel
+
+
+class Kernels(NamedTuple):
+    """A config's loaded kernel, and its prologue's kernel when it has one (space.Prologue)."""
+
+    main: Any
+    pre: Any = None
+
+
+def load_kernels(cubin: bytes, config: Config, dynamic_shared: int, device: int) -> Kernels:
+    pre = load_kernel(cubin, config.name + PROLOGUE_SUFFIX, 0, device) if config.has_prologue else None
+    return Kernels(load_kernel(cubin, config.name, dynamic_shared, device), pre)
+
+
+def launch_config(stream, kernels: Kernels, config: Config, geo, a, b, c, M: int, N: int, K: int,
+                  ops: Operands | None = None) -> None:
+    """Every launch of the config at the shape, on the stream: with a prologue, first its kernel into
+    a workspace allocated on the stream (the device's stream-ordered pool) and freed on it after the
+    kernel's own launch, which reads the workspace as B; then the kernel's. geo: the kernel's launch."""
+    pre = config.prologue(M, N, K)
+    if pre is None:
+        launch_kernel(stream, kernels.main, geo, a, b, c, M, N, K, ops)
+        return
+    from cuda.core import Device
+
+    work = Device().allocate(pre.floats * 4, stream=stream)
+    try:
+        launch_kernel(stream, kernels.pre, pre.launch, a, b, work, M, N, K)
+        launch_kernel(stream, kernels.main, geo, a, work, c, M, N, K, ops)
+    finally:
+        work.close(stream)
+
+
+def launch_kernel(stream, kernel, geo, a, b, c, M: int, N: int, K: int, ops: Operands | None = None) -> None:
+    """One launch; ops: a BLAS=1 kernel's further arguments (space.blas; geo then covers the batches)."""
+    from cuda.core import LaunchConfig, launch
+
+    cfg = LaunchConfig(grid=geo.grid, block=geo.block, shmem_size=geo.shared_bytes)
+    launch(stream, cfg, kernel, a, b, c, np.int32(M), np.int32(N), np.int32(K), *blas_args(ops))
+
+
+def blas_args(ops: Operands | None) -> tuple:
+    """The arguments after M, N, K of a BLAS=1 kernel, typed as BLAS_ARGS declares them (none: a plain kernel)."""
+    if ops is None:
+        return ()
+    types = {"int": np.int32, "float": np.float32, "long long": np.int64}
+    return tuple(types[ctype](v) for (_, ctype), v in zip(BLAS_ARGS[6:], ops.scalars()))
