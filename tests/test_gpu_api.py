@@ -66,6 +66,58 @@ def test_an_nn_linear_forward_reads_the_weight_as_it_lies(torch, mm, shape):
         assert relative_error(torch, y, layer(x)) <= TOLERANCE
 
 
+def test_b_transposed_first_runs_from_a_thread_that_never_used_cuda_core(torch, mm):
+    """From PB_MIN_ROWS rows on an NT call runs a PB=1 kernel: B transposed into its stream's workspace
+    first. A fresh thread has no cuda.core device set current (a workspace taken through cuda.core
+    failed there); two calls on one stream reuse one workspace, which the second call's prologue
+    overwrites only after the first call's product has read it."""
+    import threading
+
+    from autotune.families.blocked import PB_MIN_ROWS
+
+    M, N, K = PB_MIN_ROWS + 1, 999, 1001
+    assert "_PB1" in mm.choose(M, N, K, trans_b=True).kernel
+    x, w1, w2 = torch.randn(M, K, device="cuda"), torch.randn(N, K, device="cuda"), torch.randn(N, K, device="cuda")
+    got: dict = {}
+
+    def run() -> None:
+        try:
+            got["y1"], got["y2"] = mm(x, w1, trans_b=True), mm(x, w2, trans_b=True)
+        except Exception as exc:  # re-raised in the test's thread
+            got["error"] = exc
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if "error" in got:
+        raise got["error"]
+    torch.cuda.synchronize()
+    assert relative_error(torch, got["y1"], x @ w1.T) <= TOLERANCE
+    assert relative_error(torch, got["y2"], x @ w2.T) <= TOLERANCE
+
+
+def test_workspaces_are_kept_per_stream_and_grown_on_demand(torch):
+    from cuda.bindings import driver
+
+    from autotune.backends.cuda.launcher import CudaLauncher
+
+    launcher, side = CudaLauncher(), torch.cuda.Stream()
+    with launcher.workspace(0, 1 << 20, 0) as first:
+        pass
+    with launcher.workspace(0, 1 << 10, 0) as again:
+        assert again == first  # smaller: the same memory
+    with launcher.workspace(0, 1 << 20, side.cuda_stream) as other:
+        assert other != first  # another stream: its own
+    src = torch.arange(1 << 20, dtype=torch.float32, device="cuda")  # 4 MiB
+    dst = torch.empty_like(src)
+    torch.cuda.synchronize()
+    with launcher.workspace(0, 4 << 20, 0) as grown:  # grown: all 4 MiB hold data
+        for to, frm in ((grown, src.data_ptr()), (dst.data_ptr(), grown)):
+            assert driver.cuMemcpyDtoDAsync(to, frm, 4 << 20, driver.CUstream(0))[0] == driver.CUresult.CUDA_SUCCESS
+        assert driver.cuStreamSynchronize(driver.CUstream(0))[0] == driver.CUresult.CUDA_SUCCESS
+    assert torch.equal(dst, src)
+
+
 def test_what_torch_cannot_export_is_refused_in_one_line(torch, mm):
     layer = torch.nn.Linear(8, 8, device="cuda")
     x = torch.randn(8, 8, device="cuda")

@@ -37,8 +37,9 @@ class Launcher(Protocol):
         BLAS=1 kernel's further arguments (None: the plain signature)."""
 
     def workspace(self, device: int, nbytes: int, stream: int) -> ContextManager[int]:
-        """Device memory for a prologue's output (space.Prologue), allocated in the stream's order
-        and freed in it when the block ends: after the launches enqueued inside it."""
+        """Device memory of at least nbytes for a prologue's output (space.Prologue), the stream's own
+        and kept for later calls: the launches enqueued on the stream inside the block are the only
+        ones to use it until the block ends."""
 
 
 class Matmul:

@@ -23,7 +23,7 @@ from autotune.backends.cuda.buffers import (  # noqa: F401 (re-exported: where c
 from autotune.backends.cuda.cublas import Cublas
 from autotune.backends.cuda.device import DeviceInfo, device_info, sm_clock_mhz
 from autotune.backends.cuda.exact import Exact
-from autotune.backends.cuda.launch import Kernels, launch_config, load_kernel, load_kernels
+from autotune.backends.cuda.launch import Kernels, Workspaces, launch_config, load_kernel, load_kernels
 from autotune.backends.outcome import COMPILE_ERROR, OK, WRONG, Fault, Outcome, Timing
 from autotune.backends.reference import FP32, FP32_TC, judge, random_inputs, stored, transposes
 from autotune.codegen import nvrtc as nvrtc
@@ -167,7 +167,8 @@ class Stopwatch:
 
 
 def bytes_needed(M: int, N: int, K: int) -> int:
-    """Device memory for one shape: A, B, C, the reference, and the odd-shape check problem beside them."""
+    """Device memory for one shape: A, B, C, the reference, and the odd-shape check problem beside them
+    (a prologue's workspace, a copy of B, is a config's own: where it does not fit, that config fails)."""
     cm, cn, ck = CHECK_SHAPE
     return 4 * (M * K + K * N + 2 * M * N + cm * ck + ck * cn + 2 * cm * cn)
 
@@ -207,6 +208,7 @@ class CudaBackend(Backend):
         self.dev = Device(device)
         self.dev.set_current()
         self.stream = self.dev.create_stream()
+        self.workspaces = Workspaces()  # a prologue's (blocked's PB=1), kept across trials
         self.blas = Cublas(int(self.stream.handle))
         self.compare = GpuCompare(self.dev, self.stream, self.info.arch, self.info.index)
         self.compare64: GpuCompare | None = None  # against a float64 reference (fp32-tc), built at the first need
@@ -280,9 +282,11 @@ class CudaBackend(Backend):
         stages["t_clock_s"] = clock.lap()  # nvidia-smi: a process per trial; recorded to see what it costs
         return Outcome(OK, err=err, err_ref=err_ref, timing=timing, extra={**extra, **stages})
 
-    def _launch(self, kernels: Kernels, config: Config, p: Problem) -> None:
+    def _launch(self, kernels: Kernels, config: Config, p: Problem, poison: bool = False) -> None:
+        """All of the config's launches on the problem; poison: a verification's (space.Prologue's
+        workspace NaN-filled first)."""
         launch_config(self.stream, kernels, config, config.geometry(p.M, p.N), *p.operands(config), p.c, p.M, p.N,
-                      p.K, plain_operands(config, p.M, p.N, p.K))
+                      p.K, plain_operands(config, p.M, p.N, p.K), self.workspaces, poison)
 
     def _exact(self, p: Problem) -> Exact:
         """The problem's float64 product and cuBLAS FP32's error against it, made once."""
@@ -301,7 +305,7 @@ class CudaBackend(Backend):
         whatever the family: at its K=93 a 3xTF32 product's own rounding outweighs twice the error
         of FP32's short sums, which says nothing of the kernel at the shape it is tuned for."""
         p.poison()
-        self._launch(kernels, config, p)
+        self._launch(kernels, config, p, poison=True)
         result = self.compare.compare(p.c, p.ref_dev, p.M * p.N)  # also under fp32-tc: the sums guard ref_dev
         shape = "x".join(map(str, (p.M, p.N, p.K)))
         if result.ref_sums != p.ref_sums:  # it wrote past its output, over the reference: put that back
@@ -338,6 +342,7 @@ class GpuRunner:
         self.dev = Device(device)
         self.dev.set_current()
         self.stream = self.dev.create_stream()
+        self.workspaces = Workspaces()
 
     def __call__(self, config: Config, source: str, geo, A, B, M: int, N: int, K: int) -> np.ndarray:
         built = nvrtc.compile_source(source, config.name, self.info.arch)
@@ -347,7 +352,8 @@ class GpuRunner:
         a, b = upload(self.dev, self.stream, A), upload(self.dev, self.stream, B)
         c = poisoned(self.dev, self.stream, M, N)
         try:
-            launch_config(self.stream, kernels, config, geo, a, b, c, M, N, K, plain_operands(config, M, N, K))
+            launch_config(self.stream, kernels, config, geo, a, b, c, M, N, K, plain_operands(config, M, N, K),
+                          self.workspaces, poison=True)
             return download(self.stream, c, M, N)
         except Exception as exc:
             raise DeviceFault(f"{config.name}: {exc}") from exc

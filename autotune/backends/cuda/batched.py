@@ -42,9 +42,9 @@ class BatchedCudaBackend(CudaBackend):
         why = judge(FP32, by_cublas)  # the families with BLAS=1 kernels are FP32 ones
         return by_cublas, None, why and f"{why} at {'x'.join(map(str, self.shape))}, {self.batch} batches"
 
-    def _launch(self, kernels: Kernels, config: Config, p: Problem) -> None:
+    def _launch(self, kernels: Kernels, config: Config, p: Problem, poison: bool = False) -> None:
         if p is not self.main:
-            return super()._launch(kernels, config, p)
+            return super()._launch(kernels, config, p, poison)
         problem, (M, N, K) = self._problem(transposes(config.values)), self.shape
         launch_kernel(self.stream, kernels.main, batched(config.geometry(M, N), self.batch), problem.a, problem.b,
                       problem.c, M, N, K, problem.ops)

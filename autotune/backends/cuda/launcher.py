@@ -10,7 +10,7 @@ from typing import Any, Iterator
 
 from autotune.backends.cuda.backend import required_kernel
 from autotune.backends.cuda.device import device_info
-from autotune.backends.cuda.launch import launch_kernel
+from autotune.backends.cuda.launch import Workspaces, launch_kernel
 from autotune.errors import AutotuneError
 from autotune.space import Launch, Operands
 
@@ -20,6 +20,7 @@ class CudaLauncher:
         device_info(0)  # no GPU (or no driver) is one clear error now, not a failure at the first call
         self._streams: dict[int, Any] = {}
         self._primary: dict[int, Any] = {}
+        self._workspaces: dict[int, Workspaces] = {}  # per device: prologues' workspaces, one per stream
 
     def device_name(self, device: int) -> str:
         return device_info(device).name
@@ -46,15 +47,11 @@ class CudaLauncher:
 
     @contextlib.contextmanager
     def workspace(self, device: int, nbytes: int, stream: int) -> Iterator[int]:
-        from cuda.core import Device
-
+        """The stream's workspace on the device (launch.Workspaces), with the device's primary context
+        current for the launches inside the block."""
         with self._current(device):
-            buffer = Device(device).allocate(nbytes, stream=self._stream(stream))
-        try:
-            yield int(buffer.handle)
-        finally:
-            with self._current(device):
-                buffer.close(self._stream(stream))
+            with self._workspaces.setdefault(device, Workspaces()).use(stream, nbytes) as ptr:
+                yield ptr
 
     def _stream(self, handle: int) -> Any:
         stream = self._streams.get(handle)

@@ -11,7 +11,7 @@ from typing import Any
 
 from autotune.backends.cuda.backend import plain_operands, required_kernel, upload
 from autotune.backends.cuda.device import device_info
-from autotune.backends.cuda.launch import Kernels, launch_config
+from autotune.backends.cuda.launch import Kernels, Workspaces, launch_config
 from autotune.backends.reference import random_inputs
 from autotune.errors import AutotuneError
 from autotune.families import FAMILIES
@@ -35,8 +35,10 @@ def launch(spec: dict[str, Any]) -> None:
     A, B = random_inputs(M, N, K, spec["seed"])
     a, b = upload(dev, stream, A), upload(dev, stream, B)
     c = dev.allocate(M * N * 4, stream=stream)
+    workspaces = Workspaces()
     for _ in range(spec["launches"]):
-        launch_config(stream, Kernels(kernel, pre), config, geo, a, b, c, M, N, K, plain_operands(config, M, N, K))
+        launch_config(stream, Kernels(kernel, pre), config, geo, a, b, c, M, N, K, plain_operands(config, M, N, K),
+                      workspaces)
     stream.sync()
 
 
