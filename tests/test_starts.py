@@ -165,5 +165,18 @@ def test_a_search_of_another_layout_starts_from_this_shapes_winner_read_in_that_
     [nt] = narrow_to([FAMILIES["blocked"]], layout_choices("NT"))
     backend, notes = FakeBackend(*CUBE), []
     run_search(db, backend, [nt], Limits(), sampler="random", trials=1, note=notes.append)
-    assert backend.measured[0] == make_config(FAMILIES["blocked"], {**nn.values, "TB": 1}).name
+    tiling = {k: v for k, v in nn.values.items() if k not in ("PB", "RT")}  # those two follow the layout
+    assert backend.measured[0] == make_config(FAMILIES["blocked"], {**tiling, "TB": 1}).name
+    assert "_TB1_PB1" in backend.measured[0]  # NT's own default: B transposed first
+    assert notes[0].startswith("autotune: starting from 1 config recorded at 256x256x256")
+
+
+def test_another_layouts_winner_with_a_prologue_starts_a_search_of_nn(db):
+    from autotune.families.layouts import layout_choices, narrow_to
+
+    record(db, CUBE, "blocked", 1.0, BM=64, BN=64, TB=1)  # NT's default there: PB=1, which NN refuses
+    [nn] = narrow_to([FAMILIES["blocked"]], layout_choices("NN"))
+    backend, notes = FakeBackend(*CUBE), []
+    run_search(db, backend, [nn], Limits(), sampler="random", trials=1, note=notes.append)
+    assert backend.measured[0] == make_config(FAMILIES["blocked"], {"BM": 64, "BN": 64}).name
     assert notes[0].startswith("autotune: starting from 1 config recorded at 256x256x256")

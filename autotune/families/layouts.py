@@ -7,6 +7,9 @@ from autotune.families import FAMILIES
 from autotune.space import Family, narrow
 
 TRANSPOSES = ("TA", "TB")
+# Parameters whose default follows TA and TB (blocked's PB and RT are choices for a transposed B and
+# for an operand stored along K): another layout's config read as this one's takes this one's defaults.
+FOLLOW_LAYOUT = ("PB", "RT")
 BLAS_FAMILY = "blocked"
 LAYOUTS = {"NN": (0, 0), "NT": (0, 1), "TN": (1, 0), "TT": (1, 1)}  # cuBLAS's names: op(A), then op(B)
 

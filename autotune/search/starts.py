@@ -13,7 +13,7 @@ sampler a good region to look around from its first trial.
 A neighbour's config is skipped, not an error, when a constraint refuses it at this shape (its
 grid, say, exceeds a device limit here: its family's next fastest there takes its place), when
 it lies outside a narrowed (-p) family (a layout's TA and TB excepted: they are set to the
-searched layout's), or when this shape has a row for it already (the study
+searched layout's, and the parameters that follow them, layouts.FOLLOW_LAYOUT, to its defaults), or when this shape has a row for it already (the study
 was told that row).
 """
 from __future__ import annotations
@@ -27,9 +27,9 @@ from autotune.backends.base import Backend
 from autotune.backends.outcome import OK
 from autotune.errors import SpaceError
 from autotune.families import config_of_row
-from autotune.families.layouts import TRANSPOSES
+from autotune.families.layouts import FOLLOW_LAYOUT, TRANSPOSES
 from autotune.search.plan import refusals
-from autotune.space import Config, Family, Limits, Shape, shape_text, within
+from autotune.space import Config, Family, Limits, Shape, make_config, shape_text, within
 
 NEAREST_SHAPES = 3  # recorded shapes whose winners are measured first
 MAX_STARTS = 8  # at most this many such configs: the rest of the budget is the sampler's
@@ -93,9 +93,15 @@ def _as_searched(row: dict, searched: dict[str, Family]) -> Config | None:
         values = dict(config_of_row(row).values)
     except SpaceError:
         return None
+    moved = False
     for p in family.params:  # another layout's config, read as this layout's
-        if p.name in TRANSPOSES and len(p.values) == 1:
-            values[p.name] = p.values[0]
+        if p.name in TRANSPOSES and len(p.values) == 1 and values.get(p.name) != p.values[0]:
+            values[p.name], moved = p.values[0], True
+    if moved:  # the choices that follow the layout (blocked's PB, RT) are this layout's defaults
+        try:
+            values = dict(make_config(family, {n: v for n, v in values.items() if n not in FOLLOW_LAYOUT}).values)
+        except SpaceError:  # outside the narrowing
+            return None
     if not within(family, values):
         return None
     return Config(family, tuple((p.name, values[p.name]) for p in family.params))
