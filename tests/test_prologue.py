@@ -7,6 +7,8 @@ stream; and the exported launchers (grid, header, HIP)."""
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 
 import pytest
 
@@ -14,9 +16,10 @@ import autotune
 from autotune.codegen.launcher import launchers
 from autotune.codegen.render import render
 from autotune.families import FAMILIES
+from autotune.families.blocked import PB_MIN_ROWS
 from autotune.space import PROLOGUE_SUFFIX, ceil_div, make_config, violations
 from tests.test_api import DeviceArray, FakeLauncher
-from tests.test_launchers import load_module
+from tests.test_launchers import DATA, LAUNCH, load_module
 from tests.test_transposes import SMALL, statuses
 
 BLOCKED = FAMILIES["blocked"]
@@ -90,6 +93,21 @@ def test_pb_needs_b_stored_along_k_and_the_plain_signature():
     assert batched.values["PB"] == 0 and batched.values["RT"] == 1  # the default steps aside
 
 
+def test_the_default_transposes_b_first_only_from_pb_min_rows_on():
+    from autotune.api.dispatch import default_choice
+    from autotune.api.operands import Layout
+    from autotune.space import Limits
+
+    nt = make_config(BLOCKED, {"TB": 1})
+    assert nt.values["PB"] == 1  # the unfitted default
+    for M, want in ((1, 0), (PB_MIN_ROWS - 1, 0), (PB_MIN_ROWS, 1), (8192, 1)):
+        fitted = make_config(BLOCKED, {"TB": 1, **BLOCKED.fit(nt.values, (M, 4096, 4096), Limits())})
+        assert fitted.values["PB"] == want, M
+        assert fitted.values["RT"] == 1 - want  # without the prologue, NT's regrouped loads
+        assert default_choice((M, 4096, 4096), Layout(False, True, False, 1)).config == fitted
+    assert BLOCKED.fit(make_config(BLOCKED, {}).values, (1, 64, 64), Limits()) == {}  # NN: nothing to fit
+
+
 def test_the_prologue_covers_b_with_its_tiles_on_a_one_dimensional_grid():
     c = pb({"TB": 1})
     for M, N, K in ((1, 1, 1), (5, 64, 65), (3, 4097, 4095), (1, 1, 2**31 - 1)):
@@ -101,7 +119,7 @@ def test_the_prologue_covers_b_with_its_tiles_on_a_one_dimensional_grid():
 def test_the_matmul_runs_the_prologue_into_a_workspace_first():
     launcher = FakeLauncher()
     mm = autotune.load(defaults_only=True, launcher=launcher)
-    M, N, K = 96, 80, 40
+    M, N, K = PB_MIN_ROWS, 80, 40  # rows enough for the default to transpose B first (the fit)
     x, w, out = DeviceArray((M, K), 0x1000), DeviceArray((N, K), 0x2000), DeviceArray((M, N), 0x3000)
     mm(x, w, out=out, trans_b=True, stream=77)
     name = mm.choose(M, N, K, trans_b=True).config.name
@@ -127,3 +145,46 @@ def test_the_exported_launchers_run_the_prologue(tmp_path):
     for N, K in ((1, 1), (80, 40), (4097, 129)):
         assert module.prologue_grid(N, K) == c.prologue(7, N, K).launch.grid
     assert module.PRE_BLOCK == c.prologue(1, 1, 1).launch.block
+
+
+HEADER_DRIVER = """
+#include <cstdio>
+#include "best.h"
+static float workspace[1];  // the pointer stands for device memory: the stubs only compare it
+static int mallocs = 0, frees = 0;
+cudaError_t cudaGetDevice(int* d) { *d = 0; return cudaSuccess; }
+cudaError_t cudaFuncSetAttribute(const void*, cudaFuncAttribute, int) { return cudaSuccess; }
+cudaError_t cudaGetLastError() { return cudaSuccess; }
+cudaError_t cudaMallocAsync(void** p, size_t bytes, cudaStream_t) {
+    ++mallocs; std::printf("malloc %zu\\n", bytes); *p = workspace; return cudaSuccess; }
+cudaError_t cudaFreeAsync(void* p, cudaStream_t) { frees += p == workspace; return cudaSuccess; }
+void stub_launch(dim3 g, dim3 b, size_t shared, cudaStream_t) {
+    std::printf("launch %u %u %u block %u shared %zu\\n", g.x, g.y, g.z, b.x, shared); }
+extern "C" void KERNEL_pre(const float*, const float* B, float* W, int, int, int) {
+    std::printf("pre B=%s W=%s\\n", B == nullptr ? "B" : "?", W == workspace ? "workspace" : "?"); }
+extern "C" void KERNEL(const float*, const float* B, float*, int, int, int) {
+    std::printf("kernel B=%s\\n", B == workspace ? "workspace" : "?"); }
+int main() {
+    std::printf("bytes %zu\\n", KERNEL_workspace_bytes(96, 80, 40));
+    std::printf("own %d\\n", (int)KERNEL_launch(nullptr, nullptr, nullptr, 96, 80, 40));
+    std::printf("theirs %d\\n", (int)KERNEL_launch_with_workspace(nullptr, nullptr, nullptr, 96, 80, 40, workspace));
+    std::printf("none %d\\n", (int)KERNEL_launch_with_workspace(nullptr, nullptr, nullptr, 96, 80, 40, nullptr));
+    std::printf("mallocs %d frees %d\\n", mallocs, frees);
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no g++")
+def test_the_header_transposes_into_its_own_workspace_or_the_callers(tmp_path):
+    c = pb({"TB": 1})
+    geo = c.geometry(96, 80)
+    made = launchers(c, c.name, geo, (96, 80, 40), None, tmp_path / "best.cu")
+    (tmp_path / "best.h").write_text(LAUNCH.sub(r"stub_launch(\2); \1(\3);", made.header))
+    (tmp_path / "driver.cpp").write_text(HEADER_DRIVER.replace("KERNEL", c.name))
+    subprocess.run(["g++", "-std=c++17", "-Wall", "-Werror", "-I", str(DATA / "cuda_stub"), "-I", str(tmp_path), "-o",
+                    str(tmp_path / "driver"), str(tmp_path / "driver.cpp")], check=True, capture_output=True, text=True)
+    lines = subprocess.run([str(tmp_path / "driver")], capture_output=True, text=True, check=True).stdout.splitlines()
+    pre, own = c.prologue(96, 80, 40).launch, f"launch {' '.join(map(str, geo.grid))} block 256 shared {geo.shared_bytes}"
+    product = [f"launch {pre.grid[0]} 1 1 block 256 shared 0", "pre B=B W=workspace", own, "kernel B=workspace"]
+    assert lines == [f"bytes {4 * 80 * 40}", f"malloc {4 * 80 * 40}", *product, "own 0", *product, "theirs 0",
+                     "none 1", "mallocs 1 frees 1"]

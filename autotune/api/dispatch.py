@@ -5,7 +5,8 @@ The rule, in order:
 2. nearest: else the fastest row, valid at this shape, of the nearest recorded shape
    (api.export.nearest_best: the distance of space.shapes, the smaller shape on a tie);
 3. default: else the default config of the first family (in FAMILIES order, `blocked` first
-   among those that take any shape) that a constraint does not refuse at this shape.
+   among those that take any shape), fitted to the shape where the family has a fit (Family.fit),
+   that a constraint does not refuse at this shape.
 Only kernels of the call's layout count: a row's TA, TB and BLAS (absent: 0) must be the layout's
 trans_a, trans_b and signature (BLAS=1: the cuBLAS-style one), and a default takes them as
 parameters (families without them: NN, plain only). Only families of the loader's precision count
@@ -28,7 +29,7 @@ from autotune.backends.outcome import OK
 from autotune.codegen.render import render, sha256
 from autotune.errors import AutotuneError, SpaceError
 from autotune.families import FAMILIES, config_of_row, families_for
-from autotune.space import Config, Shape, make_config, shape_text, shape_violations, violations
+from autotune.space import Config, Limits, Shape, make_config, shape_text, shape_violations, violations
 
 DEFAULT_ORDER = ("blocked", *FAMILIES)  # the family defaults tried when nothing is recorded
 TILING = " tiling"  # the suffix of an origin whose row was measured with the plain signature
@@ -143,6 +144,8 @@ def default_choice(shape: Shape, layout: Layout | None = None) -> Choice:
         if any(p not in {q.name for q in family.params} for p in given):
             continue  # a family without these transposes or this signature
         config = make_config(family, given)
+        if family.fit:  # the default fitted to the shape, as a search's first trial is (blocked: PB by M)
+            config = make_config(family, {**given, **family.fit(config.values, shape, Limits())})
         if not violations(config) and not shape_violations(config, M, N):
             source = render(config)
             return Choice(config, config.name, source, sha256(source), "default", None, None)

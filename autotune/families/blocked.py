@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from autotune.space import Constraint, Family, Launch, Param, Params, Prologue, ceil_div
+from autotune.space import Constraint, Family, Launch, Limits, Param, Params, Prologue, ceil_div
 
 MAX_ACCUMULATORS = 128  # per thread; beyond it the kernel cannot stay within 255 registers
 MAX_THREADS_PER_SM = 2048
@@ -145,6 +145,17 @@ def _prologue_fits(p: Params) -> bool:
     return p["PB"] == 0 or (p.get("TB", 0) == 1 and p.get("BLAS", 0) == 0)
 
 
+# PB=1 pays from about this many rows of C on, by a model not yet measured: transposing B moves 8*K*N
+# bytes, about 50/M of the product's time (2*M*N*K at ~50 TFLOP/s against ~4 TB/s), against the 3% by
+# which the NN main loop after the transpose beat NT's own at 4096^3 (docs/BENCHMARKS.md, session 10)
+PB_MIN_ROWS = 2048
+
+
+def _fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
+    """The default at a shape: no prologue below PB_MIN_ROWS rows of C."""
+    return {"PB": 0} if p.get("PB", 0) and shape[0] < PB_MIN_ROWS else {}
+
+
 def chunked_params(params: tuple[Param, ...]) -> tuple[Param, ...]:
     """Blocked's parameters for families splitk and tailsplit: without BLAS (their turnstiles are per
     tile, not per (batch, tile)), and PB fixed at 0 (where K is split the product is short beside a
@@ -187,9 +198,8 @@ BLOCKED = Family(
               absent=0, named_at_absent=False),
         Param("TB", (0, 1), 0, "1: B is stored transposed, N x K row-major (B[k][n] at B[n*K + k])",
               absent=0, named_at_absent=False),
-        # PB's default: 1 wherever it can be, for NT: at 4096^3 and 8192^3 transposing B first and running
-        # the NN kernel measured 3-4% faster than the NT kernel (docs/BENCHMARKS.md, session 9); at small
-        # M the transpose costs more than the product, which the search sees (and skinny M is other families')
+        # PB's default: 1 wherever it can be (NT, TT), for large M; the fit takes it back to 0 below
+        # PB_MIN_ROWS (_fit), where transposing B costs more than reading it transposed
         Param("PB", (0, 1), lambda p: int(_prologue_fits({**p, "PB": 1})),
               "1: B (stored N x K, TB=1) is first transposed into a K x N workspace by a kernel of its own, "
               "which the product then reads as an untransposed B", absent=0, named_at_absent=False),
@@ -233,4 +243,5 @@ BLOCKED = Family(
     derive=derive,
     tags={"WNITER": "WNI", "STAGES": "S", "ASYNC": "AS", "MINB": "LB", "BSWAP": "BSW"},
     prologue=_prologue,
+    fit=_fit,
 )
