@@ -131,3 +131,26 @@ def test_python_launcher_on_cupy_arrays_matches_numpy(exports, family):
         assert relative_error(cp.asnumpy(C), A.astype(np.float64) @ B) < 1e-5, shape
     with pytest.raises(ValueError):
         module.launch(cp.zeros((3, 4), cp.float32), cp.zeros((4, 5), cp.float32), cp.zeros((3, 6), cp.float32), 3, 5, 4)
+
+
+def test_python_launcher_of_an_nt_kernel_transposes_b_into_its_own_workspace_or_the_callers(tmp_path):
+    """blocked's NT default (TB=1) is a PB=1 kernel: B, stored N x K, transposed first by the prologue,
+    into a workspace allocated per call or given by the caller."""
+    cp = pytest.importorskip("cupy")
+    db, cu = tmp_path / "empty.sqlite", tmp_path / "nt.cu"
+    store.open_db(db)
+    M, N, K = ODD
+    result = CliRunner().invoke(cli, ["export", "--M", str(M), "--N", str(N), "--K", str(K), "--family", "blocked",
+                                      "-p", "TB=1", "--db", str(db), "-o", str(cu)])
+    assert result.exit_code == 0, result.output
+    module = load_module(cu.with_suffix(".py"))
+    assert module.KERNEL.endswith("_TB1_PB1")
+    rng = np.random.default_rng(2)
+    A, W = rng.uniform(-1, 1, (M, K)).astype(np.float32), rng.uniform(-1, 1, (N, K)).astype(np.float32)
+    dA, dW = cp.asarray(A), cp.asarray(W)
+    workspace = cp.empty(module.workspace_bytes(M, N, K) // 4, dtype=cp.float32)
+    for given in (None, workspace):
+        C = cp.full((M, N), cp.nan, dtype=cp.float32)
+        module.launch(dA, dW, C, M, N, K, workspace=given)
+        cp.cuda.Device().synchronize()
+        assert relative_error(cp.asnumpy(C), A.astype(np.float64) @ W.T) < 1e-5, given is None

@@ -21,4 +21,6 @@ struct dim3 {
 cudaError_t cudaGetDevice(int* device);
 cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int value);
 cudaError_t cudaGetLastError();
+cudaError_t cudaMallocAsync(void** ptr, size_t bytes, cudaStream_t stream);
+cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream);
 void stub_launch(dim3 grid, dim3 block, size_t shared, cudaStream_t stream);
