@@ -31,6 +31,22 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture
+def launcher():
+    """autotune.load()'s device side, faked: it records what the matmul asks (tests/fakes.py)."""
+    from tests.fakes import FakeLauncher
+
+    return FakeLauncher()
+
+
+@pytest.fixture
+def mm(launcher):
+    """The matmul over the blocked defaults (no database), launching through the fake launcher."""
+    import autotune
+
+    return autotune.load(defaults_only=True, launcher=launcher)
+
+
+@pytest.fixture
 def db(tmp_path):
     from autotune import store
 

@@ -1,7 +1,9 @@
 """A backend that needs no GPU: deterministic times derived from the config, a few
-configs deliberately wrong. It lets the search, store and CLI be tested in CI."""
+configs deliberately wrong. It lets the search, store and CLI be tested in CI. And a launcher
+(autotune.load()'s device side) that records what it is asked."""
 from __future__ import annotations
 
+import contextlib
 import time
 import zlib
 
@@ -60,3 +62,34 @@ class CompilingFake(FakeBackend):
 def compiling_fake(spec) -> CompilingFake:
     """Worker factory: WorkerSpec("tests.fakes:compiling_fake", shape)."""
     return CompilingFake(*spec.shape)
+
+
+GPU = "Fake GPU"
+
+
+class FakeLauncher:
+    """Records what the matmul asks of the device side."""
+
+    def __init__(self):
+        self.loads, self.launches, self.workspaces = [], [], []
+
+    def device_name(self, device):
+        return GPU
+
+    def device_of(self, ptr):
+        return 0
+
+    def load(self, device, source, kernel, shared_bytes):
+        self.loads.append((device, kernel, shared_bytes))
+        return f"loaded {kernel}"
+
+    def launch(self, device, kernel, launch, stream, a, b, c, shape, ops=None):
+        self.launches.append({"device": device, "kernel": kernel, "launch": launch, "stream": stream,
+                              "ptrs": (a, b, c), "shape": shape, "ops": ops})
+
+    @contextlib.contextmanager
+    def workspace(self, device, nbytes, stream):
+        ptr = 0xF0000000 + len(self.workspaces)
+        self.workspaces.append({"device": device, "bytes": nbytes, "stream": stream, "ptr": ptr, "freed_after": None})
+        yield ptr
+        self.workspaces[-1]["freed_after"] = len(self.launches)  # launches enqueued before the free

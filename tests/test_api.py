@@ -5,7 +5,6 @@ load(launcher=...); arrays are NumPy (a real DLPack producer, host memory) or fa
 device memory through DLPack or __cuda_array_interface__."""
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import subprocess
 import sys
@@ -16,38 +15,8 @@ import pytest
 import autotune
 from autotune.api.arrays import DL_CUDA, _DLTensor
 from autotune.errors import AutotuneError
+from tests.fakes import GPU
 from tests.test_starts import record
-
-GPU = "Fake GPU"
-
-
-class FakeLauncher:
-    """Records what the matmul asks of the device side."""
-
-    def __init__(self):
-        self.loads, self.launches, self.workspaces = [], [], []
-
-    def device_name(self, device):
-        return GPU
-
-    def device_of(self, ptr):
-        return 0
-
-    def load(self, device, source, kernel, shared_bytes):
-        self.loads.append((device, kernel, shared_bytes))
-        return f"loaded {kernel}"
-
-    def launch(self, device, kernel, launch, stream, a, b, c, shape, ops=None):
-        self.launches.append({"device": device, "kernel": kernel, "launch": launch, "stream": stream,
-                              "ptrs": (a, b, c), "shape": shape, "ops": ops})
-
-    @contextlib.contextmanager
-    def workspace(self, device, nbytes, stream):
-        ptr = 0xF0000000 + len(self.workspaces)
-        self.workspaces.append({"device": device, "bytes": nbytes, "stream": stream, "ptr": ptr, "freed_after": None})
-        yield ptr
-        self.workspaces[-1]["freed_after"] = len(self.launches)  # launches enqueued before the free
-
 
 _capsule_new = ctypes.pythonapi.PyCapsule_New
 _capsule_new.restype = ctypes.py_object
@@ -79,16 +48,6 @@ class CaiArray:
     def __init__(self, shape, ptr, strides=None):
         self.__cuda_array_interface__ = {"shape": shape, "typestr": "<f4", "data": (ptr, False), "version": 3,
                                          "strides": strides}
-
-
-@pytest.fixture
-def launcher():
-    return FakeLauncher()
-
-
-@pytest.fixture
-def mm(launcher):
-    return autotune.load(defaults_only=True, launcher=launcher)
 
 
 def refused(mm, *args, **kwargs) -> str:

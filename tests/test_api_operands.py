@@ -11,22 +11,13 @@ import autotune
 from autotune import store
 from autotune.errors import AutotuneError
 from autotune.space import BLAS_ARGS
-from tests.test_api import GPU, DeviceArray, FakeLauncher, refused
+from tests.fakes import GPU
+from tests.test_api import DeviceArray, refused
 from tests.test_starts import record
 
 SMALL = {"BM": 32, "BN": 32, "BK": 8, "WM": 16, "WN": 32, "WNITER": 1, "TM": 2, "TN": 4}
 SHAPE = (64, 64, 32)
 PA, PB, PC = 0x1000, 0x2000, 0x3000
-
-
-@pytest.fixture
-def launcher():
-    return FakeLauncher()
-
-
-@pytest.fixture
-def mm(launcher):
-    return autotune.load(defaults_only=True, launcher=launcher)
 
 
 def arguments(call: dict) -> dict:

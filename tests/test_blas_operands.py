@@ -143,7 +143,7 @@ def test_plain_calls_leave_blas_kernels_alone(tmp_path):
     # a plain call passes the plain (A, B, C, M, N, K): a faster BLAS=1 row is not its kernel
     import autotune
     from autotune import store
-    from tests.test_api import GPU, FakeLauncher
+    from tests.fakes import GPU, FakeLauncher
     from tests.test_starts import record
 
     path = tmp_path / "r.sqlite"

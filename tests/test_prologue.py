@@ -18,7 +18,8 @@ from autotune.codegen.render import render
 from autotune.families import FAMILIES
 from autotune.families.blocked import PB_MIN_ROWS
 from autotune.space import PROLOGUE_SUFFIX, ceil_div, make_config, violations
-from tests.test_api import DeviceArray, FakeLauncher
+from tests.fakes import FakeLauncher
+from tests.test_api import DeviceArray
 from tests.test_launchers import DATA, LAUNCH, load_module
 from tests.test_transposes import SMALL, statuses
 
