@@ -18,7 +18,7 @@ from autotune.errors import AutotuneError
 from autotune.explain import ncu
 from autotune.explain.page import write_page
 from autotune.explain.report import build
-from autotune.families import TILED
+from autotune.families import FAMILIES, TILED
 from autotune.space import make_config
 
 FIXTURE = Path(__file__).resolve().parent / "data" / "ncu_raw_tiled_1024.csv"
@@ -186,6 +186,15 @@ def test_profile_runs_ncu_on_the_runner_and_stores_measured_beside_modelled(tmp_
     assert row["stall_mio_throttle"] == as_number(cells[ncu.stall_metric("mio_throttle")])
     assert row["model_dram_floor"] < row["model_dram_tiles"]
     assert config.name in result.output and "FFMA" in result.output and "mio_throttle" in result.output
+
+
+def test_a_profile_of_a_kernel_with_a_prologue_says_the_prologue_is_not_in_it(tmp_path, recording_ncu):
+    db = tmp_path / "db.sqlite"
+    args = ["profile", "--M", "64", "--family", "blocked", "-p", "TB=1", "-p", "BM=64", "-p", "BN=64", "--db", str(db)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, (result.output, result.exception)
+    kernel = make_config(FAMILIES["blocked"], {"TB": 1, "BM": 64, "BN": 64}).name
+    assert kernel.endswith("_PB1") and f"its prologue {kernel}_pre" in result.output
 
 
 # ----------------------------------------------------------------------------- the table

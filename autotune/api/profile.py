@@ -22,7 +22,7 @@ from autotune.explain import counts as ex
 from autotune.explain import ncu
 from autotune.explain.profile import format_profile, modelled
 from autotune.families import config_of_row
-from autotune.space import Config
+from autotune.space import PROLOGUE_SUFFIX, Config
 
 WARMUP = 1  # launches before the profiled one: the module loaded, the clocks up
 SEED = 0
@@ -108,4 +108,8 @@ def profile_command(db_path: str, shape: tuple[int, int, int], config: Config | 
     profile = {"result_id": row["id"] if row else None, "kernel": kernel, "family": config.family.name,
                "source_hash": sha256(source), "M": M, "N": N, "K": K, **facts, **measured.columns(),
                **modelled(config, shape, model_of(config, source, facts["arch"]))}
-    return format_profile(store.insert_profile(store.open_db(db_path), profile))
+    text = format_profile(store.insert_profile(store.open_db(db_path), profile))
+    if config.prologue(M, N, K) is not None:  # ncu profiles one kernel by name: the product's
+        text += (f"\n(only the product is profiled: its prologue {kernel}{PROLOGUE_SUFFIX}, which transposes B first, "
+                 f"is not, while a result row's time includes it)")
+    return text
