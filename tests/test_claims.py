@@ -200,3 +200,19 @@ def test_a_host_that_loses_the_race_to_create_the_claims_table_uses_it(monkeypat
     monkeypatch.setattr(store.claims.time, "sleep", lambda s: None)
     claims = store.ServerClaims(f"sqlite:///{tmp_path / 'server.sqlite'}")
     assert len(calls) == 2 and claims.claim(KEY, store.Owner("me"), "s").state == store.MINE
+
+
+def test_a_trial_another_process_told_first_is_passed_over():
+    """Two hosts can pop one enqueued trial (SQLite cannot lock its row): the second to tell it can
+    find it finished between writing its attributes and telling it, which is not an error."""
+    import optuna
+
+    from autotune.search.study import tell
+
+    study = optuna.create_study(direction="maximize")
+    trial = study.ask()
+    late = optuna.trial.Trial(study, trial._trial_id)  # this host's handle, its attributes already written
+    late.set_user_attr = lambda key, value: None
+    study.tell(trial, 2.0)  # the other host tells it first
+    tell(study, late, {"kernel": "k", "status": "ok", "id": 1, "time_ms": 1.0, "tflops": 1.0, "pct_cublas": 50.0})
+    assert [t.value for t in study.trials] == [2.0]  # the first telling stands

@@ -291,11 +291,11 @@ def _one_trial(run: _Run, db: sqlite_utils.Database, backend: Backend, owner: st
         config = asked.config if asked else suggest(trial, run.families)
         if config is None:  # a value another family has: nothing to measure
             trial.set_user_attr("reason", "a parameter value outside the chosen family's values")
-            run.study.tell(trial, state=TrialState.PRUNED)
+            run.study.tell(trial, state=TrialState.PRUNED, skip_if_finished=True)  # _told_elsewhere
             return None
         if asked and not asked.settled_by(run.deadline):  # --timeout bounds the search: no compile after it
             trial.set_user_attr("reason", "the search's time ran out while its kernel compiled")
-            run.study.tell(trial, state=TrialState.PRUNED)
+            run.study.tell(trial, state=TrialState.PRUNED, skip_if_finished=True)  # _told_elsewhere
             return None
         trial.set_user_attr("kernel", config.name)
         trial.set_user_attr("owner", f"{owner.host}:{owner.pid}")
@@ -305,7 +305,7 @@ def _one_trial(run: _Run, db: sqlite_utils.Database, backend: Backend, owner: st
             proposed(config, done is None or done.cached or done.row["status"] == INVALID)
         if done is None:  # another worker is measuring it: no row, no value
             trial.set_user_attr("reason", "another worker was measuring it")
-            run.study.tell(trial, state=TrialState.PRUNED)
+            run.study.tell(trial, state=TrialState.PRUNED, skip_if_finished=True)  # _told_elsewhere
             return None
         store.insert_trial(db, run.result.study, trial.number, done.row["id"], done.cached, owner.worker)
     except optuna.exceptions.UpdateFinishedTrialError:  # told by another process first (_told_elsewhere)
@@ -321,8 +321,11 @@ def _one_trial(run: _Run, db: sqlite_utils.Database, backend: Backend, owner: st
 @contextlib.contextmanager
 def _told_elsewhere() -> Iterator[None]:
     """Optuna's SQLite storage cannot lock a row, so two processes sharing a study in SQLite can both
-    pop one enqueued trial; the one that tells it second finds it finished. The claims kept the config
-    from being measured twice, and this process's row stands: nothing is lost but its second telling."""
+    pop one enqueued trial; the one that tells it second finds it finished: Optuna raises
+    UpdateFinishedTrialError when the trial finished between its read and its write, and a tell with
+    skip_if_finished passes over one read as finished already (without it, a ValueError). The claims
+    kept the config from being measured twice, and this process's row stands: nothing is lost but
+    its second telling."""
     try:
         yield
     except optuna.exceptions.UpdateFinishedTrialError:

@@ -78,7 +78,8 @@ def tell(study: optuna.Study, trial: optuna.Trial, row: dict[str, Any]) -> None:
     state, value, attrs = outcome_of(row)
     for k, v in attrs.items():
         trial.set_user_attr(k, v)
-    study.tell(trial, value if state == TrialState.COMPLETE else None, state=state)
+    # finished already: told by another process that popped the same enqueued trial (loop._told_elsewhere)
+    study.tell(trial, value if state == TrialState.COMPLETE else None, state=state, skip_if_finished=True)
 
 
 @dataclass
