@@ -159,6 +159,10 @@ product(const float* __restrict__ W, float* __restrict__ C, int M, int N, int Mp
         }
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        // The wait names no accumulator, so tie each to a volatile statement after it: the adds
+        // below cannot be scheduled before the MMAs have written them.
+        #pragma unroll
+        for (int i = 0; i < BN / 2; ++i) asm volatile("" : "+f"(acc[i]) :: "memory");
         #pragma unroll
         for (int i = 0; i < BN / 2; ++i) sum[i] += acc[i];  // the k-tile's sum, promoted to FP32 adds
     }
