@@ -189,3 +189,24 @@ def test_the_header_transposes_into_its_own_workspace_or_the_callers(tmp_path):
     product = [f"launch {pre.grid[0]} 1 1 block 256 shared 0", "pre B=B W=workspace", own, "kernel B=workspace"]
     assert lines == [f"bytes {4 * 80 * 40}", f"malloc {4 * 80 * 40}", *product, "own 0", *product, "theirs 0",
                      "none 1", "mallocs 1 frees 1"]
+
+
+class CaiBuffer:
+    def __init__(self, shape, typestr, strides=None):
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (0x7000, False), "version": 3,
+                                         "strides": strides}
+
+
+def test_the_python_launcher_takes_a_workspace_of_any_type_that_is_large_and_contiguous(tmp_path):
+    c = pb({"TB": 1})
+    made = launchers(c, c.name, c.geometry(96, 80), (96, 80, 40), None, tmp_path / "best.cu")
+    (tmp_path / "best.py").write_text(made.python)
+    module = load_module(tmp_path / "best.py")
+    need = module.workspace_bytes(96, 80, 40)
+    assert need == 4 * 80 * 40
+    for fits in (CaiBuffer((need,), "|u1"), CaiBuffer((need // 4,), "<f4"), CaiBuffer((2, need), "|u1", (need, 1))):
+        assert module._workspace(fits, need) == 0x7000
+    with pytest.raises(ValueError, match="needs 12800"):
+        module._workspace(CaiBuffer((need // 4 - 1,), "<f4"), need)
+    with pytest.raises(ValueError, match="contiguous"):
+        module._workspace(CaiBuffer((2, need), "|u1", (2 * need, 1)), need)

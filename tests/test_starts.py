@@ -166,9 +166,22 @@ def test_a_search_of_another_layout_starts_from_this_shapes_winner_read_in_that_
     backend, notes = FakeBackend(*CUBE), []
     run_search(db, backend, [nt], Limits(), sampler="random", trials=1, note=notes.append)
     tiling = {k: v for k, v in nn.values.items() if k not in ("PB", "RT")}  # those two follow the layout
-    assert backend.measured[0] == make_config(FAMILIES["blocked"], {**tiling, "TB": 1}).name
-    assert "_TB1_PB1" in backend.measured[0]  # NT's own default: B transposed first
+    assert backend.measured[0] == make_config(FAMILIES["blocked"], {**tiling, "TB": 1, "PB": 0}).name
+    assert backend.measured[0].endswith("_TB1_RT1")  # NT's own default at 256 rows: no transpose first (the fit)
     assert notes[0].startswith("autotune: starting from 1 config recorded at 256x256x256")
+
+
+def test_at_enough_rows_another_layouts_winner_starts_an_nt_search_with_b_transposed_first(db):
+    from autotune.families.blocked import PB_MIN_ROWS
+    from autotune.families.layouts import layout_choices, narrow_to
+
+    shape = (PB_MIN_ROWS, 256, 256)
+    record(db, shape, "blocked", 1.0, BM=64, BN=64)
+    [nt] = narrow_to([FAMILIES["blocked"]], layout_choices("NT"))
+    backend = FakeBackend(*shape)
+    run_search(db, backend, [nt], Limits(), sampler="random", trials=1)
+    assert backend.measured[0] == make_config(FAMILIES["blocked"], {"BM": 64, "BN": 64, "TB": 1}).name
+    assert backend.measured[0].endswith("_TB1_PB1")
 
 
 def test_another_layouts_winner_with_a_prologue_starts_a_search_of_nn(db):

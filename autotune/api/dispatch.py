@@ -143,11 +143,12 @@ def default_choice(shape: Shape, layout: Layout | None = None) -> Choice:
         family = FAMILIES[name]
         if any(p not in {q.name for q in family.params} for p in given):
             continue  # a family without these transposes or this signature
-        config = make_config(family, given)
-        if family.fit:  # the default fitted to the shape, as a search's first trial is (blocked: PB by M)
-            config = make_config(family, {**given, **family.fit(config.values, shape, Limits())})
-        if not violations(config) and not shape_violations(config, M, N):
-            source = render(config)
-            return Choice(config, config.name, source, sha256(source), "default", None, None)
+        default = make_config(family, given)
+        # the default fitted to the shape first, as a search's first trial is (blocked: PB by M)
+        fitted = make_config(family, {**given, **family.fit(default.values, shape, Limits())}) if family.fit else default
+        for config in (fitted, default):
+            if not violations(config) and not shape_violations(config, M, N):
+                source = render(config)
+                return Choice(config, config.name, source, sha256(source), "default", None, None)
     raise AutotuneError(f"no family's default config launches at {shape_text(shape)}; tune it first: "
                         f"`autotune search --M {shape[0]} --N {shape[1]} --K {shape[2]}`")

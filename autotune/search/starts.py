@@ -63,7 +63,7 @@ def shape_starts(db: sqlite_utils.Database, backend: Backend, families: list[Fam
     for shape in [backend.shape, *store.nearest_shapes(db, backend.shape, backend.name, gpu, NEAREST_SHAPES)]:
         done: set[str] = set()  # families whose winner at this shape is found
         for row in sorted(store.results(db, shape, backend.name, gpu, OK), key=lambda r: r["time_ms"]):
-            config = None if row["family"] in done else _as_searched(row, searched)
+            config = None if row["family"] in done else _as_searched(row, searched, backend.shape, limits)
             if config is None or (shape == backend.shape and config.name == row["kernel"]):
                 continue  # here, only other layouts' winners are news: the study was told this layout's rows
             if refusals(backend, config, limits):  # the family's next fastest there may do
@@ -83,9 +83,10 @@ def shape_starts(db: sqlite_utils.Database, backend: Backend, families: list[Fam
     return starts
 
 
-def _as_searched(row: dict, searched: dict[str, Family]) -> Config | None:
-    """The row's config as a config of the searched (possibly narrowed) family; None when that
-    family is not searched, the row is not a config of today's space, or lies outside the narrowing."""
+def _as_searched(row: dict, searched: dict[str, Family], shape: Shape, limits: Limits) -> Config | None:
+    """The row's config as a config of the searched (possibly narrowed) family at the searched shape;
+    None when that family is not searched, the row is not a config of today's space, or lies outside
+    the narrowing."""
     family = searched.get(row["family"])
     if family is None:
         return None
@@ -97,9 +98,13 @@ def _as_searched(row: dict, searched: dict[str, Family]) -> Config | None:
     for p in family.params:  # another layout's config, read as this layout's
         if p.name in TRANSPOSES and len(p.values) == 1 and values.get(p.name) != p.values[0]:
             values[p.name], moved = p.values[0], True
-    if moved:  # the choices that follow the layout (blocked's PB, RT) are this layout's defaults
+    if moved:  # the choices that follow the layout (blocked's PB, RT) are this layout's defaults at this shape
+        given = {n: v for n, v in values.items() if n not in FOLLOW_LAYOUT}
         try:
-            values = dict(make_config(family, {n: v for n, v in values.items() if n not in FOLLOW_LAYOUT}).values)
+            values = dict(make_config(family, given).values)
+            if family.fit:
+                fitted = {n: v for n, v in family.fit(values, shape, limits).items() if n in FOLLOW_LAYOUT}
+                values = dict(make_config(family, {**given, **fitted}).values)
         except SpaceError:  # outside the narrowing
             return None
     if not within(family, values):

@@ -23,7 +23,8 @@ from autotune.backends.cuda.buffers import (  # noqa: F401 (re-exported: where c
 from autotune.backends.cuda.cublas import Cublas
 from autotune.backends.cuda.device import DeviceInfo, device_info, sm_clock_mhz
 from autotune.backends.cuda.exact import Exact
-from autotune.backends.cuda.launch import Kernels, Workspaces, launch_config, load_kernel, load_kernels
+from autotune.backends.cuda.launch import Kernels, launch_config, load_kernel, load_kernels
+from autotune.backends.cuda.workspaces import Workspaces
 from autotune.backends.outcome import COMPILE_ERROR, OK, WRONG, Fault, Outcome, Timing
 from autotune.backends.reference import FP32, FP32_TC, judge, random_inputs, stored, transposes
 from autotune.codegen import nvrtc as nvrtc

@@ -2,13 +2,12 @@
 launch, and before it, where the config has one (space.Prologue), its prologue's into a workspace."""
 from __future__ import annotations
 
-import contextlib
-import threading
-from typing import Any, Iterator, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from autotune.backends.cuda.buffers import NAN_BITS, driver_result
+from autotune.backends.cuda.buffers import driver_result
+from autotune.backends.cuda.workspaces import Workspaces
 from autotune.space import BLAS_ARGS, PROLOGUE_SUFFIX, Config, Operands
 
 
@@ -33,48 +32,6 @@ class Kernels(NamedTuple):
 def load_kernels(cubin: bytes, config: Config, dynamic_shared: int, device: int) -> Kernels:
     pre = load_kernel(cubin, config.name + PROLOGUE_SUFFIX, 0, device) if config.has_prologue else None
     return Kernels(load_kernel(cubin, config.name, dynamic_shared, device), pre)
-
-
-class Workspaces:
-    """Prologue workspaces (space.Prologue), one per stream, kept for the process and grown on demand.
-
-    Launches on one stream run in order, so each call's prologue writes its stream's workspace only
-    after the previous call's kernel has read it; the lock keeps two threads that share a stream from
-    interleaving their prologue and kernel. Kept, not taken from the stream-ordered pool per call:
-    the device's default pool (release threshold 0) gives its memory back at each synchronization,
-    and the search synchronizes after every timed run, so each run's allocation could map K*N*4 bytes
-    again inside the timed region (docs/BENCHMARKS.md, session 10)."""
-
-    def __init__(self, driver: Any = None) -> None:
-        self._driver = driver  # cuda.bindings.driver (imported at first use); tests pass a fake
-        self._held: dict[int, tuple[int, int]] = {}  # stream handle -> (device pointer, bytes)
-        self._lock = threading.Lock()
-
-    @contextlib.contextmanager
-    def use(self, stream_handle: int, nbytes: int, poison: bool = False) -> Iterator[int]:
-        """The stream's workspace of at least nbytes, for the launches enqueued inside the block.
-        poison: filled with NaN first (a verification's launch), so that a prologue which leaves some
-        of it unwritten fails, whatever an earlier launch left there. Needs the stream's context
-        current (driver calls)."""
-        if self._driver is None:
-            from cuda.bindings import driver as cuda_driver
-
-            self._driver = cuda_driver
-        driver = self._driver
-        with self._lock:
-            ptr, size = self._held.get(stream_handle, (0, 0))
-            if size < nbytes:
-                stream = driver.CUstream(stream_handle)
-                if ptr:
-                    driver_result(driver.cuMemFreeAsync(driver.CUdeviceptr(ptr), stream))
-                    self._held.pop(stream_handle)
-                (dptr,) = driver_result(driver.cuMemAllocAsync(nbytes, stream))
-                ptr, size = int(dptr), nbytes
-                self._held[stream_handle] = (ptr, size)
-            if poison:
-                stream = driver.CUstream(stream_handle)
-                driver_result(driver.cuMemsetD32Async(driver.CUdeviceptr(ptr), NAN_BITS, nbytes // 4, stream))
-            yield ptr
 
 
 def launch_config(stream, kernels: Kernels, config: Config, geo, a, b, c, M: int, N: int, K: int,

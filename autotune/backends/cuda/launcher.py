@@ -10,7 +10,8 @@ from typing import Any, Iterator
 
 from autotune.backends.cuda.backend import required_kernel
 from autotune.backends.cuda.device import device_info
-from autotune.backends.cuda.launch import Workspaces, launch_kernel
+from autotune.backends.cuda.launch import launch_kernel
+from autotune.backends.cuda.workspaces import Workspaces
 from autotune.errors import AutotuneError
 from autotune.space import Launch, Operands
 

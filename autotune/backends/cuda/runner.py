@@ -11,7 +11,8 @@ from typing import Any
 
 from autotune.backends.cuda.backend import plain_operands, required_kernel, upload
 from autotune.backends.cuda.device import device_info
-from autotune.backends.cuda.launch import Kernels, Workspaces, launch_config
+from autotune.backends.cuda.launch import Kernels, launch_config
+from autotune.backends.cuda.workspaces import Workspaces
 from autotune.backends.reference import random_inputs
 from autotune.errors import AutotuneError
 from autotune.families import FAMILIES
