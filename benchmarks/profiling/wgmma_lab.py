@@ -28,6 +28,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from cuda_events import time_ms  # noqa: E402  (benchmarks/cuda_events.py)
+
 BM, BK, THREADS, GROUP = 128, 32, 256, 8
 VARIANTS = [  # (BN, STAGES, TERMS): 3 terms is 3xTF32; 1 is plain TF32, the tensor cores' speed for reference
     (128, 3, 3), (192, 2, 3), (128, 2, 3), (128, 3, 1),
@@ -252,22 +255,6 @@ class Variant:
                          shared_mem=shared_bytes(self.bn, self.stages))
 
         return split, product
-
-
-def time_ms(torch, run, reps: int = 10, rounds: int = 5) -> float:
-    """Median over rounds of the mean of `reps` back-to-back runs (CUDA events), after warm-up."""
-    for _ in range(2):
-        run()
-    times = []
-    for _ in range(rounds):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(reps):
-            run()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / reps)
-    return sorted(times)[len(times) // 2]
 
 
 def shapes_of(text: str) -> list[tuple[int, int, int]]:
