@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import inspect
 import json
 import random
 import re
@@ -194,6 +195,7 @@ def test_python_launcher_imports_without_a_gpu_and_computes_the_grid(exported, m
     for name, (config, cu) in exported.items():
         module = load_module(cu.with_suffix(".py"))
         assert module.KERNEL == config.name and module.BLOCK == config.geometry(96, 80).block
+        assert list(inspect.signature(module.launch).parameters) == ["A", "B", "C", "M", "N", "K", "stream"]
         if name == "loopy":
             continue
         for M, N in SHAPES:

@@ -6,6 +6,7 @@ constraint and the defaults; the Python API launching both into a workspace on t
 stream; and the exported launchers (grid, header, HIP)."""
 from __future__ import annotations
 
+import inspect
 import re
 import shutil
 import subprocess
@@ -202,6 +203,7 @@ def test_the_python_launcher_takes_a_workspace_of_any_type_that_is_large_and_con
     made = launchers(c, c.name, c.geometry(96, 80), (96, 80, 40), None, tmp_path / "best.cu")
     (tmp_path / "best.py").write_text(made.python)
     module = load_module(tmp_path / "best.py")
+    assert list(inspect.signature(module.launch).parameters) == ["A", "B", "C", "M", "N", "K", "stream", "workspace"]
     need = module.workspace_bytes(96, 80, 40)
     assert need == 4 * 80 * 40
     for fits in (CaiBuffer((need,), "|u1"), CaiBuffer((need // 4,), "<f4"), CaiBuffer((2, need), "|u1", (need, 1))):
