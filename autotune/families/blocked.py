@@ -145,9 +145,9 @@ def _prologue_fits(p: Params) -> bool:
     return p["PB"] == 0 or (p.get("TB", 0) == 1 and p.get("BLAS", 0) == 0)
 
 
-# PB=1 pays from about this many rows of C on, by a model not yet measured: transposing B moves 8*K*N
-# bytes, about 50/M of the product's time (2*M*N*K at ~50 TFLOP/s against ~4 TB/s), against the 3% by
-# which the NN main loop after the transpose beat NT's own at 4096^3 (docs/BENCHMARKS.md, session 10)
+# PB=1 pays from about this many rows of C on, by an estimate: transposing B moves 8*K*N bytes, about
+# 50/M of the product's time (2*M*N*K at ~50 TFLOP/s against ~4 TB/s), against the ~3% by which the NN
+# main loop after the transpose beats NT's own at 4096^3 (docs/BENCHMARKS.md)
 PB_MIN_ROWS = 2048
 
 

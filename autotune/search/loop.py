@@ -290,13 +290,9 @@ def _one_trial(run: _Run, db: sqlite_utils.Database, backend: Backend, owner: st
     try:
         config = asked.config if asked else suggest(trial, run.families)
         if config is None:  # a value another family has: nothing to measure
-            trial.set_user_attr("reason", "a parameter value outside the chosen family's values")
-            run.study.tell(trial, state=TrialState.PRUNED, skip_if_finished=True)  # _told_elsewhere
-            return None
+            return _pruned(run, trial, "a parameter value outside the chosen family's values")
         if asked and not asked.settled_by(run.deadline):  # --timeout bounds the search: no compile after it
-            trial.set_user_attr("reason", "the search's time ran out while its kernel compiled")
-            run.study.tell(trial, state=TrialState.PRUNED, skip_if_finished=True)  # _told_elsewhere
-            return None
+            return _pruned(run, trial, "the search's time ran out while its kernel compiled")
         trial.set_user_attr("kernel", config.name)
         trial.set_user_attr("owner", f"{owner.host}:{owner.pid}")
         done = evaluate(db, backend, config, run.limits, run.peak_tflops, owner, claims_for(db, run.server),
@@ -304,9 +300,7 @@ def _one_trial(run: _Run, db: sqlite_utils.Database, backend: Backend, owner: st
         if not asked and proposed:  # asked ahead: the pipeline noted it when it was asked
             proposed(config, done is None or done.cached or done.row["status"] == INVALID)
         if done is None:  # another worker is measuring it: no row, no value
-            trial.set_user_attr("reason", "another worker was measuring it")
-            run.study.tell(trial, state=TrialState.PRUNED, skip_if_finished=True)  # _told_elsewhere
-            return None
+            return _pruned(run, trial, "another worker was measuring it")
         store.insert_trial(db, run.result.study, trial.number, done.row["id"], done.cached, owner.worker)
     except optuna.exceptions.UpdateFinishedTrialError:  # told by another process first (_told_elsewhere)
         return None
@@ -316,6 +310,13 @@ def _one_trial(run: _Run, db: sqlite_utils.Database, backend: Backend, owner: st
     with _told_elsewhere():
         tell(run.study, trial, done.row)
     return done
+
+
+def _pruned(run: _Run, trial: optuna.Trial, reason: str) -> None:
+    """Tell a trial with nothing measured for it as PRUNED, with why; one another process told first
+    is passed over (_told_elsewhere)."""
+    trial.set_user_attr("reason", reason)
+    run.study.tell(trial, state=TrialState.PRUNED, skip_if_finished=True)
 
 
 @contextlib.contextmanager

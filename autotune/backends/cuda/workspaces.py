@@ -6,8 +6,7 @@ after the previous call's kernel has read it; the lock keeps two threads that sh
 interleaving their prologue and kernel. Kept, not taken from the stream-ordered pool per call: the
 device's default pool (release threshold 0) gives its memory back at each synchronization, and the
 search synchronizes after every timed run, so each run's allocation could map K*N*4 bytes again
-inside the timed region (docs/BENCHMARKS.md, session 10). Two cases take one per call instead or
-key it apart:
+inside the timed region. Two cases take one per call instead or key it apart:
 - a stream being captured into a CUDA graph (torch.cuda.graph, torch.compile's reduce-overhead):
   the graph gets an allocation of its own, made and freed in the captured order, so no kept
   workspace is baked into a graph and later freed under it;
