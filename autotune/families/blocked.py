@@ -145,10 +145,10 @@ def _prologue_fits(p: Params) -> bool:
     return p["PB"] == 0 or (p.get("TB", 0) == 1 and p.get("BLAS", 0) == 0)
 
 
-# PB=1 pays from about this many rows of C on, by an estimate: transposing B moves 8*K*N bytes, about
-# 50/M of the product's time (2*M*N*K at ~50 TFLOP/s against ~4 TB/s), against the ~3% by which the NN
-# main loop after the transpose beats NT's own at 4096^3 (docs/BENCHMARKS.md)
-PB_MIN_ROWS = 2048
+# PB=1 pays from this many rows of C on: transposing B moves 8*K*N bytes whatever M is, so its share
+# of the time falls like 1/M. Measured on the H200 at N = K = 4096 (docs/BENCHMARKS.md, session 11):
+# PB=1 lost 2.9% at 256 and 512 rows and won 1.1% at 1024 and 0.7% at 2048
+PB_MIN_ROWS = 1024
 
 
 def _fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
