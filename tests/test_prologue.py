@@ -17,8 +17,9 @@ import autotune
 from autotune.codegen.launcher import launchers
 from autotune.codegen.render import render
 from autotune.families import FAMILIES
-from autotune.families.blocked import PB_MIN_ROWS
+from autotune.families.blocked import PB_MIN_ROWS, XPOSE_TILE
 from autotune.space import PROLOGUE_SUFFIX, ceil_div, make_config, violations
+from autotune.space.formula import derive_prologue
 from tests.fakes import FakeLauncher
 from tests.test_api import DeviceArray
 from tests.test_launchers import DATA, LAUNCH, load_module
@@ -112,10 +113,12 @@ def test_the_default_transposes_b_first_only_from_pb_min_rows_on():
 
 def test_the_prologue_covers_b_with_its_tiles_on_a_one_dimensional_grid():
     c = pb({"TB": 1})
+    formula = derive_prologue(c)
     for M, N, K in ((1, 1, 1), (5, 64, 65), (3, 4097, 4095), (1, 1, 2**31 - 1)):
         pre = c.prologue(M, N, K)
         assert pre.floats == K * N and pre.launch.block == (256, 1, 1)
-        assert pre.launch.grid == (ceil_div(N, pre.tile) * ceil_div(K, pre.tile), 1, 1)
+        assert pre.launch.grid == (ceil_div(N, XPOSE_TILE) * ceil_div(K, XPOSE_TILE), 1, 1)
+        assert formula.evaluate(M, N, K) == (pre.launch.grid[0], pre.floats)  # what the launchers compute
 
 
 def test_the_matmul_runs_the_prologue_into_a_workspace_first():
@@ -145,7 +148,8 @@ def test_the_exported_launchers_run_the_prologue(tmp_path):
     (tmp_path / "best.py").write_text(made.python)
     module = load_module(tmp_path / "best.py")
     for N, K in ((1, 1), (80, 40), (4097, 129)):
-        assert module.prologue_grid(N, K) == c.prologue(7, N, K).launch.grid
+        assert module.prologue_grid(7, N, K) == c.prologue(7, N, K).launch.grid
+        assert module.workspace_bytes(7, N, K) == 4 * c.prologue(7, N, K).floats
     assert module.PRE_BLOCK == c.prologue(1, 1, 1).launch.block
 
 

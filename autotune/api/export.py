@@ -26,6 +26,7 @@ from autotune.codegen.render import render, sha256
 from autotune.errors import AutotuneError, SpaceError
 from autotune.families import config_of_row
 from autotune.space import PROLOGUE_SUFFIX, Config, Launch, shape_text, shape_violations, takes_blas, violations
+from autotune.space.formula import derive_prologue
 
 MEASURED = ("id", "M", "N", "K", "time_ms", "time_ms_min", "time_ms_max", "tflops", "pct_cublas", "pct_peak", "cublas_ms",
             "sm_clock_mhz", "gpu_name", "gpu_uuid", "arch", "nvrtc_version", "driver_version", "created_at")
@@ -148,13 +149,13 @@ def manifest(config: Config, launch: Launch, shape: tuple[int, int, int], source
 
 def prologue_entry(config: Config, name: str) -> dict | None:
     """The launch before the kernel's own (space.Prologue), as the launchers run it; None: none."""
-    pre = config.prologue(1, 1, 1)
+    pre = derive_prologue(config)
     if pre is None:
         return None
     return {"kernel": name + PROLOGUE_SUFFIX, "signature": "the kernel's, C being the workspace",
-            "does": "writes B (stored N x K) as K x N into the workspace, which the kernel is then passed as B",
-            "workspace_floats": "K * N", "grid": f"ceil(N / {pre.tile}) * ceil(K / {pre.tile}) x 1 x 1",
-            "block": list(pre.launch.block), "dynamic_shared_bytes": 0}
+            "does": f"{pre.does}; the kernel is then passed the workspace as its B",
+            "workspace_floats": pre.floats_python(), "grid": f"{pre.blocks_python()} x 1 x 1",
+            "block": list(pre.block), "dynamic_shared_bytes": 0}
 
 
 def hip_entry(config: Config) -> dict:

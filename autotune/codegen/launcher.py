@@ -13,7 +13,7 @@ from pathlib import Path
 from autotune.codegen.hip import wavefront
 from autotune.codegen.render import render_template
 from autotune.space import BLAS_ARGS, Config, Launch, shape_text, takes_blas
-from autotune.space.formula import GridFormula, derive_formula
+from autotune.space.formula import GridFormula, derive_formula, derive_prologue
 
 SHARED_OPTIN_BYTES = 48 * 1024  # above this a launch fails unless the attribute was raised first
 
@@ -64,11 +64,13 @@ def launchers(config: Config, kernel: str, launch: Launch, shape: tuple[int, int
 
 
 def prologue_context(config: Config) -> dict:
-    """What the launchers need of a prologue (space.Prologue): its tile of B and its block."""
-    pre = config.prologue(1, 1, 1)
+    """What the launchers need of a prologue (space.Prologue): its grid and workspace as formulas of
+    M, N and K, its block, and what it does."""
+    pre = derive_prologue(config)
     if pre is None:
         return {"pre": False}
-    return {"pre": True, "pre_tile": pre.tile, "pre_block": pre.launch.block}
+    return {"pre": True, "pre_block": pre.block, "pre_does": pre.does, "pre_blocks_c": pre.blocks_c(),
+            "pre_floats_c": pre.floats_c(), "pre_blocks_py": pre.blocks_python(), "pre_floats_py": pre.floats_python()}
 
 
 def signature(config: Config) -> str:

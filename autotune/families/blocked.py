@@ -89,7 +89,8 @@ def _prologue(p: Params, M: int, N: int, K: int) -> Prologue | None:
     if not p.get("PB", 0):
         return None
     tiles = ceil_div(N, XPOSE_TILE) * ceil_div(K, XPOSE_TILE)
-    return Prologue(Launch(grid=(tiles, 1, 1), block=(256, 1, 1)), floats=K * N, tile=XPOSE_TILE)
+    return Prologue(Launch(grid=(tiles, 1, 1), block=(256, 1, 1)), floats=K * N,
+                    does="B (stored N x K) transposed into a K x N workspace, read by the kernel as B")
 
 
 def derive(p: Params) -> dict[str, int]:

@@ -48,16 +48,17 @@ PROLOGUE_SUFFIX = "_pre"
 
 @dataclass(frozen=True)
 class Prologue:
-    """A launch before the kernel's own, for a config whose product needs one (blocked's PB=1):
-    the module's kernel `<name>_pre` with the kernel's own arguments, except that its C is a
-    workspace of `floats` floats, which the kernel's launch then reads in place of B. Both
+    """A launch before the kernel's own, for a config whose product needs one (blocked's PB=1, the
+    split of tf32x3wg): the module's kernel `<name>_pre` with the kernel's own arguments, except that
+    its C is a workspace of `floats` floats, which the kernel's launch is then passed as its B. Both
     launches, and the workspace, belong to the one config: timed, verified and exported together.
-    A block of it moves one `tile` x `tile` square of B: the grid is their count (the launchers
-    written by an export compute it from `tile`)."""
+    Its grid is one-dimensional. A family computes `launch` and `floats` with plain arithmetic and
+    ceil_div, no branch on the shape, so the exported launchers get both as formulas of M, N and K
+    (space.formula.derive_prologue) from this one definition."""
 
     launch: Launch
     floats: int
-    tile: int
+    does: str  # what it writes into the workspace, for the manifest and the launchers' comments
 
 
 @dataclass(frozen=True)

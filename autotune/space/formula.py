@@ -16,6 +16,7 @@ from autotune.space.config import Config, Launch
 from autotune.space.expr import Expr, Helper, NotDerivable, any_of, emit, explore, helpers, join, var
 
 SHAPE_VARS = ("M", "N")  # the grid depends on the output's rows and columns only
+PROLOGUE_VARS = ("M", "N", "K")  # a prologue's workspace may depend on K too
 
 
 @dataclass(frozen=True)
@@ -85,3 +86,43 @@ def derive_formula(config: Config) -> GridFormula | str:
 def _part(launches: list[tuple[Any, Launch]], field: str, i: int) -> Any:
     """One component of the grid or block over every path."""
     return join(launches, lambda launch: getattr(launch, field)[i])
+
+
+@dataclass(frozen=True)
+class PrologueFormula:
+    """A prologue's grid (one-dimensional) and workspace as formulas of M, N and K (long long in C)."""
+
+    blocks: Any  # Expr or int
+    floats: Any  # Expr or int
+    block: tuple[int, int, int]
+    does: str
+
+    def blocks_c(self) -> str:
+        return emit(self.blocks, "c", top=True)
+
+    def blocks_python(self) -> str:
+        return emit(self.blocks, "python", top=True)
+
+    def floats_c(self) -> str:
+        return emit(self.floats, "c", top=True)
+
+    def floats_python(self) -> str:
+        return emit(self.floats, "python", top=True)
+
+    def evaluate(self, M: int, N: int, K: int) -> tuple[int, int]:
+        """Blocks and workspace floats from the Python text (what the exported launcher runs)."""
+        scope = {"M": M, "N": N, "K": K}
+        return int(eval(self.blocks_python(), {}, scope)), int(eval(self.floats_python(), {}, scope))  # noqa: S307
+
+
+def derive_prologue(config: Config) -> PrologueFormula | None:
+    """The config's prologue (space.Prologue) at a symbolic shape; None: it has none. A family's
+    prologue is written without branches on the shape, so unlike a grid it always has a formula."""
+    M, N, K = (var(v) for v in PROLOGUE_VARS)
+    pre = config.family.prologue(config.values, M, N, K)
+    if pre is None:
+        return None
+    blocks, y, z = pre.launch.grid
+    if y != 1 or z != 1 or any(isinstance(b, Expr) for b in pre.launch.block) or pre.launch.shared_bytes:
+        raise ValueError(f"{config.name}: a prologue's grid is one-dimensional, its block and shared memory fixed")
+    return PrologueFormula(blocks, pre.floats, tuple(int(b) for b in pre.launch.block), pre.does)  # type: ignore[arg-type]

@@ -31,7 +31,7 @@ COMPILE_TIMEOUT_S = 120.0
 # Part of the cache key: change it when the way sources are rewritten or linked changes. (The harness
 # is linked first so that no harness global sits right after the kernel's __shared__
 # arrays, where ASan would name it instead of the array that was overrun.)
-BUILD_VERSION = "3"
+BUILD_VERSION = "4"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # `extern __shared__ [__align__(n)] T name[];` on one line (see cuda_sim.h for why).
 _DYNAMIC_SHARED = re.compile(

@@ -54,16 +54,25 @@ def run_kernel(
         C = np.full(M * N, np.nan, dtype=np.float32)  # unwritten shows
         ops = tight(M, N, K, ta, tb)
         return run_strided(source, name, launch, M, N, K, ops, A32.ravel(), B32.ravel(), C, timeout).reshape(M, N)
+    return run_flat(source, name, launch, M, N, K, A32, B32, M * N, timeout).reshape(M, N)
+
+
+def run_flat(source: str, name: str, launch: Launch, M: int, N: int, K: int, A: np.ndarray, B: np.ndarray,
+             c_floats: int, timeout: float = DEFAULT_TIMEOUT_S) -> np.ndarray:
+    """The kernel's C (c_floats floats, flat, NaN where unwritten) for flat buffers A and B of any size:
+    a prologue's output is its workspace, which the kernel then reads as B. Raises SimError."""
     exe = build_kernel(source, name)
     header = np.array([M, N, K, *launch.grid, *launch.block, launch.shared_bytes], dtype=np.int32)
+    sizes = np.array([A.size, B.size, c_floats], dtype=np.int64)
+    buffers = b"".join(np.ascontiguousarray(x, dtype=np.float32).tobytes() for x in (A, B))
     with tempfile.TemporaryDirectory(prefix="sim-run-", dir=sim_cache()) as tmp:
         work = Path(tmp)
-        (work / "in.bin").write_bytes(header.tobytes() + A32.tobytes() + B32.tobytes())
+        (work / "in.bin").write_bytes(header.tobytes() + sizes.tobytes() + buffers)
         _execute(exe, work, name, timeout)
         C = np.fromfile(work / "out.bin", dtype=np.float32)
-    if C.size != M * N:
-        raise SimError("crash", f"kernel {name}: the emulator wrote {C.size} outputs, expected {M * N}")
-    return C.reshape(M, N)
+    if C.size != c_floats:
+        raise SimError("crash", f"kernel {name}: the emulator wrote {C.size} floats of C, expected {c_floats}")
+    return C
 
 
 def run_strided(source: str, name: str, launch: Launch, M: int, N: int, K: int, ops: Operands, A: np.ndarray,
@@ -90,24 +99,16 @@ def run_strided(source: str, name: str, launch: Launch, M: int, N: int, K: int, 
 def run(config: Config, source: str, launch: Launch, A: np.ndarray, B: np.ndarray, M: int, N: int, K: int,
         timeout: float = DEFAULT_TIMEOUT_S) -> np.ndarray:
     """Every launch of the config (run_kernel's A, B and C), in the shape verify.verify_configs expects of
-    a backend: with a prologue (space.Prologue), its kernel first, whose workspace the kernel reads as B."""
+    a backend: with a prologue (space.Prologue), its kernel first into a workspace, which the kernel's
+    own launch is given as B."""
     ta, tb = transposes(config.values)
-    if config.has_prologue:
-        B, tb = run_prologue(config, source, B, M, N, K, timeout), False
-    return run_kernel(source, config.name, launch, A, B, M, N, K, timeout=timeout, transposed=(ta, tb),
-                      blas=takes_blas(config.values))
-
-
-def run_prologue(config: Config, source: str, B: np.ndarray, M: int, N: int, K: int,
-                 timeout: float = DEFAULT_TIMEOUT_S) -> np.ndarray:
-    """The K x N workspace a prologue writes from B (stored N x K). It takes the kernel's arguments with
-    the workspace as C; the harness's C is M x N, so it runs at the shape (K, N, K), whose C is the
-    workspace (its A, K x K zeros, and M are not read: ASan would report a read past them)."""
     pre = config.prologue(M, N, K)
-    assert pre is not None and pre.floats == K * N
-    A = np.zeros((K, K), dtype=np.float32)
-    return run_kernel(source, config.name + PROLOGUE_SUFFIX, pre.launch, A, B, K, N, K, timeout=timeout,
-                      transposed=(False, True))
+    if pre is None:
+        return run_kernel(source, config.name, launch, A, B, M, N, K, timeout=timeout, transposed=(ta, tb),
+                          blas=takes_blas(config.values))
+    A32, B32 = _operand(A, (K, M) if ta else (M, K), "A"), _operand(B, (N, K) if tb else (K, N), "B")
+    W = run_flat(source, config.name + PROLOGUE_SUFFIX, pre.launch, M, N, K, A32, B32, pre.floats, timeout)
+    return run_flat(source, config.name, launch, M, N, K, A32, W, M * N, timeout).reshape(M, N)
 
 
 def _operand(X: np.ndarray, shape: tuple[int, int], label: str) -> np.ndarray:

@@ -2,7 +2,10 @@
 //
 // Compiled once; linked with a kernel's object under -Wl,--defsym,sim_kernel=NAME, so the
 // harness object is shared by every kernel. Usage: sim <input> <output> <kernel name>. The input holds ten int32 (M N K gx gy gz bx by bz
-// shared_bytes), then A (M*K floats) and B (K*N floats), row-major; the output gets C.
+// shared_bytes), three int64 (the floats of A, B and C), then A and B; the output gets C, which starts
+// as NaN. A config with a prologue (space.Prologue) is two runs: the prologue's, whose C is the workspace,
+// then the kernel's, given that workspace as B. Each buffer is exactly as long as given, so ASan sees
+// any float past it.
 //
 // Blocks run one after another. The threads of a block are fibers (sim_context.h) run in
 // order, each as far as it can: a fiber switches out only at __syncthreads(). A barrier
@@ -327,10 +330,13 @@ int main(int argc, char** argv) {
     std::fclose(in);
     g_args = Args{A.data(), B.data(), C.data(), M, N, K, {x[0], x[1], x[2], x[3], x[4], x[5]}, ab[0], ab[1]};
 #else
-    std::vector<float> A = read_floats(in, size_t(M) * K);
-    std::vector<float> B = read_floats(in, size_t(K) * N);
+    int64_t sizes[3];  // floats of A, B and C: a prologue's C is its workspace, which the kernel then reads as B
+    if (std::fread(sizes, sizeof sizes, 1, in) != 1 || sizes[0] < 0 || sizes[1] < 0 || sizes[2] < 0)
+        fail(kUsageExit, "usage", "short or negative buffer sizes");
+    std::vector<float> A = read_floats(in, size_t(sizes[0]));
+    std::vector<float> B = read_floats(in, size_t(sizes[1]));
     std::fclose(in);
-    std::vector<float> C(size_t(M) * N, std::numeric_limits<float>::quiet_NaN());  // unwritten shows
+    std::vector<float> C(size_t(sizes[2]), std::numeric_limits<float>::quiet_NaN());  // unwritten shows
     g_args = Args{A.data(), B.data(), C.data(), M, N, K, {}, 1.0f, 0.0f};
 #endif
     g_fibers.resize(threads);
