@@ -75,6 +75,18 @@ def usable_folder(path: Path) -> Path:
     return path
 
 
+# A template whose kernels use architecture-specific instructions (wgmma: tf32x3wg) carries this
+# line; its source is then compiled for the device's architecture-specific target (sm_90 -> sm_90a),
+# whose cubins run on that architecture only, and its export says so. Written once, here and in the
+# template, so that no caller has to know which families need it.
+ARCH_SPECIFIC = "// autotune: architecture-specific target (sm_XXa)"
+
+
+def arch_for(source: str, arch: str) -> str:
+    """The target a source is compiled for on a device of `arch` (sm_90 -> sm_90a where it needs it)."""
+    return arch + "a" if ARCH_SPECIFIC in source and not arch.endswith("a") else arch
+
+
 def cache_key(source: str, arch: str) -> str:
     return sha256("\0".join([source, arch, OPTIONS_VERSION, nvrtc_version()]))
 
@@ -83,6 +95,7 @@ def compile_source(source: str, name: str, arch: str = "sm_90") -> Compiled:
     """Compile to a cubin; a compile failure is returned (ok=False, with its log), not raised.
     So is a compile past compile_limit_s(): it leaves a mark in the cache, so that no process
     (the GPU worker after a compile-ahead process) waits on that source again under that limit."""
+    arch = arch_for(source, arch)
     key, limit_s = cache_key(source, arch), compile_limit_s()
     hit = cache_dir() / f"{key}.cubin"
     if hit.exists():
