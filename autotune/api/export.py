@@ -22,6 +22,7 @@ from autotune import store
 from autotune.backends.outcome import OK
 from autotune.codegen.hip import CHECK_ARCH, hip_source, wavefront
 from autotune.codegen.launcher import Launchers, launchers, signature
+from autotune.codegen.nvrtc import ARCH_SPECIFIC
 from autotune.codegen.render import render, sha256
 from autotune.errors import AutotuneError, SpaceError
 from autotune.families import config_of_row
@@ -147,6 +148,15 @@ def manifest(config: Config, launch: Launch, shape: tuple[int, int, int], source
     }
 
 
+def compile_target(arch_specific: bool, lang: str) -> str:
+    """How the exported source is compiled, for the manifest."""
+    if lang == "hip":
+        return f"hipcc --offload-arch={CHECK_ARCH} (compile-checked), or your AMD GPU's"
+    if arch_specific:
+        return "sm_90a only (nvcc -arch=sm_90a; NVRTC -arch=sm_90a): architecture-specific instructions (wgmma)"
+    return "the GPU's own architecture (nvcc -arch=native; NVRTC -arch=sm_XY)"
+
+
 def prologue_entry(config: Config, name: str) -> dict | None:
     """The launch before the kernel's own (space.Prologue), as the launchers run it; None: none."""
     pre = derive_prologue(config)
@@ -193,8 +203,10 @@ def export_command(db_path: str, shape: tuple[int, int, int], config: Config | N
     tuned = (row["M"], row["N"], row["K"]) if row else None
     if lang == "hip":
         source = hip_source(config, kernel, source, launch)
-    made = launchers(config, kernel, launch, shape, tuned, paths.source, lang)
-    info = manifest(config, launch, shape, source_hash, row, kernel, made.grid_formula, lang)
+    specific = ARCH_SPECIFIC in source
+    made = launchers(config, kernel, launch, shape, tuned, paths.source, lang, arch_specific=specific)
+    info = {**manifest(config, launch, shape, source_hash, row, kernel, made.grid_formula, lang),
+            "compile_for": compile_target(specific, lang)}
     return write_export(output, source, info, made, lang)
 
 

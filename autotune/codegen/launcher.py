@@ -26,10 +26,12 @@ class Launchers:
 
 
 def launchers(config: Config, kernel: str, launch: Launch, shape: tuple[int, int, int],
-              tuned: tuple[int, int, int] | None, cu: Path, lang: str = "cuda") -> Launchers:
+              tuned: tuple[int, int, int] | None, cu: Path, lang: str = "cuda",
+              arch_specific: bool = False) -> Launchers:
     """The header and the Python launcher of `kernel` (the name in the source file `cu`), exported
     for `shape` with the grid `launch` (the family's geometry there), tuned at `tuned`; lang "hip":
-    the header against the HIP runtime, and no Python launcher (it drives CUDA through NVRTC)."""
+    the header against the HIP runtime, and no Python launcher (it drives CUDA through NVRTC).
+    arch_specific: the source needs the architecture-specific target (codegen.nvrtc.ARCH_SPECIFIC)."""
     formula = derive_formula(config)
     context = {
         "kernel": kernel, "cu": cu.name, "header": cu.with_suffix(".h").name, "module": cu.stem,
@@ -45,6 +47,7 @@ def launchers(config: Config, kernel: str, launch: Launch, shape: tuple[int, int
         "blas": takes_blas(config.values), "signature": signature(config),
         "arguments": ", ".join(name for name, _ in (BLAS_ARGS if takes_blas(config.values) else BLAS_ARGS[:6])),
         "ta": bool(config.values.get("TA", 0)), "tb": bool(config.values.get("TB", 0)),
+        "nvcc_arch": nvcc_arch(arch_specific), "arch_suffix": "a" if arch_specific else "",
         "helpers": "",  # functions the grid formula calls (tailsplit's pieces rule), defined before it
         **prologue_context(config),
     }
@@ -61,6 +64,11 @@ def launchers(config: Config, kernel: str, launch: Launch, shape: tuple[int, int
     return Launchers(header, python, {"variables": None, "c": None, "python": None, "accepts_c": None,
                                       "accepts_python": None, "helpers_c": None, "helpers_python": None, "fallback": f"{formula}; the launchers accept "
                                       f"{shape[0]}x{shape[1]} (any K) only"})
+
+
+def nvcc_arch(arch_specific: bool) -> str:
+    """nvcc's -arch for the exported source: the GPU's own, or sm_90a for wgmma (only sm_90 has it)."""
+    return "sm_90a" if arch_specific else "native"
 
 
 def prologue_context(config: Config) -> dict:
