@@ -38,3 +38,23 @@ def test_the_lab_compiles_to_warpgroup_mmas(variant):
         split = text[text.index(".text.split_a4:"):]
         split = split[:split.find("//----")] if "//----" in split else split
         assert "LDG.E.128" in split and "STG.E.128" in split
+
+
+def test_the_counts_know_warpgroup_mmas_and_the_model_gives_them_the_tensor_core_ceiling():
+    try:
+        sass.find_nvdisasm()
+    except AutotuneError as exc:
+        pytest.skip(str(exc))
+    from autotune.explain.model import PRESETS, _predict_warpgroup_mma
+    from autotune.families import FAMILIES
+    from autotune.space import Launch, make_config
+
+    loop = sass.count(sass.disassemble(wgmma_lab.compile_cubin(128, 3, 3, 1)))["product"]
+    assert loop.scope == "loop" and loop.hgmma == 24 and loop.hgmma_n == 128  # two k-tiles of 4 k-steps x 3 terms
+    if "tf32x3wg" not in FAMILIES:
+        pytest.skip("no tf32x3wg family yet")
+    spec, config = PRESETS["h200"], make_config(FAMILIES["tf32x3wg"], {"BN": 128, "TERMS": 3})
+    p = _predict_warpgroup_mma(spec, loop, Launch((1, 1, 1), (256, 1, 1), 0), 208, 0, config)
+    assert p.fma_ceiling == pytest.approx(spec.tf32_tflops / 3)
+    # shared memory: 2*64*128*8 FLOP for (64 + 128) * 8 * 4 bytes per HGMMA, at 128 bytes per clock
+    assert p.shared_ceiling == pytest.approx(132 * 1980e6 * 128 * (2 * 64 * 128 * 8 / 3) / (192 * 32) / 1e12)

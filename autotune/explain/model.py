@@ -333,6 +333,9 @@ def intensity(config: Config) -> float:
     if config.family.name in (*BLOCKED_TEMPLATE, "tf32x3"):  # per BK step: (BM + BN)*BK floats in, 2*BM*BN*BK FLOP
         BM, BN = config.values["BM"], config.values["BN"]
         return BM * BN / (2 * (BM + BN))
+    if config.family.name == "tf32x3wg":  # the same, but each operand read as two parts (big, small)
+        BM, BN = WG_ROWS, config.values["BN"]
+        return BM * BN / (4 * (BM + BN))
     if config.family.name == "skinny":  # per k: a float4 of B (16 bytes) for 4*MR FMAs (A is MR floats beside it)
         return config.values["MR"] / 2
     if config.family.name == "tall":  # per float4 of A (16 bytes) 4*NR FMAs (B is NR floats beside it)
@@ -343,6 +346,8 @@ def intensity(config: Config) -> float:
 def predict(spec: DeviceSpec, counts: SassCounts, launch: Launch, regs: int,
             static_shared: int, config: Config) -> Prediction:
     """The three ceilings, occupancy, and the lowest ceiling with the pipe that sets it."""
+    if counts.hgmma:
+        return _predict_warpgroup_mma(spec, counts, launch, regs, static_shared, config)
     if counts.hmma:
         return _predict_tensor_cores(spec, counts, launch, regs, static_shared, config)
     fma = spec.fma_tflops
@@ -363,6 +368,29 @@ def predict(spec: DeviceSpec, counts: SassCounts, launch: Launch, regs: int,
 
 
 HMMA_FLOP = 2 * 16 * 8 * 8  # one warp's mma.m16n8k8
+WG_ROWS = 128  # tf32x3wg's block tile: two warpgroups of 64 rows (families/tf32x3wg.py)
+
+
+def _predict_warpgroup_mma(spec: DeviceSpec, counts: SassCounts, launch: Launch, regs: int,
+                           static_shared: int, config: Config) -> Prediction:
+    """A wgmma kernel (HGMMA in its hot loop): the "fma" ceiling is the TF32 rate over TERMS, in FP32
+    FLOP; "shared" is shared memory's bandwidth (one 128-byte wavefront per clock) against the bytes
+    every HGMMA reads from it: its A (64 x 8) and its B (N x 8), four bytes each, for 2*64*N*8 FLOP.
+    The two warpgroups of a block read the same B tile each, so B is read twice per block."""
+    terms = config.values.get("TERMS", 1)
+    n = counts.hgmma_n
+    fma = spec.tf32_tflops / terms
+    flop, bytes_read = counts.hgmma * 2 * 64 * n * 8 / terms, counts.hgmma * (64 + n) * 8 * 4
+    shared = spec.sm_count * spec.clock_mhz * 1e6 * spec.shared_bytes_per_clock_per_sm * flop / bytes_read / 1e12
+    flop_per_byte = intensity(config)
+    glob = flop_per_byte * spec.dram_gbps / 1000
+    ceilings = {"fma": fma, "shared": shared, "global": glob}
+    binding = min(ceilings, key=lambda k: ceilings[k])
+    return Prediction(
+        fma_ceiling=fma, shared_ceiling=shared, global_ceiling=glob, wavefronts_per_ffma=bytes_read / 128 / counts.hgmma,
+        intensity=flop_per_byte, occupancy=occupancy(spec, launch, regs, static_shared),
+        predicted=ceilings[binding], binding=binding,
+    )
 
 
 def _predict_tensor_cores(spec: DeviceSpec, counts: SassCounts, launch: Launch, regs: int,

@@ -41,6 +41,7 @@ _INSTR = re.compile(r"^\s*/\*([0-9a-f]+)\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9
 _LABEL = re.compile(r"^(\.L_x_\d+):")
 _BRANCH_TARGET = re.compile(r"`\((\.L_x_\d+)\)")
 _SECTION = re.compile(r"^\s*\.section\s+\.text\.([A-Za-z_$][\w$]*),")
+_HGMMA_SHAPE = re.compile(r"^HGMMA\.64x(\d+)x\d+")  # HGMMA.64x128x8.F32.TF32: M 64, N 128, K 8
 _WIDTHS = {"8": 8, "U8": 8, "S8": 8, "16": 16, "U16": 16, "S16": 16, "64": 64, "128": 128}
 
 
@@ -113,6 +114,8 @@ class SassCounts:
     bar: int = 0  # BAR.SYNC and other BAR forms
     instructions: int = 0
     hmma: int = 0  # tensor-core MMAs (HMMA.1688.F32.TF32 for the tf32x3 family)
+    hgmma: int = 0  # warpgroup MMAs (HGMMA.64xNx8.F32.TF32 for tf32x3wg): one per warpgroup, operands from shared memory
+    hgmma_n: int = 0  # the N of those (64xNx8): every HGMMA of a kernel has the same
     ldgsts: int = 0  # cp.async copies, global to shared
     lop3: int = 0  # logic ops: with HMMA, mostly the TF32 conversions' masks (cvt.rna is IADD + LOP3)
 
@@ -176,7 +179,7 @@ def loops(code: list[Instr | str]) -> list[list[Instr]]:
 def hot_loop(code: list[Instr | str]) -> list[Instr] | None:
     """The loop with the most FFMA, or HMMA in a tensor-core kernel (the smaller one on a tie); None
     without either in loops."""
-    scored = [(_ffma(body) + sum(1 for x in body if x.opcode.startswith("HMMA")), -len(body), body)
+    scored = [(_ffma(body) + sum(1 for x in body if x.opcode.startswith(("HMMA", "HGMMA"))), -len(body), body)
               for body in loops(code)]
     scored = [s for s in scored if s[0] > 0]
     return max(scored, key=lambda s: s[:2])[2] if scored else None
@@ -195,7 +198,8 @@ def width(opcode: str) -> int:
 def tally(body: list[Instr], scope: str) -> SassCounts:
     """Count one list of instructions by opcode family and width."""
     maps: dict[str, dict[int, int]] = {"LDS": {}, "LDG": {}, "STS": {}, "STG": {}}
-    plain = {"FFMA": 0, "LDL": 0, "STL": 0, "BAR": 0, "HMMA": 0, "LDGSTS": 0, "LOP3": 0}
+    plain = {"FFMA": 0, "LDL": 0, "STL": 0, "BAR": 0, "HMMA": 0, "HGMMA": 0, "LDGSTS": 0, "LOP3": 0}
+    hgmma_n = 0
     for x in body:
         base = x.opcode.split(".")[0]
         if base in maps:
@@ -203,10 +207,12 @@ def tally(body: list[Instr], scope: str) -> SassCounts:
             maps[base][w] = maps[base].get(w, 0) + 1
         elif base in plain:
             plain[base] += 1
+            shape = _HGMMA_SHAPE.match(x.opcode + x.operands) if base == "HGMMA" else None  # "64" + "x128x8..."
+            hgmma_n = int(shape.group(1)) if shape else hgmma_n
     return SassCounts(
         scope=scope, ffma=plain["FFMA"], lds=maps["LDS"], ldg=maps["LDG"], sts=maps["STS"],
         stg=maps["STG"], ldl=plain["LDL"], stl=plain["STL"], bar=plain["BAR"], instructions=len(body),
-        hmma=plain["HMMA"], ldgsts=plain["LDGSTS"], lop3=plain["LOP3"],
+        hmma=plain["HMMA"], hgmma=plain["HGMMA"], hgmma_n=hgmma_n, ldgsts=plain["LDGSTS"], lop3=plain["LOP3"],
     )
 
 
