@@ -4,8 +4,10 @@ against a float64 product of the same inputs: the file the 3xTF32 issue asks for
     python benchmarks/precision_vs_cublas.py --family tf32x3 [-p NAME=VALUE ...] \
         [--shapes 4096,2048,8192,4000,4097x4095x4093] [--out benchmarks/data/tf32x3-h200.json]
 
-Each kernel is rendered by autotune, compiled and launched by CuPy (an outside client: the same
-source a user exports), on inputs uniform in [-1, 1); times are CUDA-event means over repeated
+Each kernel is rendered by autotune and compiled by its NVRTC (for sm_90a where the source asks:
+codegen.nvrtc.ARCH_SPECIFIC), then loaded and launched by CuPy (an outside client: the same source
+a user exports), with its prologue first into a workspace where the config has one (both launches
+timed together), on inputs uniform in [-1, 1); times are CUDA-event means over repeated
 launches after warm-up, best of five rounds, for both. err_* is reference.relative_error
 (||C - C64||_F / ||C64||_F, computed on the host), the definition the fp32-tc contract judges by;
 `ratio` is err_ours / err_cublas, and `passes_fp32_tc` what reference.judge says of it.
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -23,9 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cuda_events import time_ms  # noqa: E402
 
 from autotune.backends.reference import FP32_TC, judge, relative_error  # noqa: E402
+from autotune.codegen.nvrtc import compile_source  # noqa: E402
 from autotune.codegen.render import render  # noqa: E402
 from autotune.families import FAMILIES  # noqa: E402
-from autotune.space import make_config  # noqa: E402
+from autotune.space import PROLOGUE_SUFFIX, make_config  # noqa: E402
 
 
 def parse_shape(text: str) -> tuple[int, int, int]:
@@ -38,18 +42,25 @@ def rel_err(C, ref64) -> float:
     return relative_error(C.cpu().numpy(), ref64.cpu().numpy())
 
 
-def one_shape(torch, cp, config, kernel, shape: tuple[int, int, int]) -> dict:
+def one_shape(torch, cp, config, kernels, shape: tuple[int, int, int]) -> dict:
     M, N, K = shape
     gen = torch.Generator(device="cuda").manual_seed(0)
     A = torch.rand(M, K, device="cuda", generator=gen) * 2 - 1
     B = torch.rand(K, N, device="cuda", generator=gen) * 2 - 1
     C, ref = torch.empty(M, N, device="cuda"), torch.empty(M, N, device="cuda")
     launch = config.geometry(M, N)
-    args = (cp.asarray(A), cp.asarray(B), cp.asarray(C), cp.int32(M), cp.int32(N), cp.int32(K))
+    a, b, c, dims = cp.asarray(A), cp.asarray(B), cp.asarray(C), (cp.int32(M), cp.int32(N), cp.int32(K))
     stream = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+    kernel, pre_kernel = kernels
+    pre = config.prologue(M, N, K)
+    work = cp.empty(pre.floats if pre else 1, dtype=cp.float32)
 
     def ours() -> None:
-        kernel(launch.grid, launch.block, args, shared_mem=launch.shared_bytes, stream=stream)
+        if pre is None:
+            kernel(launch.grid, launch.block, (a, b, c, *dims), shared_mem=launch.shared_bytes, stream=stream)
+            return
+        pre_kernel(pre.launch.grid, pre.launch.block, (a, b, work, *dims), stream=stream)
+        kernel(launch.grid, launch.block, (a, work, c, *dims), shared_mem=launch.shared_bytes, stream=stream)
 
     ours_ms = time_ms(torch, ours, reps=10, warmup=2)
     cublas_ms = time_ms(torch, lambda: torch.matmul(A, B, out=ref), reps=10, warmup=2)
@@ -74,12 +85,18 @@ def main() -> int:
     params = dict(p.split("=", 1) for p in args.param)
     family = FAMILIES[args.family]
     config = make_config(family, {k: family.param(k).parse(v) for k, v in params.items()})
-    module = cp.RawModule(code=render(config), options=("--std=c++17",))
+    built = compile_source(render(config), config.name, f"sm_{''.join(map(str, torch.cuda.get_device_capability()))}")
+    if not built.ok:
+        raise SystemExit(f"NVRTC ({built.arch}): {built.log}")
+    cubin = Path(tempfile.mkdtemp()) / f"{config.name}.cubin"
+    cubin.write_bytes(built.cubin)
+    module = cp.RawModule(path=str(cubin))
     kernel = module.get_function(config.name)
+    pre_kernel = module.get_function(config.name + PROLOGUE_SUFFIX) if config.has_prologue else None
     shared = config.geometry(64, 64).shared_bytes
     if shared > 48 * 1024:
         kernel.max_dynamic_shared_size_bytes = shared
-    rows = [one_shape(torch, cp, config, kernel, parse_shape(s)) for s in args.shapes.split(",")]
+    rows = [one_shape(torch, cp, config, (kernel, pre_kernel), parse_shape(s)) for s in args.shapes.split(",")]
     out = {"device": torch.cuda.get_device_name(), "kernel": config.name, "family": args.family,
            "params": config.values, "cublas": "torch.matmul, allow_tf32=False, same process", "shapes": rows}
     for r in rows:
