@@ -19,12 +19,13 @@ from autotune import store
 from autotune.cli import cli
 from autotune.codegen.hip import CHECK_ARCH, WAVE32
 from autotune.codegen.render import render
-from autotune.families import FAMILIES
+from autotune.families import FAMILIES, TENSOR_CORE
 from autotune.space import make_config
 
 SHAPE = ["--M", "96", "--N", "80", "--K", "40"]
-# Each family HIP supports, at its default config (blocked's has ASYNC=0); tf32x3 is refused (PTX).
-EXPORTED = [name for name in FAMILIES if name != "tf32x3"]
+# Each family HIP supports, at its default config (blocked's has ASYNC=0); the tensor-core ones are
+# refused (inline PTX: mma.sync, wgmma).
+EXPORTED = [name for name in FAMILIES if name not in TENSOR_CORE]
 WAVE64_ARCH = "gfx90a"  # CDNA2: 64-lane waves
 WITH_PARAMS = {"blocked-pb": ["-p", "TB=1", "-p", "PB=1"]}  # a second kernel, and a workspace in the launcher
 
@@ -87,6 +88,8 @@ def test_the_hip_kernel_is_the_cuda_render_translated(exported):
 @pytest.mark.parametrize("args, says", [
     (["--family", "blocked", "-p", "ASYNC=1", "-p", "STAGES=3"], ["inline PTX (cp.async)", "-p ASYNC=0"]),
     (["--family", "tf32x3"], ["mma.sync", "FP32 family"]),
+    pytest.param(["--family", "tf32x3wg"], ["wgmma.fence", "FP32 family"], marks=pytest.mark.skipif(
+        "tf32x3wg" not in FAMILIES, reason="no tf32x3wg family yet")),
     (["--family", "blocked", "-p", "BK=32", "-p", "BM=256"], ["132096 bytes", "at most 65536"]),
 ])
 def test_what_hip_cannot_express_is_refused_in_one_line(args, says, empty_db, tmp_path):

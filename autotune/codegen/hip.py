@@ -29,6 +29,7 @@ WAVE32: dict[str, str | None] = {
     "naive": None, "tiled": None, "skinny": None,
     "blocked": WAVE32_REASON, "splitk": WAVE32_REASON, "tailsplit": WAVE32_REASON, "tall": WAVE32_REASON,
     "tf32x3": WAVE32_REASON,  # refused anyway: inline PTX
+    "tf32x3wg": WAVE32_REASON,  # refused anyway: inline PTX (wgmma, Hopper's alone)
 }
 
 # (pattern, replacement, why): applied in order to the CUDA render.
@@ -45,6 +46,7 @@ TRANSLATIONS: tuple[tuple[str, str, str], ...] = (
 # Inline PTX an AMD GPU cannot run, and what to export in its place (the first match names it).
 INSTEAD: tuple[tuple[str, str], ...] = (
     ("mma.", "a config of an FP32 family without tensor cores (e.g. --family blocked -p ASYNC=0)"),
+    ("wgmma.", "a config of an FP32 family without tensor cores (e.g. --family blocked -p ASYNC=0)"),
     ("cvt.rna.tf32", "a config of an FP32 family without tensor cores (e.g. --family blocked -p ASYNC=0)"),
     ("cp.async", "the same config with -p ASYNC=0 (its stages are filled through registers)"),
 )
