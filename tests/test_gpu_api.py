@@ -144,3 +144,28 @@ def test_alpha_beta_leading_dimensions_and_batches_match_torch(torch, mm):
     C3 = mm(A, B2)  # allocated: batch x M x N
     assert C3.shape == (batch, M, N)
     assert relative_error(torch, C3, torch.matmul(A, B2)) <= TOLERANCE
+
+
+def test_a_tensor_core_winner_runs_through_load_under_fp32_tc(torch, tmp_path):
+    """A recorded tf32x3wg row (two trials of its search: the default first) is what load() runs under
+    fp32-tc, prologue (the split into the stream's workspace) and product, at the tuned shape and at
+    an odd one; under the default contract the same database runs an FP32 family instead."""
+    from click.testing import CliRunner
+
+    from autotune.backends.reference import TC_FACTOR
+    from autotune.cli import cli
+
+    db = str(tmp_path / "tc.sqlite")
+    result = CliRunner().invoke(cli, ["search", "--M", "512", "--precision", "fp32-tc", "--family", "tf32x3wg",
+                                      "--trials", "2", "--db", db])
+    assert result.exit_code == 0, result.output
+    mm = autotune.load(db=db, precision="fp32-tc")
+    assert mm.choose(512, 512, 512).config.family.name == "tf32x3wg"
+    assert autotune.load(db=db).choose(512, 512, 512).config.family.name not in ("tf32x3", "tf32x3wg")
+    for M, N, K in ((512, 512, 512), *ODD):
+        A, B = torch.rand(M, K, device="cuda") * 2 - 1, torch.rand(K, N, device="cuda") * 2 - 1
+        C = mm(A, B)
+        exact = A.double() @ B.double()
+        err = float(torch.linalg.norm(C.double() - exact) / torch.linalg.norm(exact))
+        cublas = float(torch.linalg.norm(torch.matmul(A, B).double() - exact) / torch.linalg.norm(exact))
+        assert err <= TC_FACTOR * cublas, (M, N, K, err, cublas)

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.gpu
 TUNED = (512, 512, 512)
 ODD = (1000, 999, 1001)
 # the opt-in above 48 KiB (blocked), K splits behind turnstiles on grid z (splitk), small N (tall)
-FAMILIES = {"blocked": [], "splitk": [], "tall": ["-p", "NR=8"]}
+FAMILIES = {"blocked": [], "splitk": [], "tall": ["-p", "NR=8"], "tf32x3wg": []}  # tf32x3wg: sm_90a, a prologue
 APP = r"""
 #include "%(header)s"
 #include <cstdio>
