@@ -62,6 +62,7 @@ constexpr int warpSize = 32;
 // `extern __shared__ T name[];` into `T* const name = (T*)__sim_dynamic_shared;` (same
 // line, so line numbers hold). The buffer holds launch.shared_bytes bytes, 16-aligned.
 extern float* __sim_dynamic_shared;
+extern size_t __sim_dynamic_bytes;  // its length: the launch's shared_bytes
 // __restrict__ is a g++ keyword already; `#pragma unroll` is ignored by g++ (no -Wall).
 
 // __LINE__ names the barrier, so that threads waiting at different __syncthreads()
@@ -78,6 +79,9 @@ inline float __shfl_xor_sync(unsigned, float v, int lane_mask, int width = warpS
 // A warp's lanes meet the same way to pool `count` floats each (at most 16): every lane gets all
 // 32 lanes' values, lane-major, in `all`. The tensor-core MMA below is built on it.
 extern "C" void __sim_warp_gather(const float* mine, int count, float* all);
+// A kernel asked the emulator for something it does not model (a wgmma layout, a shared address of a
+// static __shared__ array): "SIM-ERROR kind: kernel NAME: block ... thread ...: what" on stderr, and exit.
+extern "C" [[noreturn]] void __sim_fail(const char* kind, const char* what);
 inline void __threadfence() {}
 inline void __threadfence_block() {}
 
@@ -147,4 +151,105 @@ inline void __sim_mma_m16n8k8_tf32(float (&d)[4], const float (&a)[4], const flo
         for (int k = 0; k < 8; ++k) sum += A(row, k) * B(k, col);
         d[i] = sum;
     }
+}
+
+// ---- Shared-memory addresses: cvta.to.shared and back ----
+// Kernels that name shared memory by its 32-bit address (cp.async's destination, wgmma's descriptors)
+// use only dynamic shared memory here (the extern __shared__ buffer). In the emulator byte i of that
+// buffer has the shared address __SIM_SHARED_BASE + i. The base is 16: aligned as CUDA aligns dynamic
+// shared memory (16 bytes), and as far past a 1024-byte boundary as that allows, so a kernel that
+// rounds its base up to 1024 bytes (the 128-byte swizzle's period) spends 1008 bytes of its buffer on
+// it, the most a GPU could make it spend: a buffer without that slack is overrun here (tf32x3wg's is
+// launch.shared_bytes = its stages + 1024).
+constexpr unsigned __SIM_SHARED_BASE = 16;
+
+inline size_t __cvta_generic_to_shared(const void* p) {
+    const auto at = reinterpret_cast<unsigned long long>(p), base = reinterpret_cast<unsigned long long>(__sim_dynamic_shared);
+    if (!__sim_dynamic_shared || at < base || at > base + __sim_dynamic_bytes)
+        __sim_fail("shared", "__cvta_generic_to_shared of a pointer outside the dynamic shared memory (the emulator "
+                             "gives shared addresses to extern __shared__ memory only)");
+    return __SIM_SHARED_BASE + size_t(at - base);
+}
+
+// The bytes at shared address addr (as __cvta_generic_to_shared gives them), `bytes` of them inside the
+// dynamic shared memory, else a SIM-ERROR.
+inline void* __sim_shared_at(unsigned addr, unsigned bytes) {
+    if (addr < __SIM_SHARED_BASE || size_t(addr - __SIM_SHARED_BASE) + bytes > __sim_dynamic_bytes) {
+        char what[200];
+        std::snprintf(what, sizeof what, "shared address %u (+%u bytes) lies outside the dynamic shared memory "
+                      "(addresses %u .. %zu)", addr, bytes, __SIM_SHARED_BASE, __SIM_SHARED_BASE + __sim_dynamic_bytes);
+        __sim_fail("shared", what);
+    }
+    return reinterpret_cast<unsigned char*>(__sim_dynamic_shared) + (addr - __SIM_SHARED_BASE);
+}
+
+// ---- wgmma.mma_async.sync.aligned.m64nNk8.f32.tf32.tf32 d, desc-a, desc-b, scale-d, 1, 1 ----
+// PTX ISA, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions" (wgmma, sm_90a):
+// a warpgroup (4 warps, 128 threads) computes D (64 x N) = A (64 x 8) * B (8 x N) + (scale-d ? D : 0),
+// N a multiple of 8 up to 256, with A and B in shared memory, each named by a 64-bit matrix descriptor
+// (section "Matrix Descriptor", #asynchronous-warpgroup-level-matrix-shared-memory-layout-matrix-descriptor):
+//   bits  0-13  start address >> 4        bits 16-29  leading dimension byte offset (LBO) >> 4
+//   bits 32-45  stride dimension byte offset (SBO) >> 4
+//   bits 49-51  matrix base offset        bits 62-63  swizzle mode: 0 none, 1 128-byte, 2 64-byte, 3 32-byte
+// TF32 operands are K-major only (no transpose), so B is stored as N rows of K, like A's 64 rows of K.
+// Modelled: the one layout tf32x3wg uses, K-major with the 128-byte swizzle, SBO 1024 (eight 128-byte rows
+// apart, "Shared Memory Matrix Layout": core matrices of 8 rows), base offset 0; the LBO is not used by
+// a K-major swizzled layout whose K (8 TF32, 32 bytes) lies within one swizzle row, so any is taken. Any
+// other descriptor is a SIM-ERROR, so that a template that changes the layout fails loudly here rather
+// than being computed by a model of a layout it does not use. Element (r, k) of an operand (row r of A,
+// or column r of B) is at
+//   logical  = start + (r / 8) * SBO + (r % 8) * 128 + 4 k
+//   physical = logical ^ (((logical >> 7) & 7) << 4)
+// (the 128-byte swizzle: address bits 4-6, the 16-byte chunk in a 128-byte row, XORed with bits 7-9,
+// the row in the 1024-byte period; absolute shared addresses, so the tiles start on 1024 bytes, and a
+// k-step of 8 within the row is start + 32 bytes). The accumulators ("Register Fragments", the wgmma
+// D fragment of .m64nNk8 with .f32): thread t = tid % 128 of the warpgroup, warp w = t / 32, lane
+// l = t % 32, g = l / 4, q = l % 4, holds N/2 floats d[4j + 2h + c] = D(16w + g + 8h, 8j + 2q + c) for
+// j < N/8 and h, c in {0, 1}.
+// The model: every thread computes its own N/2 outputs from shared memory, so the warpgroup need not
+// meet; the tensor core reads only the TF32 bits of A and B (__sim_to_tf32_bits), so every product is
+// exact in FP32, and each output adds its 8 products to D (or to 0) in k order in FP32. The GPU's order
+// and internal precision of that sum are not documented: results may differ from the GPU's in the last
+// bits of the accumulation, never in which values are multiplied. A limit of the model: the MMA
+// happens at issue (wgmma.fence, commit_group and wait_group do nothing here), so the emulator cannot
+// catch a missing wait_group, a missing fence.proxy.async, or shared memory overwritten while an MMA
+// still reads it; only the GPU (and the wait counts' reasoning in the template) can.
+inline unsigned __sim_wgmma_start(unsigned long long desc, const char* operand) {
+    constexpr unsigned long long kLayout = (64ull << 32) | (1ull << 62);  // SBO 1024 >> 4, 128-byte swizzle
+    const unsigned long long layout = desc & ~0x3FFFull & ~(0x3FFFull << 16);  // all but start and LBO
+    if (layout != kLayout) {
+        char what[300];
+        std::snprintf(what, sizeof what, "wgmma descriptor of %s 0x%016llx: SBO %llu bytes, base offset %llu, swizzle "
+                      "mode %llu; the emulator models only K-major tiles with the 128-byte swizzle (mode 1), SBO 1024 "
+                      "and base offset 0", operand, desc, ((desc >> 32) & 0x3FFF) << 4, (desc >> 49) & 7, desc >> 62);
+        __sim_fail("wgmma", what);
+    }
+    return unsigned(desc & 0x3FFF) << 4;
+}
+
+// Row r's 8 TF32 values of K (k = 0..7) of an operand starting at shared address `start`.
+inline void __sim_wgmma_row(unsigned start, int r, float (&out)[8]) {
+    for (int k = 0; k < 8; ++k) {
+        const unsigned logical = start + unsigned(r / 8) * 1024u + unsigned(r % 8) * 128u + 4u * unsigned(k);
+        const unsigned physical = logical ^ (((logical >> 7) & 7u) << 4);
+        out[k] = __sim_to_tf32_bits(*static_cast<const float*>(__sim_shared_at(physical, 4)));
+    }
+}
+
+inline void __sim_wgmma_tf32(float* d, int n, unsigned long long desc_a, unsigned long long desc_b, bool accumulate) {
+    if (n < 8 || n > 256 || n % 8) __sim_fail("wgmma", "wgmma m64nNk8: N must be a multiple of 8 from 8 to 256");
+    const unsigned a = __sim_wgmma_start(desc_a, "A"), b = __sim_wgmma_start(desc_b, "B");
+    const int t = static_cast<int>(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % 128;
+    const int w = t / 32, g = t % 32 / 4, q = t % 4;
+    float rows[2][8], col[8];
+    for (int h = 0; h < 2; ++h) __sim_wgmma_row(a, 16 * w + g + 8 * h, rows[h]);
+    for (int j = 0; j < n / 8; ++j)
+        for (int c = 0; c < 2; ++c) {
+            __sim_wgmma_row(b, 8 * j + 2 * q + c, col);
+            for (int h = 0; h < 2; ++h) {
+                float sum = accumulate ? d[4 * j + 2 * h + c] : 0.0f;
+                for (int k = 0; k < 8; ++k) sum += rows[h][k] * col[k];
+                d[4 * j + 2 * h + c] = sum;
+            }
+        }
 }

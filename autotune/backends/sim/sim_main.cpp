@@ -11,7 +11,8 @@
 // order, each as far as it can: a fiber switches out only at __syncthreads(). A barrier
 // releases when every thread of the block waits at the same __syncthreads(); anything
 // else (some threads exited, or wait at another call) is reported on stderr as
-// "SIM-ERROR barrier: ..." with exit status 3. A warp shuffle releases a warp's lanes once
+// "SIM-ERROR barrier: ..." with exit status 3. A request the emulator does not model (__sim_fail in
+// cuda_sim.h: a wgmma layout other than the one it knows) is "SIM-ERROR <kind>: ..." with status 5. A warp shuffle releases a warp's lanes once
 // every one of them waits at a shuffle; a lane that never gets there is the same error. Memory errors are AddressSanitizer's.
 //
 // Built with -DSIM_BLAS, the harness runs BLAS=1 kernels (autotune/space/blas.py): after the ten
@@ -49,7 +50,7 @@ extern "C" void sim_kernel(const float* A, const float* B, float* C, int M, int 
 // extern __shared__ arrays point here (see cuda_sim.h): launch.shared_bytes on the heap,
 // so ASan catches the first byte past the end.
 float* __sim_dynamic_shared = nullptr;
-size_t g_dynamic_bytes = 0;
+size_t __sim_dynamic_bytes = 0;
 
 uint3 threadIdx;
 uint3 blockIdx;
@@ -63,6 +64,7 @@ constexpr size_t kStackBytes = 256 * 1024;  // ASan frames are large; the tail i
 constexpr size_t kGuardBytes = 4096;
 constexpr int kBarrierExit = 3;
 constexpr int kUsageExit = 4;
+constexpr int kUnmodelledExit = 5;  // __sim_fail: the kernel asked for something the emulator does not model
 
 enum class State { Runnable, Waiting, Shuffling, Done };
 
@@ -223,7 +225,7 @@ void run_block(uint3 block, dim3 dims) {
     blockIdx = block;
     // Every block starts with NaN in its dynamic shared memory, as a GPU's is undefined:
     // reading a word the block never wrote then shows in C.
-    std::fill_n(reinterpret_cast<unsigned char*>(__sim_dynamic_shared), g_dynamic_bytes, 0xFF);
+    std::fill_n(reinterpret_cast<unsigned char*>(__sim_dynamic_shared), __sim_dynamic_bytes, 0xFF);
     const int n = static_cast<int>(dims.x * dims.y * dims.z);
     int i = 0;
     for (unsigned z = 0; z < dims.z; ++z)
@@ -301,6 +303,13 @@ extern "C" void __sim_warp_gather(const float* mine, int count, float* all) {
     for (int l = 0; l < warpSize; ++l) std::memcpy(all + l * count, g_gathered[parity][first + l], sizeof(float) * count);
 }
 
+extern "C" void __sim_fail(const char* kind, const char* what) {
+    char msg[600];
+    std::snprintf(msg, sizeof msg, "block (%u,%u,%u) thread (%u,%u,%u): %s", blockIdx.x, blockIdx.y, blockIdx.z,
+                  threadIdx.x, threadIdx.y, threadIdx.z, what);
+    fail(kUnmodelledExit, kind, msg);
+}
+
 int main(int argc, char** argv) {
     if (argc != 4) fail(kUsageExit, "usage", "usage: sim <input> <output> <kernel name>");
     g_name = argv[3];
@@ -341,9 +350,9 @@ int main(int argc, char** argv) {
 #endif
     g_fibers.resize(threads);
     if (h[9] < 0) fail(kUsageExit, "usage", "dynamic shared memory size must not be negative");
-    g_dynamic_bytes = size_t(h[9]);
+    __sim_dynamic_bytes = size_t(h[9]);
     void* dynamic = nullptr;  // exactly shared_bytes, 16-aligned for float4 accesses
-    if (g_dynamic_bytes && posix_memalign(&dynamic, 16, g_dynamic_bytes) != 0)
+    if (__sim_dynamic_bytes && posix_memalign(&dynamic, 16, __sim_dynamic_bytes) != 0)
         fail(kUsageExit, "usage", "cannot allocate dynamic shared memory");
     __sim_dynamic_shared = static_cast<float*>(dynamic);
 
