@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from autotune.space.config import Config, Launch
+from autotune.space.config import Config, Launch, Prologue
 from autotune.space.expr import Expr, Helper, NotDerivable, any_of, emit, explore, helpers, join, var
 
 SHAPE_VARS = ("M", "N")  # the grid depends on the output's rows and columns only
@@ -119,7 +119,8 @@ def derive_prologue(config: Config) -> PrologueFormula | None:
     """The config's prologue (space.Prologue) at a symbolic shape; None: it has none. A family's
     prologue is written without branches on the shape, so unlike a grid it always has a formula."""
     M, N, K = (var(v) for v in PROLOGUE_VARS)
-    pre = config.family.prologue(config.values, M, N, K)
+    prologue_of: Callable[..., Prologue | None] = config.family.prologue  # called with expressions for M, N, K
+    pre = prologue_of(config.values, M, N, K)
     if pre is None:
         return None
     blocks, y, z = pre.launch.grid
