@@ -1,0 +1,134 @@
+"""The tf32x3wg family: FP32-accurate GEMM on Hopper's warpgroup MMA (wgmma, sm_90a), the 3xTF32 split.
+
+The split is tf32x3's (big = tf32(x), small = tf32(x - big), both rounded to nearest; the product
+is big*big + big*small + small*big, small*small dropped), but wgmma reads its operands from shared
+memory, not from registers, so they cannot be split on the way in. A prologue kernel (space.Prologue,
+`<name>_pre`) therefore writes them once into a workspace, both operands K-major as TF32 wgmma needs
+(it has no transposed B):
+
+    [A big: Mp x Kp][A small: Mp x Kp][B big: Np x Kp][B small: Np x Kp]   (B's parts are B transposed)
+
+with Mp = ceil(M/128)*128, Np = ceil(N/BN)*BN and Kp = ceil(K/32)*32, zeros outside A and B, so the
+product loads whole tiles with no checks. The prologue's one-dimensional grid is first the 32 x 32 tiles
+of A's part (16-byte reads and writes when K % 4 == 0 and A starts on 16 bytes, 4-byte ones otherwise,
+decided in the kernel), then the 32 x 32 tiles of B's, moved through shared memory to transpose them.
+The workspace must start on 16 bytes (the product copies it in 16-byte pieces).
+The workspace costs 16*(Mp + Np)*Kp bytes and one pass over A and B; the product then reads two floats
+per operand value where tf32x3 reads one.
+
+The product: a block of two warpgroups (256 threads) computes a 128 x BN tile of C, each warpgroup 64
+rows, with `wgmma.mma_async m64nBNk8 .tf32` (BM = 128 is fixed: one wgmma's 64 rows per warpgroup).
+Per k-tile of 32 (one 128-byte row per tile row), cp.async brings the four tiles (A big, A small, B big,
+B small) into a STAGES-deep ring of shared memory in the 128-byte swizzle the wgmma descriptors name
+(16-byte chunk c of row r at chunk c ^ (r % 8), tiles on 1024-byte boundaries); each warpgroup then
+issues per k-step of 8 TERMS wgmmas (TERMS=3: big*small, small*big, then big*big, so that the smaller
+terms meet the accumulator first, as in tf32x3; TERMS=1: big*big) into accumulators started afresh each k-tile, which ordinary FP32 adds move into the sums after the
+k-tile (the promotion tf32x3's PROMOTE=1 showed the accuracy contract needs). PIPE=1 keeps two
+accumulator sets, so that a k-tile's promotion (and the refill of the stage the k-tile before left)
+overlaps the next k-tile's MMAs (wgmma.wait_group 1, not 0); its sums are added in the same order, so
+its C is PIPE=0's bit for bit. The grid is one-dimensional, ordered in groups of GM row-tiles that
+share the B tiles they read while those are in L2.
+
+Measured (benchmarks/profiling/wgmma_lab.py on an H200): its PIPE=0, BN=128, STAGES=3 kernel at 4096^3
+ran 1.74x cuBLAS SGEMM, the split included, with error 3.6e-7 against float64 (cuBLAS FP32: 1.15e-6).
+This family's kernels are the lab's but for the order of a k-step's three wgmmas (the lab's is big*big
+first; small first measured better on the emulator's model of the accumulation, 1.5x FP32's error at
+17x8x9 against 2.3x), the split's tiling (32 x 32 tiles on one grid, not a row per block and two
+kernels) and 64-bit indices where a padded size can pass 2^31: none of them has run on a GPU yet, nor
+has PIPE=1. The CPU emulator (its wgmma model, cuda_sim.h) and the SASS (tests/test_tf32x3wg.py) check them.
+"""
+from __future__ import annotations
+
+from autotune.space import Constraint, Family, Launch, Param, Params, Prologue, ceil_div
+
+# Rows of C per block: two warpgroups, each the 64 rows of one wgmma m64nNk8. Not a parameter: a block
+# of one warpgroup halves the reuse of every B tile, and four exceed the accumulator budget per thread.
+BM = 128
+BK = 32  # K per k-tile: a tile row is 32 TF32 values, 128 bytes, the width of the 128-byte swizzle
+WARPGROUP = 128  # threads: 4 warps issue one wgmma together
+THREADS = 2 * WARPGROUP
+ROW_BYTES = BK * 4
+CHUNK = 16  # bytes per cp.async copy
+SWIZZLE_PERIOD = 1024  # bytes: eight 128-byte rows, after which the 128-byte swizzle repeats
+SPLIT_TILE = 32  # the prologue splits A and transposes B in tiles of 32 x 32
+SPLIT_THREADS = SPLIT_TILE * SPLIT_TILE // 4  # a float4 of A's tile per thread
+MAX_WGMMA_N = 256
+# Floats per thread of accumulators and sums: a thread has 255 registers, and beside these it keeps the
+# tiles' addresses, the descriptors, the loop state and the store's indices; ptxas spills past ~200.
+MAX_ACCUMULATORS = 192
+
+
+def tile_bytes(rows: int) -> int:
+    return rows * ROW_BYTES
+
+
+def stage_bytes(p: Params) -> int:
+    """One stage of the ring: A big, A small (128 rows each), B big, B small (BN rows each)."""
+    return 2 * tile_bytes(BM) + 2 * tile_bytes(p["BN"])
+
+
+def shared_bytes(p: Params) -> int:
+    """The ring, and the slack that rounding its base up to a swizzle period can take (the dynamic
+    shared memory is only 16-byte aligned)."""
+    return p["STAGES"] * stage_bytes(p) + SWIZZLE_PERIOD
+
+
+def accumulators(p: Params) -> int:
+    """Floats per thread: BN/2 per accumulator set (one, two with PIPE=1) and BN/2 sums."""
+    return p["BN"] // 2 * (2 + p["PIPE"])
+
+
+def _copies_even(p: Params) -> bool:
+    """Every thread copies the same number of 16-byte chunks of each tile (8 per 128-byte row)."""
+    return all(rows * (ROW_BYTES // CHUNK) % THREADS == 0 for rows in (BM, p["BN"]))
+
+
+def derive(p: Params) -> dict[str, int]:
+    return {"BM": BM, "BK": BK, "THREADS": THREADS, "A_BYTES": tile_bytes(BM), "B_BYTES": tile_bytes(p["BN"]),
+            "STAGE_BYTES": stage_bytes(p), "SMEM": shared_bytes(p), "ACC": p["BN"] // 2, "SPLIT_THREADS": SPLIT_THREADS}
+
+
+def _geometry(p: Params, M: int, N: int) -> Launch:
+    return Launch(grid=(ceil_div(M, BM) * ceil_div(N, p["BN"]), 1, 1), block=(THREADS, 1, 1),
+                  shared_bytes=shared_bytes(p))
+
+
+def _prologue(p: Params, M: int, N: int, K: int) -> Prologue:
+    """The split: the 32 x 32 tiles of A's part (Mp x Kp), then those of B's (Np x Kp), one block each."""
+    rows_a, rows_b, cols = ceil_div(M, BM) * BM, ceil_div(N, p["BN"]) * p["BN"], ceil_div(K, BK) * BK
+    tiles = (ceil_div(M, BM) * (BM // SPLIT_TILE) + ceil_div(N, p["BN"]) * (p["BN"] // SPLIT_TILE)) * ceil_div(K, SPLIT_TILE)
+    return Prologue(Launch(grid=(tiles, 1, 1), block=(SPLIT_THREADS, 1, 1)), floats=2 * (rows_a + rows_b) * cols,
+                    does="A and B split into big + small TF32 parts, K-major, padded with zeros to whole tiles")
+
+
+TF32X3WG = Family(
+    name="tf32x3wg",
+    doc="Hopper warpgroup MMA (wgmma m64nNk8 TF32, sm_90a) on operands a prologue split into big + small TF32 "
+        "parts: FP32-class accuracy from TERMS=3 products, FP32 sums per k-tile, cp.async 128-byte-swizzled stages",
+    params=(
+        Param("BN", (64, 128, 192), 128, "columns of C per block: the N of each wgmma"),
+        Param("STAGES", (2, 3, 4), 3, "shared-memory stages filled by cp.async"),
+        Param("TERMS", (1, 3), 3, "products per k-step: 3 = big*big + big*small + small*big (FP32-class), "
+              "1 = plain TF32 (for comparison)"),
+        Param("PIPE", (0, 1), 1, "1: two accumulator sets, a k-tile's promotion into the FP32 sums overlapping the "
+              "next k-tile's MMAs (wgmma.wait_group 1); the same sums in the same order as PIPE=0"),
+        Param("GM", (1, 8), 8, "row-tiles grouped together in the block order for L2 reuse (1 = row-major order)"),
+    ),
+    constraints=(
+        Constraint(f"BN must be a multiple of 8 and at most {MAX_WGMMA_N} (wgmma's N)", ("BN",),
+                   lambda p, _: p["BN"] % 8 == 0 and p["BN"] <= MAX_WGMMA_N),
+        Constraint(f"the threads must copy whole rows of 16-byte chunks evenly ((rows*8) % {THREADS} == 0 for the "
+                   f"{BM} rows of A's tile and the BN of B's), which also makes BN a multiple of the prologue's "
+                   f"{SPLIT_TILE}-row tiles", ("BN",), lambda p, _: _copies_even(p) and p["BN"] % SPLIT_TILE == 0),
+        Constraint(f"accumulators and sums BN/2*(2+PIPE) floats per thread must be at most {MAX_ACCUMULATORS}, to stay "
+                   f"in the 255 registers a thread has beside its addresses (BN=192 fits with PIPE=0 only)",
+                   ("BN", "PIPE"), lambda p, _: accumulators(p) <= MAX_ACCUMULATORS),
+        Constraint(f"shared memory STAGES*(2*{BM}*128 + 2*BN*128) + {SWIZZLE_PERIOD} bytes must fit the device's "
+                   f"per-block limit", ("STAGES", "BN"), lambda p, lim: shared_bytes(p) <= lim.max_shared_optin),
+    ),
+    template="tf32x3wg.cu.j2",
+    geometry=_geometry,
+    derive=derive,
+    tags={"STAGES": "S", "TERMS": "X", "PIPE": "PI"},
+    prologue=_prologue,
+)
