@@ -9,7 +9,7 @@ import pytest
 # The files whose tests take longest (NVRTC and hipcc compiles, emulator sweeps) go first: under
 # xdist a long file started last is the tail of the whole run on CI's two cores.
 SLOW_FIRST = ("test_report.py", "test_compile.py", "test_hip.py", "test_sim.py", "test_claims.py",
-              "test_user_search.py", "test_pipeline.py")
+              "test_user_search.py", "test_pipeline.py", "test_tf32x3wg.py")
 
 
 def pytest_collection_modifyitems(config, items):
