@@ -350,8 +350,8 @@ def analyze_source(config: Config, source: str, arch: str = "sm_90") -> SassRepo
     compiled = compile_source(source, config.name, arch)
     if not compiled.ok:
         first = compiled.log.strip().splitlines()[:1] or ["(no log)"]
-        raise AutotuneError(f"{config} failed to compile for {arch}: {first[0]}")
-    return analyze_cubin(config.name, compiled.cubin, arch)
+        raise AutotuneError(f"{config} failed to compile for {compiled.arch}: {first[0]}")
+    return analyze_cubin(config.name, compiled.cubin, compiled.arch)  # sm_90a for an ARCH_SPECIFIC source
 
 
 def analyze_cubin(kernel: str, cubin: bytes, arch: str = "sm_90") -> SassReport:

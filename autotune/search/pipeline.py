@@ -87,7 +87,7 @@ def build(job: BuildJob) -> dict[str, Any] | None:
         os._exit(0)  # starts afresh); the cache's mark tells the GPU worker not to compile it again
     if not built.ok or not job.counts:
         return None
-    return explain.count_columns(analyze_cubin(job.name, built.cubin, job.arch))
+    return explain.count_columns(analyze_cubin(job.name, built.cubin, built.arch))
 
 
 def _child_start(stop: Any, parent: int) -> None:
