@@ -356,15 +356,18 @@ def predict(spec: DeviceSpec, counts: SassCounts, launch: Launch, regs: int,
     ffma_per_clock = spec.fp32_lanes_per_sm / WARP  # 4 warp FFMA per SM per clock
     waves_per_clock = spec.shared_bytes_per_clock_per_sm / (BANKS * 4)
     shared = fma * min(1.0, waves_per_clock / (per_ffma * ffma_per_clock)) if per_ffma else math.inf
+    return _bound(spec, config, fma, shared, per_ffma, occupancy(spec, launch, regs, static_shared))
+
+
+def _bound(spec: DeviceSpec, config: Config, fma: float, shared: float, per_op: float, occ: Occupancy) -> Prediction:
+    """The prediction from the compute and shared-memory ceilings, with the DRAM one (intensity) beside
+    them; per_op: shared wavefronts per FFMA (per HMMA, per HGMMA in the tensor-core kernels)."""
     flop_per_byte = intensity(config)
-    glob = flop_per_byte * spec.dram_gbps / 1000
-    ceilings = {"fma": fma, "shared": shared, "global": glob}
+    ceilings = {"fma": fma, "shared": shared, "global": flop_per_byte * spec.dram_gbps / 1000}
     binding = min(ceilings, key=lambda k: ceilings[k])
-    return Prediction(
-        fma_ceiling=fma, shared_ceiling=shared, global_ceiling=glob, wavefronts_per_ffma=per_ffma,
-        intensity=flop_per_byte, occupancy=occupancy(spec, launch, regs, static_shared),
-        predicted=ceilings[binding], binding=binding,
-    )
+    return Prediction(fma_ceiling=fma, shared_ceiling=shared, global_ceiling=ceilings["global"],
+                      wavefronts_per_ffma=per_op, intensity=flop_per_byte, occupancy=occ,
+                      predicted=ceilings[binding], binding=binding)
 
 
 HMMA_FLOP = 2 * 16 * 8 * 8  # one warp's mma.m16n8k8
@@ -373,24 +376,14 @@ WG_ROWS = 128  # tf32x3wg's block tile: two warpgroups of 64 rows (families/tf32
 
 def _predict_warpgroup_mma(spec: DeviceSpec, counts: SassCounts, launch: Launch, regs: int,
                            static_shared: int, config: Config) -> Prediction:
-    """A wgmma kernel (HGMMA in its hot loop): the "fma" ceiling is the TF32 rate over TERMS, in FP32
-    FLOP; "shared" is shared memory's bandwidth (one 128-byte wavefront per clock) against the bytes
-    every HGMMA reads from it: its A (64 x 8) and its B (N x 8), four bytes each, for 2*64*N*8 FLOP.
-    The two warpgroups of a block read the same B tile each, so B is read twice per block."""
-    terms = config.values.get("TERMS", 1)
-    n = counts.hgmma_n
+    """A wgmma kernel (HGMMA in its hot loop): "fma" is the TF32 rate over TERMS, in FP32 FLOP; "shared"
+    is shared memory's 128 bytes per clock against what each HGMMA reads there, its A (64 x 8) and B
+    (N x 8, read by both warpgroups of a block), four bytes each, for 2*64*N*8 FLOP."""
+    terms, n = config.values.get("TERMS", 1), counts.hgmma_n
     fma = spec.tf32_tflops / terms
     flop, bytes_read = counts.hgmma * 2 * 64 * n * 8 / terms, counts.hgmma * (64 + n) * 8 * 4
     shared = spec.sm_count * spec.clock_mhz * 1e6 * spec.shared_bytes_per_clock_per_sm * flop / bytes_read / 1e12
-    flop_per_byte = intensity(config)
-    glob = flop_per_byte * spec.dram_gbps / 1000
-    ceilings = {"fma": fma, "shared": shared, "global": glob}
-    binding = min(ceilings, key=lambda k: ceilings[k])
-    return Prediction(
-        fma_ceiling=fma, shared_ceiling=shared, global_ceiling=glob, wavefronts_per_ffma=bytes_read / 128 / counts.hgmma,
-        intensity=flop_per_byte, occupancy=occupancy(spec, launch, regs, static_shared),
-        predicted=ceilings[binding], binding=binding,
-    )
+    return _bound(spec, config, fma, shared, bytes_read / 128 / counts.hgmma, occupancy(spec, launch, regs, static_shared))
 
 
 def _predict_tensor_cores(spec: DeviceSpec, counts: SassCounts, launch: Launch, regs: int,
@@ -404,12 +397,4 @@ def _predict_tensor_cores(spec: DeviceSpec, counts: SassCounts, launch: Launch, 
     waves = shared_wavefronts(config, counts)
     per_clock = spec.shared_bytes_per_clock_per_sm / (BANKS * 4)
     shared = spec.sm_count * spec.clock_mhz * 1e6 * per_clock * useful / waves / 1e12 if waves else math.inf
-    flop_per_byte = intensity(config)
-    glob = flop_per_byte * spec.dram_gbps / 1000
-    ceilings = {"fma": fma, "shared": shared, "global": glob}
-    binding = min(ceilings, key=lambda k: ceilings[k])
-    return Prediction(
-        fma_ceiling=fma, shared_ceiling=shared, global_ceiling=glob, wavefronts_per_ffma=waves / counts.hmma,
-        intensity=flop_per_byte, occupancy=occupancy(spec, launch, regs, static_shared),
-        predicted=ceilings[binding], binding=binding,
-    )
+    return _bound(spec, config, fma, shared, waves / counts.hmma, occupancy(spec, launch, regs, static_shared))
