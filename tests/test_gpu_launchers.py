@@ -93,8 +93,7 @@ def test_host_program_with_the_header_matches_numpy(exports, family, tmp_path):
     app = tmp_path / "app.cu"
     app.write_text(APP % {"header": cu.with_suffix(".h").name, "kernel": manifest["kernel"]})
     binary = tmp_path / "app"
-    arch = "sm_90a" if "sm_90a only" in manifest["compile_for"] else "native"
-    build = subprocess.run([nvcc, "-O3", "-std=c++17", f"-arch={arch}", "-I", str(cu.parent), "-o", str(binary),
+    build = subprocess.run([nvcc, "-O3", "-std=c++17", *manifest["nvcc_flags"], "-I", str(cu.parent), "-o", str(binary),
                             str(app), str(cu)], capture_output=True, text=True)
     assert build.returncode == 0, build.stderr[-3000:]
     for shape in (ODD, TUNED):

@@ -21,7 +21,7 @@ import sqlite_utils
 from autotune import store
 from autotune.backends.outcome import OK
 from autotune.codegen.hip import CHECK_ARCH, hip_source, wavefront
-from autotune.codegen.launcher import Launchers, launchers, signature
+from autotune.codegen.launcher import Launchers, launchers, nvcc_arch, signature
 from autotune.codegen.nvrtc import ARCH_SPECIFIC
 from autotune.codegen.render import render, sha256
 from autotune.errors import AutotuneError, SpaceError
@@ -153,7 +153,7 @@ def compile_target(arch_specific: bool, lang: str) -> str:
     if lang == "hip":
         return f"hipcc --offload-arch={CHECK_ARCH} (compile-checked), or your AMD GPU's"
     if arch_specific:
-        return "sm_90a only (nvcc -arch=sm_90a; NVRTC -arch=sm_90a): architecture-specific instructions (wgmma)"
+        return "sm_90a only (NVRTC -arch=sm_90a; nvcc: nvcc_flags): architecture-specific instructions (wgmma)"
     return "the GPU's own architecture (nvcc -arch=native; NVRTC -arch=sm_XY)"
 
 
@@ -206,7 +206,8 @@ def export_command(db_path: str, shape: tuple[int, int, int], config: Config | N
     specific = ARCH_SPECIFIC in source
     made = launchers(config, kernel, launch, shape, tuned, paths.source, lang, arch_specific=specific)
     info = {**manifest(config, launch, shape, source_hash, row, kernel, made.grid_formula, lang),
-            "compile_for": compile_target(specific, lang)}
+            "compile_for": compile_target(specific, lang),
+            **({} if lang == "hip" else {"nvcc_flags": nvcc_arch(specific).split()})}
     return write_export(output, source, info, made, lang)
 
 

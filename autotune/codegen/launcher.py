@@ -67,8 +67,9 @@ def launchers(config: Config, kernel: str, launch: Launch, shape: tuple[int, int
 
 
 def nvcc_arch(arch_specific: bool) -> str:
-    """nvcc's -arch for the exported source: the GPU's own, or sm_90a for wgmma (only sm_90 has it)."""
-    return "sm_90a" if arch_specific else "native"
+    """nvcc's target option for the exported source: the GPU's own, or sm_90a alone for wgmma (only sm_90
+    has it; nvcc 13's -arch=sm_90a also emits compute_90 PTX, which cannot hold wgmma)."""
+    return "-gencode arch=compute_90a,code=sm_90a" if arch_specific else "-arch=native"
 
 
 def prologue_context(config: Config) -> dict:

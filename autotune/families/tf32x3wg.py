@@ -29,13 +29,13 @@ overlaps the next k-tile's MMAs (wgmma.wait_group 1, not 0); its sums are added 
 its C is PIPE=0's bit for bit. The grid is one-dimensional, ordered in groups of GM row-tiles that
 share the B tiles they read while those are in L2.
 
-Measured (benchmarks/profiling/wgmma_lab.py on an H200): its PIPE=0, BN=128, STAGES=3 kernel at 4096^3
-ran 1.74x cuBLAS SGEMM, the split included, with error 3.6e-7 against float64 (cuBLAS FP32: 1.15e-6).
-This family's kernels are the lab's but for the order of a k-step's three wgmmas (the lab's is big*big
-first; small first measured better on the emulator's model of the accumulation, 1.5x FP32's error at
-17x8x9 against 2.3x), the split's tiling (32 x 32 tiles on one grid, not a row per block and two
-kernels) and 64-bit indices where a padded size can pass 2^31: none of them has run on a GPU yet, nor
-has PIPE=1. The CPU emulator (its wgmma model, cuda_sim.h) and the SASS (tests/test_tf32x3wg.py) check them.
+On an H200 (docs/BENCHMARKS.md, session 11) the default ran 1.72x cuBLAS SGEMM at 4096^3, the split
+included, with 0.27x cuBLAS FP32's error against float64. PIPE=1 gives the same bits but ran slower
+(1.419 against 1.339 ms for the product at 4096^3 with 3 stages, 2.065 with 2): its second barrier per
+k-tile costs more than the wait it hides, so the default is PIPE=0. This family's kernels differ from
+the lab's in the order of a k-step's three wgmmas (small products first: 1.5x FP32's error at 17x8x9 on
+the emulator's model of the accumulation against big*big first's 2.3x), the split's tiling (32 x 32
+tiles on one grid) and 64-bit indices where a padded size can pass 2^31.
 """
 from __future__ import annotations
 
@@ -110,7 +110,7 @@ TF32X3WG = Family(
         Param("STAGES", (2, 3, 4), 3, "shared-memory stages filled by cp.async"),
         Param("TERMS", (1, 3), 3, "products per k-step: 3 = big*big + big*small + small*big (FP32-class), "
               "1 = plain TF32 (for comparison)"),
-        Param("PIPE", (0, 1), 1, "1: two accumulator sets, a k-tile's promotion into the FP32 sums overlapping the "
+        Param("PIPE", (0, 1), 0, "1: two accumulator sets, a k-tile's promotion into the FP32 sums overlapping the "
               "next k-tile's MMAs (wgmma.wait_group 1); the same sums in the same order as PIPE=0"),
         Param("GM", (1, 8), 8, "row-tiles grouped together in the block order for L2 reuse (1 = row-major order)"),
     ),

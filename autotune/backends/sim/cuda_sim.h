@@ -6,6 +6,10 @@
 // __syncthreads(). So a missing barrier is a wrong answer every time, not sometimes.
 #pragma once
 
+// Templates call the emulator's models (__sim_*) under this name, not under "no __CUDA_ARCH__": nvcc's
+// host pass also parses device code without __CUDA_ARCH__, and knows none of them.
+#define AUTOTUNE_SIM 1
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
