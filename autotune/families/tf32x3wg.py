@@ -29,10 +29,11 @@ overlaps the next k-tile's MMAs (wgmma.wait_group 1, not 0); its sums are added 
 its C is PIPE=0's bit for bit. The grid is one-dimensional, ordered in groups of GM row-tiles that
 share the B tiles they read while those are in L2.
 
-On an H200 (docs/BENCHMARKS.md, session 11) the default ran 1.72x cuBLAS SGEMM at 4096^3, the split
-included, with 0.27x cuBLAS FP32's error against float64. PIPE=1 gives the same bits but ran slower
-(1.419 against 1.339 ms for the product at 4096^3 with 3 stages, 2.065 with 2): its second barrier per
-k-tile costs more than the wait it hides, so the default is PIPE=0. This family's kernels differ from
+On an H200 (docs/BENCHMARKS.md, session 11) BN=128, STAGES=3 ran 1.70-1.72x cuBLAS SGEMM at 4096^3,
+the split included, with 0.27x cuBLAS FP32's error against float64; a search's best, BN=64 with 2
+stages (two blocks per SM), 1.77x. PIPE=1 gives the same bits; with 3 stages it ran within 3% of
+PIPE=0 (slower in the lab, faster in one search), with 2 stages 1.4-2x slower (it refills a stage
+one k-tile later, so 2 stages leave it no prefetch): the default is PIPE=0. This family's kernels differ from
 the lab's in the order of a k-step's three wgmmas (small products first: 1.5x FP32's error at 17x8x9 on
 the emulator's model of the accumulation against big*big first's 2.3x), the split's tiling (32 x 32
 tiles on one grid) and 64-bit indices where a padded size can pass 2^31.
