@@ -6,12 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autotune.backends.reference import random_inputs, reference, relative_error
-from autotune.backends.sim import run, run_kernel
-from autotune.backends.verify import check
+from autotune.backends.sim import run_kernel
 from autotune.codegen.render import render
 from autotune.families import FAMILIES, TF32X3
 from autotune.space import Config, Launch, make_config, violations
+from tests.emulated import assert_fp32_tc_at, edit, error
 
 # K not a multiple of 4 (37, 9: 4-byte copies) nor of BK; M and N not multiples of any tile; one
 # shape with 16-byte copies (K, N multiples of 4) and a partial last tile (100 = 3*32 + 4).
@@ -26,31 +25,11 @@ def tf32(params: dict) -> Config:
     return make_config(TF32X3, params)
 
 
-def error(config: Config, source: str, shape: tuple[int, int, int]) -> tuple[str, float]:
-    runner = lambda cfg, _src, *rest: run(cfg, source, *rest)  # noqa: E731  (the given source)
-    row = check(config, source, shape, runner, seed=1)
-    return row.status, row.error
-
-
-def fp32_error(shape: tuple[int, int, int]) -> float:
-    """numpy's float32 product (BLAS SGEMM) against the float64 reference, on check()'s inputs."""
-    A, B = random_inputs(*shape, 1)
-    return relative_error(A @ B, reference(A, B))
-
-
-def edit(source: str, old: str, new: str) -> str:
-    assert source.count(old) == 1, f"{old!r} is not in the source once; the template changed?"
-    return source.replace(old, new)
 
 
 @pytest.mark.parametrize("params", CONFIGS)
 def test_three_terms_are_as_accurate_as_fp32_at_odd_shapes(params):
-    config = tf32({**params, "TERMS": 3})
-    source = render(config)
-    for shape in SHAPES:
-        status, err = error(config, source, shape)
-        assert status == "ok", shape
-        assert err <= 2 * max(fp32_error(shape), 2.0**-24), shape  # the fp32-tc contract's bound
+    assert_fp32_tc_at(tf32({**params, "TERMS": 3}), SHAPES)
 
 
 def test_plain_tf32_is_clearly_worse():

@@ -14,10 +14,9 @@ import re
 import numpy as np
 import pytest
 
-from autotune.backends.reference import random_inputs, reference, relative_error
+from autotune.backends.reference import random_inputs
 from autotune.backends.sim import SimError, run, run_kernel
 from autotune.backends.sim.runner import run_flat
-from autotune.backends.verify import check
 from autotune.codegen.nvrtc import ARCH_SPECIFIC, compile_source
 from autotune.codegen.render import render
 from autotune.errors import AutotuneError
@@ -35,6 +34,7 @@ from autotune.space import (
     violations,
 )
 from autotune.space.formula import GridFormula, derive_formula, derive_prologue
+from tests.emulated import assert_fp32_tc_at, edit, error
 
 # K % 4 != 0 (the split's 4-byte path: 93, 9, 1) and == 0 (its float4 path: 100, 40; the emulator's
 # buffers start on 16 bytes); one k-tile (K = 1, 9), two (40: fewer than STAGES 3 or 4), three (93:
@@ -57,21 +57,6 @@ def wg(params: dict) -> Config:
     return make_config(TF32X3WG, params)
 
 
-def error(config: Config, source: str, shape: tuple[int, int, int]) -> tuple[str, float]:
-    runner = lambda cfg, _src, *rest: run(cfg, source, *rest)  # noqa: E731  (the given source)
-    row = check(config, source, shape, runner, seed=1)
-    return row.status, row.error
-
-
-def fp32_error(shape: tuple[int, int, int]) -> float:
-    """numpy's float32 product (BLAS SGEMM) against the float64 reference, on check()'s inputs."""
-    A, B = random_inputs(*shape, 1)
-    return relative_error(A @ B, reference(A, B))
-
-
-def edit(source: str, old: str, new: str) -> str:
-    assert source.count(old) == 1, f"{old!r} is not in the source once; the template changed?"
-    return source.replace(old, new)
 
 
 def product(config: Config, source: str, shape: tuple[int, int, int]) -> np.ndarray:
@@ -84,12 +69,7 @@ def product(config: Config, source: str, shape: tuple[int, int, int]) -> np.ndar
 
 @pytest.mark.parametrize("params", CONFIGS, ids=lambda p: wg(p).name)
 def test_three_terms_are_as_accurate_as_fp32_at_odd_shapes(params):
-    config = wg({**params, "TERMS": 3})
-    source = render(config)
-    for shape in SHAPES:
-        status, err = error(config, source, shape)
-        assert status == "ok", shape
-        assert err <= 2 * max(fp32_error(shape), 2.0**-24), shape  # the fp32-tc contract's bound
+    assert_fp32_tc_at(wg({**params, "TERMS": 3}), SHAPES)
 
 
 def test_pipelined_sums_are_the_unpipelined_ones_bit_for_bit():

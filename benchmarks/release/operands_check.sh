@@ -5,13 +5,7 @@
 #   one worker process; the best kernel of each layout from its own 40-trial search
 #   (benchmarks/layouts.sh); nn.Linear through autotune.load() against torch.matmul.
 # Everything lands in $OUT/operands.tgz (databases, logs) and $OUT/log.txt (the numbers).
-set -o pipefail
-OUT="${OUT:-out}"; mkdir -p "$OUT"
-WORK=$(mktemp -d); LOG="$OUT/log.txt"
-source benchmarks/device_setup.sh >/dev/null 2>&1 || { echo "setup failed"; exit 1; }
-AT="python3 -m autotune.cli"
-step() { echo "== $* ($(date +%T))" | tee -a "$LOG"; }
-nvidia-smi --query-gpu=name,uuid,driver_version,clocks.max.sm --format=csv,noheader | tee "$LOG"
+source benchmarks/release/common.sh
 
 step "GPU tests"
 timeout 330 python3 -m pytest -m gpu -p no:cacheprovider --timeout 90 tests >"$WORK/gpu_tests.txt" 2>&1

@@ -3,13 +3,7 @@
 # beside PIPE=0), the GPU tests, the tf32x3wg default against cuBLAS SGEMM in speed and accuracy
 # (benchmarks/precision_vs_cublas.py: the file the issue names), and the default fp32-tc search.
 # Logs and databases land in $OUT (log.txt has the numbers, tf32x3wg.tgz the rest).
-set -o pipefail
-OUT="${OUT:-out}"; mkdir -p "$OUT"
-WORK=$(mktemp -d); LOG="$OUT/log.txt"
-source benchmarks/device_setup.sh >/dev/null 2>&1 || { echo "setup failed"; exit 1; }
-AT="python3 -m autotune.cli"
-step() { echo "== $* ($(date +%T))" | tee -a "$LOG"; }
-nvidia-smi --query-gpu=name,uuid,driver_version,clocks.max.sm --format=csv,noheader | tee "$LOG"
+source benchmarks/release/common.sh
 
 step "wgmma lab"
 timeout 200 python3 benchmarks/profiling/wgmma_lab.py --out "$WORK/wgmma-lab.json" 2>&1 | tee -a "$LOG"

@@ -1,0 +1,12 @@
+# Sourced by the release checks (operands_check.sh, tf32x3wg_check.sh) from the repository root: OUT
+# (created), WORK (a scratch folder the caller tars into OUT), LOG ($OUT/log.txt, started with the
+# GPU's name, UUID, driver and clock), the lean wheelhouse installed (benchmarks/device_setup.sh), AT
+# (the CLI as a command that `timeout` can run: device_setup.sh's `autotune` may be a shell function)
+# and step (a timestamped heading in the log).
+set -o pipefail
+OUT="${OUT:-out}"; mkdir -p "$OUT"
+WORK=$(mktemp -d); LOG="$OUT/log.txt"
+source benchmarks/device_setup.sh >/dev/null 2>&1 || { echo "setup failed"; exit 1; }
+AT="python3 -m autotune.cli"
+step() { echo "== $* ($(date +%T))" | tee -a "$LOG"; }
+nvidia-smi --query-gpu=name,uuid,driver_version,clocks.max.sm --format=csv,noheader | tee "$LOG"

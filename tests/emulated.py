@@ -1,0 +1,37 @@
+"""Checks of a tensor-core family's kernel on the CPU emulator, shared by its tests: its status and
+error under verify.check, numpy's FP32 error on the same inputs (the fp32-tc contract's yardstick), and
+a one-place edit of a rendered source for mutation tests."""
+from __future__ import annotations
+
+from autotune.backends.reference import random_inputs, reference, relative_error
+from autotune.backends.sim import run
+from autotune.backends.verify import check
+from autotune.space import Config
+
+
+def error(config: Config, source: str, shape: tuple[int, int, int]) -> tuple[str, float]:
+    runner = lambda cfg, _src, *rest: run(cfg, source, *rest)  # noqa: E731  (the given source)
+    row = check(config, source, shape, runner, seed=1)
+    return row.status, row.error
+
+
+def fp32_error(shape: tuple[int, int, int]) -> float:
+    """numpy's float32 product (BLAS SGEMM) against the float64 reference, on check()'s inputs."""
+    A, B = random_inputs(*shape, 1)
+    return relative_error(A @ B, reference(A, B))
+
+
+def assert_fp32_tc_at(config: Config, shapes: tuple[tuple[int, int, int], ...]) -> None:
+    """The config verifies at each shape within the fp32-tc contract's bound: twice numpy's FP32 error."""
+    from autotune.codegen.render import render
+
+    source = render(config)
+    for shape in shapes:
+        status, err = error(config, source, shape)
+        assert status == "ok", shape
+        assert err <= 2 * max(fp32_error(shape), 2.0**-24), shape
+
+
+def edit(source: str, old: str, new: str) -> str:
+    assert source.count(old) == 1, f"{old!r} is not in the source once; the template changed?"
+    return source.replace(old, new)
