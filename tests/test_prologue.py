@@ -156,7 +156,7 @@ def test_the_exported_launchers_run_the_prologue(tmp_path):
 HEADER_DRIVER = """
 #include <cstdio>
 #include "best.h"
-static float workspace[1];  // the pointer stands for device memory: the stubs only compare it
+alignas(16) static float workspace[4];  // stands for device memory: the stubs only compare it
 static int mallocs = 0, frees = 0;
 cudaError_t cudaGetDevice(int* d) { *d = 0; return cudaSuccess; }
 cudaError_t cudaFuncSetAttribute(const void*, cudaFuncAttribute, int) { return cudaSuccess; }
@@ -175,6 +175,7 @@ int main() {
     std::printf("own %d\\n", (int)KERNEL_launch(nullptr, nullptr, nullptr, 96, 80, 40));
     std::printf("theirs %d\\n", (int)KERNEL_launch_with_workspace(nullptr, nullptr, nullptr, 96, 80, 40, workspace));
     std::printf("none %d\\n", (int)KERNEL_launch_with_workspace(nullptr, nullptr, nullptr, 96, 80, 40, nullptr));
+    std::printf("odd %d\\n", (int)KERNEL_launch_with_workspace(nullptr, nullptr, nullptr, 96, 80, 40, workspace + 1));
     std::printf("mallocs %d frees %d\\n", mallocs, frees);
 }
 """
@@ -193,7 +194,7 @@ def test_the_header_transposes_into_its_own_workspace_or_the_callers(tmp_path):
     pre, own = c.prologue(96, 80, 40).launch, f"launch {' '.join(map(str, geo.grid))} block 256 shared {geo.shared_bytes}"
     product = [f"launch {pre.grid[0]} 1 1 block 256 shared 0", "pre B=B W=workspace", own, "kernel B=workspace"]
     assert lines == [f"bytes {4 * 80 * 40}", f"malloc {4 * 80 * 40}", *product, "own 0", *product, "theirs 0",
-                     "none 1", "mallocs 1 frees 1"]
+                     "none 1", "odd 1", "mallocs 1 frees 1"]
 
 
 class CaiBuffer:
@@ -216,3 +217,5 @@ def test_the_python_launcher_takes_a_workspace_of_any_type_that_is_large_and_con
         module._workspace(CaiBuffer((need // 4 - 1,), "<f4"), need)
     with pytest.raises(ValueError, match="contiguous"):
         module._workspace(CaiBuffer((2, need), "|u1", (2 * need, 1)), need)
+    with pytest.raises(ValueError, match="16 bytes"):
+        module._workspace(0x7004, need)
