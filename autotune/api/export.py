@@ -22,7 +22,7 @@ from autotune import store
 from autotune.backends.outcome import OK
 from autotune.codegen.hip import CHECK_ARCH, hip_source, wavefront
 from autotune.codegen.launcher import Launchers, launchers, nvcc_arch, signature
-from autotune.codegen.nvrtc import ARCH_SPECIFIC
+from autotune.codegen.nvrtc import arch_specific
 from autotune.codegen.render import render, sha256
 from autotune.errors import AutotuneError, SpaceError
 from autotune.families import config_of_row
@@ -203,7 +203,7 @@ def export_command(db_path: str, shape: tuple[int, int, int], config: Config | N
     tuned = (row["M"], row["N"], row["K"]) if row else None
     if lang == "hip":
         source = hip_source(config, kernel, source, launch)
-    specific = ARCH_SPECIFIC in source
+    specific = arch_specific(source)
     made = launchers(config, kernel, launch, shape, tuned, paths.source, lang, arch_specific=specific)
     info = {**manifest(config, launch, shape, source_hash, row, kernel, made.grid_formula, lang),
             "compile_for": compile_target(specific, lang),

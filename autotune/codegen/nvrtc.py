@@ -82,9 +82,14 @@ def usable_folder(path: Path) -> Path:
 ARCH_SPECIFIC = "// autotune: architecture-specific target (sm_XXa)"
 
 
+def arch_specific(source: str) -> bool:
+    """Whether the source needs the architecture-specific target (it carries ARCH_SPECIFIC)."""
+    return ARCH_SPECIFIC in source
+
+
 def arch_for(source: str, arch: str) -> str:
     """The target a source is compiled for on a device of `arch` (sm_90 -> sm_90a where it needs it)."""
-    return arch + "a" if ARCH_SPECIFIC in source and not arch.endswith("a") else arch
+    return arch + "a" if arch_specific(source) and not arch.endswith("a") else arch
 
 
 def cache_key(source: str, arch: str) -> str:

@@ -147,8 +147,8 @@ def _prologue_fits(p: Params) -> bool:
 
 
 # PB=1 pays from this many rows of C on: transposing B moves 8*K*N bytes whatever M is, so its share
-# of the time falls like 1/M. Measured on the H200 at N = K = 4096 (docs/BENCHMARKS.md, session 11):
-# PB=1 lost 2.9% at 256 and 512 rows and won 1.1% at 1024 and 0.7% at 2048
+# of the time falls like 1/M. On the H200 at N = K = 4096 (docs/BENCHMARKS.md, "PB=0 against PB=1")
+# PB=1 loses 2.9% at 256 and 512 rows and gains 1.1% at 1024 and 0.7% at 2048
 PB_MIN_ROWS = 1024
 
 
@@ -204,8 +204,8 @@ BLOCKED = Family(
         Param("PB", (0, 1), lambda p: int(_prologue_fits({**p, "PB": 1})),
               "1: B (stored N x K, TB=1) is first transposed into a K x N workspace by a kernel of its own, "
               "which the product then reads as an untransposed B", absent=0, named_at_absent=False),
-        # RT's default: 1 for NT without PB only, where it measured 1.3-2% faster at 4096^3 and 8192^3; NN
-        # and TT kernels were slower with it (docs/BENCHMARKS.md, session 8)
+        # RT's default: 1 for NT without PB only, where it is 1.3-2% faster at 4096^3 and 8192^3; NN and TT
+        # kernels are slower with it (docs/BENCHMARKS.md, "Kept: RT=1")
         Param("RT", (0, 1), lambda p: int(p.get("TA") == 0 and reads_b_transposed(p) and _regroups({**p, "RT": 1})),
               "1: a thread loads an operand stored along K (A with TA=0, B with TB=1) in groups of rows at the "
               "same k (2 of A, 4 of B) and stores them transposed as float2s / float4s (not 4-byte stores)",

@@ -30,6 +30,10 @@ MMA_M, MMA_N, MMA_K = 16, 8, 8  # mma.sync.aligned.m16n8k8 .tf32
 PAD_A, PAD_B = 4, 8  # floats of padding per shared-memory row (conflict-free fragment reads)
 MAX_ACCUMULATORS = 128  # per thread, as in blocked: beyond it the kernel cannot stay within 255 registers
 TILE = ("BM", "BN", "WM", "WN")
+# Also tf32x3wg's: the same stages and the same split
+STAGES = Param("STAGES", (2, 3, 4), 3, "shared-memory stages filled by cp.async")
+TERMS = Param("TERMS", (1, 3), 3, "products per k-step of 8, each a tensor-core MMA: 3 = big*big + big*small + "
+              "small*big (FP32-class), 1 = plain TF32 (for comparison)")
 
 
 def tiles_fit(p: Params) -> bool:
@@ -80,9 +84,8 @@ TF32X3 = Family(
         Param("BK", (16, 32), 32, "K step: the width of the A tile and height of the B tile"),
         Param("WM", (32, 64, 128), 64, "rows of C per warp (WM/16 MMA tiles)"),
         Param("WN", (16, 32, 64), 32, "columns of C per warp (WN/8 MMA tiles)"),
-        Param("STAGES", (2, 3, 4), 3, "shared-memory stages filled by cp.async"),
-        Param("TERMS", (1, 3), 3, "products per MMA: 3 = big*big + big*small + small*big (FP32-class), "
-              "1 = plain TF32 (for comparison)"),
+        STAGES,
+        TERMS,
         Param("PROMOTE", (0, 1), 1, "1: each stage's products go to a fresh accumulator that an ordinary FP32 add "
               "(round to nearest) moves into the sum; the tensor cores' own accumulation is not IEEE FP32, "
               "and over all of K its error grows with K (docs/BENCHMARKS.md, session 5)"),

@@ -21,25 +21,25 @@ rows, with `wgmma.mma_async m64nBNk8 .tf32` (BM = 128 is fixed: one wgmma's 64 r
 Per k-tile of 32 (one 128-byte row per tile row), cp.async brings the four tiles (A big, A small, B big,
 B small) into a STAGES-deep ring of shared memory in the 128-byte swizzle the wgmma descriptors name
 (16-byte chunk c of row r at chunk c ^ (r % 8), tiles on 1024-byte boundaries); each warpgroup then
-issues per k-step of 8 TERMS wgmmas (TERMS=3: big*small, small*big, then big*big, so that the smaller
-terms meet the accumulator first, as in tf32x3; TERMS=1: big*big) into accumulators started afresh each k-tile, which ordinary FP32 adds move into the sums after the
-k-tile (the promotion tf32x3's PROMOTE=1 showed the accuracy contract needs). PIPE=1 keeps two
-accumulator sets, so that a k-tile's promotion (and the refill of the stage the k-tile before left)
-overlaps the next k-tile's MMAs (wgmma.wait_group 1, not 0); its sums are added in the same order, so
-its C is PIPE=0's bit for bit. The grid is one-dimensional, ordered in groups of GM row-tiles that
-share the B tiles they read while those are in L2.
+issues per k-step of 8 TERMS wgmmas (TERMS=3: big*small, small*big, then big*big, so that the
+smaller terms meet the accumulator first, as in tf32x3; TERMS=1: big*big) into accumulators started
+afresh each k-tile, which ordinary FP32 adds move into the sums after the k-tile (promotion: the
+tensor cores' own accumulation is not IEEE FP32, see tf32x3's PROMOTE). PIPE=1 keeps two accumulator
+sets, so that a k-tile's promotion (and the refill of the stage the k-tile before left) overlaps the
+next k-tile's MMAs (wgmma.wait_group 1, not 0); its sums are added in the same order, so its C is
+PIPE=0's bit for bit. The grid is one-dimensional, ordered in groups of GM row-tiles that share the B
+tiles they read while those are in L2.
 
-On an H200 (docs/BENCHMARKS.md, session 11) BN=128, STAGES=3 ran 1.70-1.72x cuBLAS SGEMM at 4096^3,
-the split included, with 0.27x cuBLAS FP32's error against float64; a search's best, BN=64 with 2
-stages (two blocks per SM), 1.77x. PIPE=1 gives the same bits; with 3 stages it ran within 3% of
-PIPE=0 (slower in the lab, faster in one search), with 2 stages 1.4-2x slower (it refills a stage
-one k-tile later, so 2 stages leave it no prefetch): the default is PIPE=0. This family's kernels differ from
-the lab's in the order of a k-step's three wgmmas (small products first: 1.5x FP32's error at 17x8x9 on
-the emulator's model of the accumulation against big*big first's 2.3x), the split's tiling (32 x 32
-tiles on one grid) and 64-bit indices where a padded size can pass 2^31.
+Why the defaults (measured on an H200, docs/BENCHMARKS.md "tf32x3wg"): PIPE=0, since PIPE=1 is no
+faster with 3 stages (within 3% either way) and 1.4-2x slower with 2 (it refills a stage one k-tile
+later, which leaves 2 stages no prefetch); BN=128 with 3 stages runs 1.70-1.72x cuBLAS SGEMM at
+4096^3, the split included, at 0.27x cuBLAS FP32's error against float64, and the searched BN=64 with
+2 stages (two blocks per SM) 1.77x. Small products first: on the emulator's model of the
+accumulation, 1.5x FP32's error at 17x8x9 against 2.3x with big*big first.
 """
 from __future__ import annotations
 
+from autotune.families.tf32x3 import STAGES, TERMS
 from autotune.space import Constraint, Family, Launch, Param, Params, Prologue, ceil_div
 
 # Rows of C per block: two warpgroups, each the 64 rows of one wgmma m64nNk8. Not a parameter: a block
@@ -108,9 +108,8 @@ TF32X3WG = Family(
         "parts: FP32-class accuracy from TERMS=3 products, FP32 sums per k-tile, cp.async 128-byte-swizzled stages",
     params=(
         Param("BN", (64, 128, 192), 128, "columns of C per block: the N of each wgmma"),
-        Param("STAGES", (2, 3, 4), 3, "shared-memory stages filled by cp.async"),
-        Param("TERMS", (1, 3), 3, "products per k-step: 3 = big*big + big*small + small*big (FP32-class), "
-              "1 = plain TF32 (for comparison)"),
+        STAGES,
+        TERMS,
         Param("PIPE", (0, 1), 0, "1: two accumulator sets, a k-tile's promotion into the FP32 sums overlapping the "
               "next k-tile's MMAs (wgmma.wait_group 1); the same sums in the same order as PIPE=0"),
         Param("GM", (1, 8), 8, "row-tiles grouped together in the block order for L2 reuse (1 = row-major order)"),
