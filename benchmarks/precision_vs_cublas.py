@@ -28,8 +28,9 @@ from cuda_events import time_ms  # noqa: E402
 from autotune.backends.reference import FP32_TC, judge, relative_error  # noqa: E402
 from autotune.codegen.nvrtc import compile_source  # noqa: E402
 from autotune.codegen.render import render  # noqa: E402
+from autotune.errors import AutotuneError  # noqa: E402
 from autotune.families import FAMILIES  # noqa: E402
-from autotune.space import PROLOGUE_SUFFIX, make_config  # noqa: E402
+from autotune.space import PROLOGUE_SUFFIX, make_config, violations  # noqa: E402
 
 
 def parse_shape(text: str) -> tuple[int, int, int]:
@@ -73,18 +74,24 @@ def one_shape(torch, cp, config, kernels, shape: tuple[int, int, int]) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--family", default="tf32x3")
+    parser.add_argument("--family", default="tf32x3", choices=sorted(FAMILIES))
     parser.add_argument("-p", "--param", action="append", default=[], help="NAME=VALUE")
     parser.add_argument("--shapes", default="4096,2048,8192,4000,4097x4095x4093")
     parser.add_argument("--out", help="write the JSON here")
     args = parser.parse_args()
+    params = dict(p.split("=", 1) for p in args.param)
+    family = FAMILIES[args.family]
+    try:
+        config = make_config(family, {k: family.param(k).parse(v) for k, v in params.items()})
+    except AutotuneError as exc:  # a value outside the space: say which
+        parser.exit(2, f"error: {exc}\n")
+    bad = violations(config)
+    if bad:
+        parser.exit(2, f"error: {config} is outside the space: {bad[0]}\n")
     import cupy as cp
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = False
-    params = dict(p.split("=", 1) for p in args.param)
-    family = FAMILIES[args.family]
-    config = make_config(family, {k: family.param(k).parse(v) for k, v in params.items()})
     built = compile_source(render(config), config.name, f"sm_{''.join(map(str, torch.cuda.get_device_capability()))}")
     if not built.ok:
         raise SystemExit(f"NVRTC ({built.arch}): {built.log}")

@@ -14,7 +14,7 @@ grep -E "passed|failed|FAILED|error" "$WORK/gpu_tests.txt" | tail -15 | tee -a "
 
 step "tf32x3wg default against cuBLAS SGEMM"
 timeout 150 python3 benchmarks/precision_vs_cublas.py --family tf32x3wg --out "$WORK/tf32x3-h200.json" 2>&1 | tee -a "$LOG"
-for P in "PIPE=0" "BN=192 -p PIPE=0"; do
+for P in "PIPE=1" "BN=192 -p STAGES=2"; do
   timeout 100 python3 benchmarks/precision_vs_cublas.py --family tf32x3wg -p $P --shapes 4096 2>&1 | tee -a "$LOG"
 done
 
