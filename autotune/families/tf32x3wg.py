@@ -9,7 +9,9 @@ memory, not from registers, so they cannot be split on the way in. A prologue ke
     [A big: Mp x Kp][A small: Mp x Kp][B big: Np x Kp][B small: Np x Kp]   (B's parts are B transposed)
 
 with Mp = ceil(M/128)*128, Np = ceil(N/BN)*BN and Kp = ceil(K/32)*32, zeros outside A and B, so the
-product loads whole tiles with no checks. The prologue's one-dimensional grid is first the 32 x 32 tiles
+product loads whole tiles with no checks. Each part is stored as the tiles a stage holds (128 or BN
+rows by 32, row-tiles outer, k-tiles inner), each tile already in the 128-byte swizzle of shared
+memory: a stage is then four contiguous copies, which the copy engine can make (WS=1). The prologue's one-dimensional grid is first the 32 x 32 tiles
 of A's part (16-byte reads and writes when K % 4 == 0 and A starts on 16 bytes, 4-byte ones otherwise,
 decided in the kernel), then the 32 x 32 tiles of B's, moved through shared memory to transpose them.
 The workspace must start on 16 bytes (the product copies it in 16-byte pieces).
@@ -18,9 +20,14 @@ per operand value where tf32x3 reads one.
 
 The product: a block of two warpgroups (256 threads) computes a 128 x BN tile of C, each warpgroup 64
 rows, with `wgmma.mma_async m64nBNk8 .tf32` (BM = 128 is fixed: one wgmma's 64 rows per warpgroup).
-Per k-tile of 32 (one 128-byte row per tile row), cp.async brings the four tiles (A big, A small, B big,
-B small) into a STAGES-deep ring of shared memory in the 128-byte swizzle the wgmma descriptors name
-(16-byte chunk c of row r at chunk c ^ (r % 8), tiles on 1024-byte boundaries); each warpgroup then
+Per k-tile of 32 (one 128-byte row per tile row), the four tiles (A big, A small, B big, B small) come
+into a STAGES-deep ring of shared memory in the 128-byte swizzle the wgmma descriptors name (16-byte
+chunk c of row r at chunk c ^ (r % 8), tiles on 1024-byte boundaries): with WS=0 by cp.async from all
+256 threads, which then meet at a barrier per k-tile; with WS=1 (warp specialization) by a third,
+producer warpgroup, one thread of which bulk-copies each stage and counts it on the stage's `full`
+mbarrier, while the two MMA warpgroups never meet: each waits for its stage and frees it on the
+stage's `empty` mbarrier, so one's promotion and waits run beside the other's MMAs (the producer's
+registers go to them: setmaxnreg). Each MMA warpgroup then
 issues per k-step of 8 TERMS wgmmas (TERMS=3: big*small, small*big, then big*big, so that the
 smaller terms meet the accumulator first, as in tf32x3; TERMS=1: big*big) into accumulators started
 afresh each k-tile, which ordinary FP32 adds move into the sums after the k-tile (promotion: the
@@ -47,7 +54,10 @@ from autotune.space import Constraint, Family, Launch, Param, Params, Prologue, 
 BM = 128
 BK = 32  # K per k-tile: a tile row is 32 TF32 values, 128 bytes, the width of the 128-byte swizzle
 WARPGROUP = 128  # threads: 4 warps issue one wgmma together
-THREADS = 2 * WARPGROUP
+MMA_WARPGROUPS = 2
+MMA_THREADS = MMA_WARPGROUPS * WARPGROUP
+PRODUCER_REGS, CONSUMER_REGS = 40, 232  # WS=1's setmaxnreg: 128*40 + 256*232 fit the 65536 registers of one block
+MBARRIER_BYTES = 8
 ROW_BYTES = BK * 4
 CHUNK = 16  # bytes per cp.async copy
 SWIZZLE_PERIOD = 1024  # bytes: eight 128-byte rows, after which the 128-byte swizzle repeats
@@ -57,6 +67,11 @@ MAX_WGMMA_N = 256
 # Floats per thread of accumulators and sums: a thread has 255 registers, and beside these it keeps the
 # tiles' addresses, the descriptors, the loop state and the store's indices; ptxas spills past ~200.
 MAX_ACCUMULATORS = 192
+
+
+def threads(p: Params) -> int:
+    """The two MMA warpgroups, and with WS=1 the producer's."""
+    return MMA_THREADS + p["WS"] * WARPGROUP
 
 
 def tile_bytes(rows: int) -> int:
@@ -69,9 +84,9 @@ def stage_bytes(p: Params) -> int:
 
 
 def shared_bytes(p: Params) -> int:
-    """The ring, and the slack that rounding its base up to a swizzle period can take (the dynamic
-    shared memory is only 16-byte aligned)."""
-    return p["STAGES"] * stage_bytes(p) + SWIZZLE_PERIOD
+    """The ring, WS=1's two mbarriers per stage (full, empty), and the slack that rounding the ring's
+    base up to a swizzle period can take (the dynamic shared memory is only 16-byte aligned)."""
+    return p["STAGES"] * (stage_bytes(p) + p["WS"] * 2 * MBARRIER_BYTES) + SWIZZLE_PERIOD
 
 
 def accumulators(p: Params) -> int:
@@ -81,16 +96,17 @@ def accumulators(p: Params) -> int:
 
 def _copies_even(p: Params) -> bool:
     """Every thread copies the same number of 16-byte chunks of each tile (8 per 128-byte row)."""
-    return all(rows * (ROW_BYTES // CHUNK) % THREADS == 0 for rows in (BM, p["BN"]))
+    return all(rows * (ROW_BYTES // CHUNK) % MMA_THREADS == 0 for rows in (BM, p["BN"]))
 
 
 def derive(p: Params) -> dict[str, int]:
-    return {"BM": BM, "BK": BK, "THREADS": THREADS, "A_BYTES": tile_bytes(BM), "B_BYTES": tile_bytes(p["BN"]),
-            "STAGE_BYTES": stage_bytes(p), "SMEM": shared_bytes(p), "ACC": p["BN"] // 2, "SPLIT_THREADS": SPLIT_THREADS}
+    return {"BM": BM, "BK": BK, "THREADS": threads(p), "A_BYTES": tile_bytes(BM), "B_BYTES": tile_bytes(p["BN"]),
+            "STAGE_BYTES": stage_bytes(p), "SMEM": shared_bytes(p), "ACC": p["BN"] // 2, "SPLIT_THREADS": SPLIT_THREADS,
+            "CONSUMER_WARPS": MMA_THREADS // 32, "PRODUCER_REGS": PRODUCER_REGS, "CONSUMER_REGS": CONSUMER_REGS}
 
 
 def _geometry(p: Params, M: int, N: int) -> Launch:
-    return Launch(grid=(ceil_div(M, BM) * ceil_div(N, p["BN"]), 1, 1), block=(THREADS, 1, 1),
+    return Launch(grid=(ceil_div(M, BM) * ceil_div(N, p["BN"]), 1, 1), block=(threads(p), 1, 1),
                   shared_bytes=shared_bytes(p))
 
 
@@ -113,18 +129,23 @@ TF32X3WG = Family(
         Param("PIPE", (0, 1), 0, "1: two accumulator sets, a k-tile's promotion into the FP32 sums overlapping the "
               "next k-tile's MMAs (wgmma.wait_group 1); the same sums in the same order as PIPE=0"),
         Param("GM", (1, 8), 8, "row-tiles grouped together in the block order for L2 reuse (1 = row-major order)"),
+        Param("WS", (0, 1), 0, "1: warp specialization, a producer warpgroup bulk-copying the stages on mbarriers "
+              "and two MMA warpgroups that never meet; 0: all threads copy with cp.async and meet every k-tile"),
     ),
     constraints=(
         Constraint(f"BN must be a multiple of 8 and at most {MAX_WGMMA_N} (wgmma's N)", ("BN",),
                    lambda p, _: p["BN"] % 8 == 0 and p["BN"] <= MAX_WGMMA_N),
-        Constraint(f"the threads must copy whole rows of 16-byte chunks evenly ((rows*8) % {THREADS} == 0 for the "
+        Constraint(f"the threads must copy whole rows of 16-byte chunks evenly ((rows*8) % {MMA_THREADS} == 0 for the "
                    f"{BM} rows of A's tile and the BN of B's), which also makes BN a multiple of the prologue's "
                    f"{SPLIT_TILE}-row tiles", ("BN",), lambda p, _: _copies_even(p) and p["BN"] % SPLIT_TILE == 0),
         Constraint(f"accumulators and sums BN/2*(2+PIPE) floats per thread must be at most {MAX_ACCUMULATORS}, to stay "
                    f"in the 255 registers a thread has beside its addresses (BN=192 fits with PIPE=0 only)",
                    ("BN", "PIPE"), lambda p, _: accumulators(p) <= MAX_ACCUMULATORS),
-        Constraint(f"shared memory STAGES*(2*{BM}*128 + 2*BN*128) + {SWIZZLE_PERIOD} bytes must fit the device's "
-                   f"per-block limit", ("STAGES", "BN"), lambda p, lim: shared_bytes(p) <= lim.max_shared_optin),
+        Constraint("WS=1 runs PIPE=0's k-tile loop: with two MMA warpgroups that never meet, one's promotion "
+                   "already overlaps the other's MMAs, and PIPE's second accumulator set would not fit beside "
+                   "BN=192's", ("WS", "PIPE"), lambda p, _: not (p["WS"] and p["PIPE"])),
+        Constraint(f"shared memory STAGES*(2*{BM}*128 + 2*BN*128 + WS*16) + {SWIZZLE_PERIOD} bytes must fit the device's "
+                   f"per-block limit", ("STAGES", "BN", "WS"), lambda p, lim: shared_bytes(p) <= lim.max_shared_optin),
     ),
     template="tf32x3wg.cu.j2",
     geometry=_geometry,

@@ -257,3 +257,73 @@ inline void __sim_wgmma_tf32(float* d, int n, unsigned long long desc_a, unsigne
             }
         }
 }
+
+// ---- mbarrier (sm_80+) and cp.async.bulk (sm_90): a producer that hands shared memory to consumers ----
+// PTX ISA, "Parallel Synchronization and Communication Instructions: mbarrier": an mbarrier is 8 bytes
+// of shared memory with a current phase, a count of arrivals pending in it and a count of transaction
+// bytes pending; the phase completes when both reach zero, and the next one starts with the count
+// given to mbarrier.init. try_wait.parity P is true once the phase of parity P has completed, i.e. while
+// the current phase's parity is not P. cp.async.bulk copies bytes into shared memory and then counts
+// them off its mbarrier's pending transaction bytes (complete_tx); mbarrier.arrive.expect_tx adds to
+// them first. The model keeps that state in the barrier's own 8 bytes (a layout of its own: the GPU's
+// is opaque), checks a mark that init wrote there (shared memory starts as 0xFF bytes), and copies
+// at issue, a legal schedule: a copy can complete at any time after it is issued. A failed try yields
+// (sim_main.cpp), so a thread spinning on a phase that never completes is reported as a deadlock.
+extern "C" void __sim_yield();
+extern "C" void __sim_mbarrier_event();
+
+struct __SimMbarrier {  // 8 bytes, as on the GPU
+    int tx;  // transaction bytes pending: below zero when a copy completes before its expect_tx
+    unsigned pending : 11, expected : 11, phase : 1, mark : 9;  // arrivals still pending, and per phase
+    static constexpr unsigned kMark = 0x15b, kMaxCount = 2047;
+};
+static_assert(sizeof(__SimMbarrier) == 8, "an mbarrier is 8 bytes");
+
+inline __SimMbarrier& __sim_mbarrier_at(unsigned addr, bool initialized = true) {
+    if (addr % 8) __sim_fail("mbarrier", "an mbarrier must be 8-byte aligned");
+    auto& b = *static_cast<__SimMbarrier*>(__sim_shared_at(addr, sizeof(__SimMbarrier)));
+    if (initialized && b.mark != __SimMbarrier::kMark) __sim_fail("mbarrier", "an mbarrier used before mbarrier.init");
+    return b;
+}
+
+inline void __sim_mbarrier_settle(__SimMbarrier& b) {
+    if (b.pending == 0 && b.tx == 0) {
+        b.phase ^= 1u;
+        b.pending = b.expected;
+    }
+    __sim_mbarrier_event();
+}
+
+inline void __sim_mbarrier_init(unsigned addr, unsigned count) {
+    if (count < 1 || count > __SimMbarrier::kMaxCount) __sim_fail("mbarrier", "mbarrier.init: the model counts 1 .. 2047 arrivals");
+    __SimMbarrier& b = __sim_mbarrier_at(addr, false);
+    b.tx = 0;
+    b.pending = b.expected = count;
+    b.phase = 0;
+    b.mark = __SimMbarrier::kMark;
+    __sim_mbarrier_event();
+}
+
+// mbarrier.arrive (tx = 0) or mbarrier.arrive.expect_tx (tx bytes expected first).
+inline void __sim_mbarrier_arrive(unsigned addr, unsigned tx) {
+    __SimMbarrier& b = __sim_mbarrier_at(addr);
+    if (b.pending == 0) __sim_fail("mbarrier", "more arrivals on an mbarrier than its phase expects");
+    b.tx += static_cast<int>(tx);
+    --b.pending;
+    __sim_mbarrier_settle(b);
+}
+
+inline bool __sim_mbarrier_try_wait(unsigned addr, unsigned parity) {
+    if (__sim_mbarrier_at(addr).phase != (parity & 1u)) return true;
+    __sim_yield();
+    return false;
+}
+
+inline void __sim_bulk_copy(unsigned dst, const void* src, unsigned bytes, unsigned mbar) {
+    if (bytes % 16 || dst % 16 || reinterpret_cast<unsigned long long>(src) % 16)
+        __sim_fail("bulk copy", "cp.async.bulk needs a size, source and destination that are multiples of 16 bytes");
+    std::memcpy(__sim_shared_at(dst, bytes), src, bytes);
+    __SimMbarrier& b = __sim_mbarrier_at(mbar);
+    b.tx -= static_cast<int>(bytes);
+    __sim_mbarrier_settle(b);
+}

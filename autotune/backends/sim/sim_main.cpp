@@ -11,7 +11,10 @@
 // order, each as far as it can: a fiber switches out only at __syncthreads(). A barrier
 // releases when every thread of the block waits at the same __syncthreads(); anything
 // else (some threads exited, or wait at another call) is reported on stderr as
-// "SIM-ERROR barrier: ..." with exit status 3. A request the emulator does not model (__sim_fail in
+// "SIM-ERROR barrier: ..." with exit status 3. A thread that spins on an mbarrier (cuda_sim.h) yields
+// at each failed try: the others run on, and a whole round of the block in which only spinning threads
+// ran, and none of them saw a phase complete or any other mbarrier change, is a deadlock, the same
+// error. A request the emulator does not model (__sim_fail in
 // cuda_sim.h: a wgmma layout other than the one it knows) is "SIM-ERROR <kind>: ..." with status 5. A warp shuffle releases a warp's lanes once
 // every one of them waits at a shuffle; a lane that never gets there is the same error. Memory errors are AddressSanitizer's.
 //
@@ -96,6 +99,7 @@ float g_shuffled[2][kMaxThreads];  // [parity][thread]: the values of a warp's c
 constexpr int kMaxGather = 16;
 float g_gathered[2][kMaxThreads][kMaxGather];  // the same for a warp gather (__sim_warp_gather)
 const char* g_name = "kernel";  // for messages
+unsigned long g_mbarrier_events = 0;  // mbarrier changes so far (__sim_mbarrier_event): a spin's progress
 const void* g_sched_bottom = nullptr;  // the scheduler's stack, for ASan's fiber API
 size_t g_sched_size = 0;
 
@@ -231,14 +235,20 @@ void run_block(uint3 block, dim3 dims) {
     for (unsigned z = 0; z < dims.z; ++z)
         for (unsigned y = 0; y < dims.y; ++y)
             for (unsigned x = 0; x < dims.x; ++x) start_fiber(g_fibers[i++], uint3{x, y, z});
-    for (;;) {
-        int done = 0;
+    for (int done_before = 0;;) {
+        int done = 0, spinning = 0;
+        const unsigned long events = g_mbarrier_events;
         for (int t = 0; t < n; ++t) {
             if (g_fibers[t].state == State::Runnable) resume(g_fibers[t]);
             done += g_fibers[t].state == State::Done;
+            spinning += g_fibers[t].state == State::Runnable;  // parked by __sim_yield
         }
         if (done == n) return;
-        if (!release_warps(n)) release_barrier(n);
+        if (release_warps(n)) continue;
+        if (spinning == 0) release_barrier(n);
+        else if (events == g_mbarrier_events && done == done_before)
+            block_fail("threads spin at an mbarrier wait whose phase never completes (a deadlock on the GPU)");
+        done_before = done;
     }
 }
 
@@ -276,6 +286,10 @@ void park(Fiber& f, State state, int line) {
 }  // namespace
 
 extern "C" void __sim_syncthreads(int line) { park(*g_cur, State::Waiting, line); }
+
+// A failed mbarrier try: the others run before this thread tries again.
+extern "C" void __sim_yield() { park(*g_cur, State::Runnable, 0); }
+extern "C" void __sim_mbarrier_event() { ++g_mbarrier_events; }
 
 // Two slots per thread, alternating: a lane that runs on to its next shuffle writes the other
 // slot, so the values of this one stay until every lane has read them (the next release).

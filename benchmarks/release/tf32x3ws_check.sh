@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Issue 15, warp specialization (tf32x3wg WS=1): configs of the family against cuBLAS SGEMM at the
+# issue's shapes (benchmarks/precision_vs_cublas.py, one process per config), the family's GPU tests,
+# and the default fp32-tc search. From the repository root with OUT set; numbers in $OUT/log.txt.
+#   CONFIGS="WS=1,BN=128,STAGES=3 WS=0" SHAPES=4096,8192 OUT=out bash benchmarks/release/tf32x3ws_check.sh
+source benchmarks/release/common.sh
+CONFIGS="${CONFIGS:-WS=1,BN=128,STAGES=3 WS=1,BN=192,STAGES=2 WS=1,BN=64,STAGES=4 WS=1,BN=128,STAGES=2 WS=0 WS=0,BN=64,STAGES=2}"
+SHAPES="${SHAPES:-4096,8192}"
+
+step "tf32x3wg configs at $SHAPES"
+for C in $CONFIGS; do
+  echo "-- $C" | tee -a "$LOG"
+  args=(); for kv in ${C//,/ }; do args+=(-p "$kv"); done
+  timeout 120 python3 benchmarks/precision_vs_cublas.py --family tf32x3wg "${args[@]}" --shapes "$SHAPES" \
+    --out "$WORK/precision-${C//[=,]/_}.json" 2>&1 | tee -a "$LOG"
+done
+
+if [ -z "$NO_TESTS" ]; then
+  step "GPU tests of the tensor-core families"
+  timeout 300 python3 -m pytest -m gpu -p no:cacheprovider --timeout 90 tests/test_gpu_launchers.py \
+    tests/test_gpu_api.py tests/test_gpu_accuracy.py >"$WORK/gpu_tests.txt" 2>&1
+  grep -E "passed|failed|FAILED|Error" "$WORK/gpu_tests.txt" | tail -15 | tee -a "$LOG"
+fi
+
+if [ -z "$NO_SEARCH" ]; then
+  step "autotune search --M 4096 --precision fp32-tc (the default budget)"
+  ( time timeout 200 $AT search --M 4096 --precision fp32-tc --db "$WORK/tc.sqlite" ) 2>"$WORK/tc-progress.txt" | head -8 | tee -a "$LOG"
+  grep real "$WORK/tc-progress.txt" | tee -a "$LOG"
+  timeout 60 $AT best --M 4096 --db "$WORK/tc.sqlite" 2>&1 | tee -a "$LOG"
+fi
+step "done"
+tar czf "$OUT/tf32x3ws.tgz" -C "$WORK" .
