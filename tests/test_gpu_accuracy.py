@@ -37,8 +37,9 @@ def test_the_float64_product_and_cublas_fp32s_error_match_the_hosts(backend):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("family, params", [("tf32x3", {}), ("tf32x3wg", {}), ("tf32x3wg", {"PIPE": 1}),
-                                            ("tf32x3wg", {"BN": 64, "STAGES": 4})])
+@pytest.mark.parametrize("family, params", [("tf32x3", {}), ("tf32x3wg", {}), ("tf32x3wg", {"PIPE": 1, "WS": 0}),
+                                            ("tf32x3wg", {"WS": 0}), ("tf32x3wg", {"BN": 64, "STAGES": 4}),
+                                            ("tf32x3wg", {"BN": 192, "STAGES": 2})])
 def test_the_tensor_core_defaults_meet_fp32_tc(backend, family, params):
     config = make_config(FAMILIES[family], params)
     outcome = backend.measure(config, render(config))

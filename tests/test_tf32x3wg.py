@@ -1,9 +1,9 @@
 """The tf32x3wg family (3xTF32 on Hopper's warpgroup MMA, wgmma) without a GPU: on the CPU emulator,
-FP32-class error at odd shapes with TERMS=3 (both PIPE variants, several BN and STAGES, one k-tile,
-fewer k-tiles than stages, a partial group of GM row-tiles), PIPE=1's C bit for bit PIPE=0's, plain
-TF32 clearly worse, mutations caught (a dropped correction term, the load's swizzle, the store's lane
-mapping, the split's small part); the prologue's workspace bit for bit a numpy split, and the kernel
-lost without it; the emulator's wgmma model against the PTX layouts it documents, its refusal of other
+FP32-class error at odd shapes with TERMS=3 (warp-specialized or not, both PIPE variants, several BN
+and STAGES, one k-tile, fewer k-tiles than stages, a partial group of GM row-tiles), PIPE=1's and
+WS=1's C bit for bit WS=0 PIPE=0's, plain TF32 clearly worse, mutations caught (a dropped correction
+term, the workspace's swizzle, the store's lane mapping, the split's small part; WS=1's waits, frees and
+announced bytes); the prologue's workspace bit for bit a numpy split, and the kernel lost without it; the emulator's wgmma model against the PTX layouts it documents, its refusal of other
 layouts, the shared-memory slack; the launch formulas; and offline SASS of every config (HGMMA, no
 local memory, waits that leave a group in flight)."""
 from __future__ import annotations
@@ -42,13 +42,17 @@ from tests.emulated import assert_fp32_tc_at, edit, error
 # 1100 rows: nine row-tiles, a whole group of GM=8 and a partial one.
 SHAPES = ((1, 1, 1), (131, 67, 93), (17, 8, 9), (130, 200, 100), (33, 70, 40), (1100, 70, 40))
 CONFIGS = (
-    {"BN": 64, "STAGES": 2, "PIPE": 0},
-    {"BN": 64, "STAGES": 3, "PIPE": 1, "GM": 1},
-    {"BN": 128, "STAGES": 3, "PIPE": 1},
-    {"BN": 128, "STAGES": 3, "PIPE": 0},  # the default
-    {"BN": 128, "STAGES": 2, "PIPE": 0, "GM": 1},
-    {"BN": 192, "STAGES": 2, "PIPE": 0},
-    {"BN": 64, "STAGES": 4, "PIPE": 1},
+    {"BN": 64, "STAGES": 2, "PIPE": 0, "WS": 0},
+    {"BN": 64, "STAGES": 3, "PIPE": 1, "GM": 1, "WS": 0},
+    {"BN": 128, "STAGES": 3, "PIPE": 1, "WS": 0},
+    {"BN": 128, "STAGES": 3, "PIPE": 0, "WS": 0},
+    {"BN": 128, "STAGES": 2, "PIPE": 0, "GM": 1, "WS": 0},
+    {"BN": 192, "STAGES": 2, "PIPE": 0, "WS": 0},
+    {"BN": 64, "STAGES": 4, "PIPE": 1, "WS": 0},
+    {},  # the default: WS=1, BN=128, 3 stages
+    {"BN": 64, "STAGES": 2},  # WS=1 with as many k-tiles as stages at K = 40, fewer at K = 1, 9
+    {"BN": 192, "STAGES": 2, "GM": 1},
+    {"BN": 64, "STAGES": 4},
 )
 MUTATION_SHAPE = (130, 200, 100)
 
@@ -72,10 +76,12 @@ def test_three_terms_are_as_accurate_as_fp32_at_odd_shapes(params):
     assert_fp32_tc_at(wg({**params, "TERMS": 3}), SHAPES)
 
 
-def test_pipelined_sums_are_the_unpipelined_ones_bit_for_bit():
-    # PIPE=1 promotes k-tile kt-1 while k-tile kt's MMAs run, but adds the same numbers in the same order
-    for shape in ((131, 67, 93), (130, 200, 100)):  # three k-tiles (the odd tail) and four
-        ones = [product(wg({"BN": 64, "PIPE": pipe}), render(wg({"BN": 64, "PIPE": pipe})), shape) for pipe in (0, 1)]
+@pytest.mark.parametrize("variant", [{"PIPE": 1, "WS": 0}, {"PIPE": 0, "WS": 1}], ids=str)
+def test_pipelined_and_specialized_sums_are_the_plain_ones_bit_for_bit(variant):
+    # PIPE=1 promotes k-tile kt-1 while k-tile kt's MMAs run, WS=1 has other threads copy the stages: both
+    # add the same numbers in the same order as WS=0 PIPE=0
+    for shape in ((131, 67, 93), (130, 200, 100)):  # three k-tiles (PIPE's odd tail) and four
+        ones = [product(c, render(c), shape) for c in (wg({"BN": 64, "PIPE": 0, "WS": 0}), wg({"BN": 64, **variant}))]
         assert np.array_equal(ones[0], ones[1]), shape
 
 
@@ -89,12 +95,12 @@ def test_plain_tf32_is_clearly_worse():
 # --------------------------------------------------------------------------- mutations
 
 A_FLOAT4_SMALL = ("make_float4(to_tf32(x.x - big.x), to_tf32(x.y - big.y),\n"
-                  "                                                              to_tf32(x.z - big.z), to_tf32(x.w - big.w))")
+                  "                                                            to_tf32(x.z - big.z), to_tf32(x.w - big.w))")
 MUTATIONS = {
     # a correction term dropped from every k-step (PIPE=1's and PIPE=0's text)
     "dropped small*big": ("            wgmma(cur, descriptor(alo + 32 * kk), descriptor(bhi + 32 * kk), 1);\n", ""),
-    # the load ignores the 128-byte swizzle the descriptors name
-    "unswizzled load": ("((c ^ (r & 7)) << 4)", "(c << 4)"),
+    # the workspace's tiles without the 128-byte swizzle the descriptors name
+    "unswizzled workspace": ("((kk / 4 ^ (rr & 7)) << 2)", "((kk / 4) << 2)"),
     # the store's rows and columns from the wrong lane bits (a bijection: every output written, at the wrong place)
     "store lane mapping": ("lane / 4, col0 = (size_t)n0 + 2 * (lane % 4)", "lane % 8, col0 = (size_t)n0 + 2 * (lane / 8)"),
     # the split's small parts dropped (scalar A, B; A's float4 path below)
@@ -104,7 +110,7 @@ MUTATIONS = {
 
 @pytest.mark.parametrize("name", MUTATIONS)
 def test_a_mutated_kernel_is_wrong(name):
-    config = wg({"BN": 64, "STAGES": 2, "PIPE": 1})  # the mutations name its text
+    config = wg({"BN": 64, "STAGES": 2, "PIPE": 1, "WS": 0})  # the mutations name its text
     source = render(config)
     old, new = MUTATIONS[name]
     mutated = source.replace(old, new)
@@ -116,13 +122,40 @@ def test_a_mutated_kernel_is_wrong(name):
     assert status == "wrong" and err > 100 * whole, name
 
 
-def test_a_dropped_term_of_the_unpipelined_kernel_is_wrong():
-    config = wg({"BN": 64, "STAGES": 2, "PIPE": 0})
+@pytest.mark.parametrize("ws", [0, 1])
+def test_a_dropped_term_of_the_unpipelined_kernel_is_wrong(ws):
+    config = wg({"BN": 64, "STAGES": 2, "PIPE": 0, "WS": ws})
     source = render(config)
     dropped = edit(source, "            wgmma(acc, descriptor(ahi + 32 * kk), descriptor(blo + 32 * kk), kk > 0);\n",
                    "")
     assert error(config, source, MUTATION_SHAPE)[0] == "ok"
     assert error(config, dropped, MUTATION_SHAPE)[0] == "wrong"
+
+
+# WS=1's hand-over of stages, broken. K = 100 is four k-tiles through two stages, so each stage is
+# reused: each break below ends with the producer waiting for a phase of a stage's `empty` barrier that
+# never completes (a hang on the GPU), which the emulator reports. Without its waits (or with the wrong
+# phase) an MMA warpgroup runs ahead and frees a stage twice in one round, past the phase the producer
+# waits for: on the GPU it would read stages not yet refilled.
+WS_MUTATIONS = {
+    "no wait for the stage": ("        mbar_wait(full + 8 * s, (kt / STAGES) & 1);", ""),
+    "the wrong phase": ("mbar_wait(full + 8 * s, (kt / STAGES) & 1)", "mbar_wait(full + 8 * s, (kt / STAGES + 1) & 1)"),
+    "a stage never freed": ("        if (tid % 32 == 0) mbar_arrive(empty + 8 * s);", ""),
+    # the copies' bytes not announced: the phase completes at the arrival, before the copies land, whose
+    # completions then leave the next phase short of bytes forever
+    "bytes not announced": ("mbar_arrive_expect(bar, STAGE_BYTES);", "mbar_arrive(bar);"),
+}
+
+
+@pytest.mark.parametrize("name", WS_MUTATIONS)
+def test_a_broken_hand_over_of_stages_is_caught(name):
+    config = wg({"BN": 64, "STAGES": 2})
+    source = render(config)
+    mutated = edit(source, *WS_MUTATIONS[name])
+    assert error(config, source, MUTATION_SHAPE)[0] == "ok"
+    assert error(config, mutated, MUTATION_SHAPE)[0] == "barrier"  # what a search records
+    with pytest.raises(SimError, match="spin at an mbarrier wait whose phase never completes"):
+        product(config, mutated, MUTATION_SHAPE)
 
 
 # --------------------------------------------------------------------------- the prologue's workspace
@@ -134,18 +167,31 @@ def tf32(x: np.ndarray) -> np.ndarray:
     return (u & np.uint32(0xFFFFE000)).view(np.float32)
 
 
+def stage_tiles(x: np.ndarray, rows: int) -> np.ndarray:
+    """A part (Rp x Kp) as the product's stages hold it: tiles of `rows` x 32, row-tiles outer, k-tiles
+    inner, each tile's row r with its 16-byte chunk c at chunk c ^ (r % 8)."""
+    Rp, Kp = x.shape
+    tiles = x.reshape(Rp // rows, rows, Kp // BK, BK // 4, 4).transpose(0, 2, 1, 3, 4)  # [rt][kt][r][c][4]
+    swizzled = np.empty_like(tiles)
+    for r in range(rows):
+        for c in range(BK // 4):
+            swizzled[:, :, r, c ^ (r % 8)] = tiles[:, :, r, c]
+    return swizzled.ravel()
+
+
 def split_model(A: np.ndarray, B: np.ndarray, bn: int) -> np.ndarray:
-    """The workspace the prologue must write: [A big][A small][B^T big][B^T small], padded with zeros."""
+    """The workspace the prologue must write: [A big][A small][B^T big][B^T small], padded with zeros,
+    each part in stage tiles."""
     (M, K), N = A.shape, B.shape[1]
     Mp, Np, Kp = ceil_div(M, BM) * BM, ceil_div(N, bn) * bn, ceil_div(K, BK) * BK
     a = np.zeros((Mp, Kp), np.float32)
     b = np.zeros((Np, Kp), np.float32)
     a[:M, :K], b[:N, :K] = A, B.T
     parts = []
-    for x in (a, b):
+    for x, rows in ((a, BM), (b, bn)):
         big = tf32(x)
-        parts += [big, tf32(x - big)]
-    return np.concatenate([p.ravel() for p in parts])
+        parts += [stage_tiles(big, rows), stage_tiles(tf32(x - big), rows)]
+    return np.concatenate(parts)
 
 
 def workspace(config: Config, source: str, shape: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -167,7 +213,7 @@ def test_the_prologue_writes_the_split_bit_for_bit(shape):
 @pytest.mark.parametrize("path, old, new, shape", [
     ("scalar", "lo[at] = to_tf32(x - big);", "lo[at] = x - big;", (131, 67, 93)),  # small truncated (A's and B's)
     ("float4", A_FLOAT4_SMALL, "make_float4(x.x - big.x, x.y - big.y, x.z - big.z, x.w - big.w)", (130, 200, 100)),
-    ("float4", "*reinterpret_cast<float4*>(hi + at) = big;", "", (130, 200, 100)),  # A's big never written
+    ("float4", "reinterpret_cast<float4*>(hi)[at] = big;", "", (130, 200, 100)),  # A's big never written
 ])
 def test_a_split_without_rounding_to_nearest_differs(path, old, new, shape):
     config = wg({"BN": 64})
@@ -272,11 +318,12 @@ def test_rounding_the_shared_base_up_needs_the_slack():
 # --------------------------------------------------------------------------- the space and its formulas
 
 def test_the_space():
-    assert count_valid(TF32X3WG) == 44 == len(valid_configs(TF32X3WG))
-    assert violations(wg({})) == [] and wg({}).name == "sgemm_tf32x3wg_BN128_S3_X3_PI0_GM8"
+    assert count_valid(TF32X3WG) == 68 == len(valid_configs(TF32X3WG))  # 44 with WS=0, 24 with WS=1 (PIPE=0)
+    assert violations(wg({})) == [] and wg({}).name == "sgemm_tf32x3wg_BN128_S3_X3_PI0_GM8_WS1"
     cases = {
-        "accumulators and sums": {"BN": 192, "PIPE": 1, "STAGES": 2},
+        "accumulators and sums": {"BN": 192, "PIPE": 1, "STAGES": 2, "WS": 0},
         "per-block limit": {"BN": 128, "STAGES": 4},
+        "WS=1 runs PIPE=0's": {"BN": 64, "PIPE": 1, "WS": 1},
     }
     for reason, params in cases.items():
         assert any(reason in v for v in violations(wg(params))), (reason, params)
@@ -285,7 +332,7 @@ def test_the_space():
     wide = dataclasses.replace(TF32X3WG, params=tuple(
         Param("BN", (40, 96, 100, 264), 96, "") if p.name == "BN" else p for p in TF32X3WG.params))
     for bn, reason in ((100, "multiple of 8"), (264, "at most 256"), (40, "copy whole rows")):
-        assert any(reason in v for v in violations(make_config(wide, {"BN": bn, "PIPE": 0}))), bn
+        assert any(reason in v for v in violations(make_config(wide, {"BN": bn}))), bn
     assert not violations(make_config(wide, {"BN": 96}))
 
 
@@ -298,15 +345,15 @@ SHAPE_GRID = ((1, 1, 1), (131, 67, 93), (4097, 4095, 4093), (2**31 - 1, 1, 1), (
               (46340, 46340, 1), (1, 46340, 46340))
 
 
-@pytest.mark.parametrize("params", [{"BN": 64}, {"BN": 128}, {"BN": 192, "PIPE": 0, "STAGES": 2}], ids=str)
+@pytest.mark.parametrize("params", [{"BN": 64}, {"BN": 128, "WS": 0}, {"BN": 192, "STAGES": 2}], ids=str)
 def test_the_launchers_formulas_are_the_familys_launches(params):
     config = wg(params)
     grid, pre = derive_formula(config), derive_prologue(config)
     assert isinstance(grid, GridFormula) and pre is not None and pre.block == (256, 1, 1)
-    bn = config.values["BN"]
+    bn, threads = config.values["BN"], 128 * (2 + config.values["WS"])  # WS=1: the producer warpgroup too
     for M, N, K in SHAPE_GRID:
         launch, prologue = config.geometry(M, N), config.prologue(M, N, K)
-        assert grid.evaluate(M, N) == (launch.grid, True) and grid.block == launch.block == (256, 1, 1)
+        assert grid.evaluate(M, N) == (launch.grid, True) and grid.block == launch.block == (threads, 1, 1)
         assert grid.shared_bytes == launch.shared_bytes
         assert pre.evaluate(M, N, K) == (prologue.launch.grid[0], prologue.floats)
         Mp, Np, Kp = ceil_div(M, BM) * BM, ceil_div(N, bn) * bn, ceil_div(K, BK) * BK
@@ -343,8 +390,8 @@ def kernel_text(text: str, kernel: str) -> str:
     return body[:body.find("//----")] if "//----" in body else body
 
 
-# Every config at GM=8 (22), and the default at GM=1: GM changes only the block's tile indices, before the
-# k-loop (all 44 compile alike: about 1.5 s each, so the others are left to `autotune sass`)
+# Every config at GM=8 (34), and the default at GM=1: GM changes only the block's tile indices, before the
+# k-loop (all 68 compile alike: about 1.5 s each, so the others are left to `autotune sass`)
 SASS_CONFIGS = [c for c in valid_configs(TF32X3WG) if c.values["GM"] == 8] + [make_config(TF32X3WG, {"GM": 1})]
 
 
@@ -352,8 +399,9 @@ SASS_CONFIGS = [c for c in valid_configs(TF32X3WG) if c.values["GM"] == 8] + [ma
 def test_every_config_issues_warpgroup_mmas_from_registers(config):
     """The product: HGMMA of its BN only, a k-tile's 4*TERMS per copy of the k-tile's code (PIPE=1 has
     four: the first k-tile, the loop unrolled by two, the tail), no local memory; PIPE=1 waits with one
-    group left in flight (not serialized: ptxas's C7514 would wait for each). The split: no local memory,
-    and 128-bit loads and stores on its float4 path."""
+    group left in flight (not serialized: ptxas's C7514 would wait for each); WS=1 copies with the copy
+    engine (four bulk copies a stage), waits on mbarriers and moves registers to the MMA warpgroups.
+    The split: no local memory, and 128-bit loads and stores on its float4 path."""
     sass = sass_or_skip()
     built = compile_source(render(config), config.name, "sm_90")
     assert built.ok, built.log
@@ -367,5 +415,7 @@ def test_every_config_issues_warpgroup_mmas_from_registers(config):
     waits = re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x\d+)", own)
     assert waits == (["0x1"] * 4 + ["0x0"] * 2 if p["PIPE"] else ["0x0"]), waits
     assert "LDG.E.128" in pre and "STG.E.128" in pre
+    bulk, reg_moves = len(re.findall(r"UBLKCP\.S\.G", own)), len(re.findall(r"USETMAXREG", own))
+    assert (bulk, reg_moves, "TRYWAIT" in own) == ((4, 2, True) if p["WS"] else (0, 0, False))
     used = sass.resources(built.cubin, config.name, text)
     assert used.registers <= 255 and used.frame_bytes == 0

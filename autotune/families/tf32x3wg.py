@@ -37,12 +37,14 @@ next k-tile's MMAs (wgmma.wait_group 1, not 0); its sums are added in the same o
 PIPE=0's bit for bit. The grid is one-dimensional, ordered in groups of GM row-tiles that share the B
 tiles they read while those are in L2.
 
-Why the defaults (measured on an H200, docs/BENCHMARKS.md "tf32x3wg"): PIPE=0, since PIPE=1 is no
-faster with 3 stages (within 3% either way) and 1.4-2x slower with 2 (it refills a stage one k-tile
-later, which leaves 2 stages no prefetch); BN=128 with 3 stages runs 1.70-1.72x cuBLAS SGEMM at
-4096^3, the split included, at 0.27x cuBLAS FP32's error against float64, and the searched BN=64 with
-2 stages (two blocks per SM) 1.77x. Small products first: on the emulator's model of the
-accumulation, 1.5x FP32's error at 17x8x9 against 2.3x with big*big first.
+Why the defaults (measured on an H200, docs/BENCHMARKS.md "tf32x3wg" and "Session 12"): WS=1, since
+with the same tiles and stages it runs 4096^3 in 1.19 ms against WS=0's 1.48 (2.26x cuBLAS SGEMM
+against 1.81x, the split included), at 0.27x cuBLAS FP32's error against float64; BN=128 with 3 stages
+is WS=1's fastest at 4096^3 (BN=192 with its 2 stages 1.25 ms there, but the fastest at 8192^3: 2.40x
+against 2.15x). PIPE=0, since PIPE=1 is no faster with 3 stages (within 3% either way) and 1.4-2x
+slower with 2 (it refills a stage one k-tile later, which leaves 2 stages no prefetch). Small products
+first: on the emulator's model of the accumulation, 1.5x FP32's error at 17x8x9 against 2.3x with
+big*big first.
 """
 from __future__ import annotations
 
@@ -129,7 +131,7 @@ TF32X3WG = Family(
         Param("PIPE", (0, 1), 0, "1: two accumulator sets, a k-tile's promotion into the FP32 sums overlapping the "
               "next k-tile's MMAs (wgmma.wait_group 1); the same sums in the same order as PIPE=0"),
         Param("GM", (1, 8), 8, "row-tiles grouped together in the block order for L2 reuse (1 = row-major order)"),
-        Param("WS", (0, 1), 0, "1: warp specialization, a producer warpgroup bulk-copying the stages on mbarriers "
+        Param("WS", (0, 1), 1, "1: warp specialization, a producer warpgroup bulk-copying the stages on mbarriers "
               "and two MMA warpgroups that never meet; 0: all threads copy with cp.async and meet every k-tile"),
     ),
     constraints=(
