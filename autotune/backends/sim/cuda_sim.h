@@ -3,7 +3,8 @@
 //
 // Execution model (see sim_main.cpp): the blocks of a grid run one after another; the
 // threads of a block are cooperative fibers, and a fiber gives up the CPU only at
-// __syncthreads(). So a missing barrier is a wrong answer every time, not sometimes.
+// __syncthreads(), a warp shuffle, or a failed mbarrier try (below). So a missing barrier is a
+// wrong answer every time, not sometimes.
 #pragma once
 
 // Templates call the emulator's models (__sim_*) under this name, not under "no __CUDA_ARCH__": nvcc's

@@ -8,7 +8,8 @@
 // any float past it.
 //
 // Blocks run one after another. The threads of a block are fibers (sim_context.h) run in
-// order, each as far as it can: a fiber switches out only at __syncthreads(). A barrier
+// order, each as far as it can: a fiber switches out only at __syncthreads(), a shuffle or a failed
+// mbarrier try. A barrier
 // releases when every thread of the block waits at the same __syncthreads(); anything
 // else (some threads exited, or wait at another call) is reported on stderr as
 // "SIM-ERROR barrier: ..." with exit status 3. A thread that spins on an mbarrier (cuda_sim.h) yields
