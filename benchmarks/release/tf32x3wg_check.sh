@@ -18,9 +18,6 @@ for P in "PIPE=1" "BN=192 -p STAGES=2"; do
   timeout 100 python3 benchmarks/precision_vs_cublas.py --family tf32x3wg -p $P --shapes 4096 2>&1 | tee -a "$LOG"
 done
 
-step "autotune search --M 4096 --precision fp32-tc (the default budget)"
-( time timeout 200 $AT search --M 4096 --precision fp32-tc --db "$WORK/tc.sqlite" ) 2>"$WORK/tc-progress.txt" | head -8 | tee -a "$LOG"
-grep real "$WORK/tc-progress.txt" | tee -a "$LOG"
-timeout 60 $AT best --M 4096 --db "$WORK/tc.sqlite" 2>&1 | tee -a "$LOG"
+fp32_tc_search
 step "done"
 tar czf "$OUT/tf32x3wg.tgz" -C "$WORK" .

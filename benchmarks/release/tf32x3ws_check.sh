@@ -25,10 +25,7 @@ if [ -z "$NO_TESTS" ]; then
 fi
 
 if [ -z "$NO_SEARCH" ]; then
-  step "autotune search --M 4096 --precision fp32-tc (the default budget)"
-  ( time timeout 200 $AT search --M 4096 --precision fp32-tc --db "$WORK/tc.sqlite" ) 2>"$WORK/tc-progress.txt" | head -8 | tee -a "$LOG"
-  grep real "$WORK/tc-progress.txt" | tee -a "$LOG"
-  timeout 60 $AT best --M 4096 --db "$WORK/tc.sqlite" 2>&1 | tee -a "$LOG"
+  fp32_tc_search
 fi
 step "done"
 tar czf "$OUT/tf32x3ws.tgz" -C "$WORK" .
