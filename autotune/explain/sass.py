@@ -37,7 +37,9 @@ if TYPE_CHECKING:
 INSTALL_HINT = "nvdisasm not found: pip install 'autotune[sass]' (the nvidia-cuda-nvdisasm wheel)"
 
 # One instruction line: /*0110*/  [@!P0 ]OPCODE.MODS operands ;
-_INSTR = re.compile(r"^\s*/\*([0-9a-f]+)\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)(.*);")
+_INSTR = re.compile(r"^\s*/\*([0-9a-f]+)\*/\s+(?:(@!?U?P[T0-9]+)\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)(.*);")
+# guarded by "not true": never executed (ptxas pads schedules with `@!PT LDS RZ, [RZ]`), so not counted
+_NEVER = ("@!PT", "@!UPT")
 _LABEL = re.compile(r"^(\.L_x_\d+):")
 _BRANCH_TARGET = re.compile(r"`\((\.L_x_\d+)\)")
 _SECTION = re.compile(r"^\s*\.section\s+\.text\.([A-Za-z_$][\w$]*),")
@@ -155,8 +157,8 @@ def split_kernels(sass_text: str) -> dict[str, list[Instr | str]]:
             current.append(label.group(1))
             continue
         instr = _INSTR.match(line)
-        if instr:
-            current.append(Instr(int(instr.group(1), 16), instr.group(2), instr.group(3)))
+        if instr and instr.group(2) not in _NEVER:
+            current.append(Instr(int(instr.group(1), 16), instr.group(3), instr.group(4)))
     return kernels
 
 
