@@ -37,7 +37,7 @@ next k-tile's MMAs (wgmma.wait_group 1, not 0); its sums are added in the same o
 PIPE=0's bit for bit. The grid is one-dimensional, ordered in groups of GM row-tiles that share the B
 tiles they read while those are in L2.
 
-Why the defaults (measured on an H200, docs/BENCHMARKS.md "tf32x3wg" and "Session 12"): WS=1, since
+Why the defaults (measured on an H200, docs/BENCHMARKS.md, "warp specialization, tf32x3wg WS=1"): WS=1, since
 with the same tiles and stages it runs 4096^3 in 1.19 ms against WS=0's 1.48 (2.26x cuBLAS SGEMM
 against 1.81x, the split included), at 0.27x cuBLAS FP32's error against float64; BN=128 with 3 stages
 is WS=1's fastest at 4096^3 (BN=192 with its 2 stages 1.25 ms there, but the fastest at 8192^3: 2.40x
@@ -117,13 +117,15 @@ def _prologue(p: Params, M: int, N: int, K: int) -> Prologue:
     rows_a, rows_b, cols = ceil_div(M, BM) * BM, ceil_div(N, p["BN"]) * p["BN"], ceil_div(K, BK) * BK
     tiles = (ceil_div(M, BM) * (BM // SPLIT_TILE) + ceil_div(N, p["BN"]) * (p["BN"] // SPLIT_TILE)) * ceil_div(K, SPLIT_TILE)
     return Prologue(Launch(grid=(tiles, 1, 1), block=(SPLIT_THREADS, 1, 1)), floats=2 * (rows_a + rows_b) * cols,
-                    does="A and B split into big + small TF32 parts, K-major, padded with zeros to whole tiles")
+                    does="A and B split into big + small TF32 parts, K-major, padded with zeros to whole tiles, in "
+                         "the swizzled tiles of a stage")
 
 
 TF32X3WG = Family(
     name="tf32x3wg",
     doc="Hopper warpgroup MMA (wgmma m64nNk8 TF32, sm_90a) on operands a prologue split into big + small TF32 "
-        "parts: FP32-class accuracy from TERMS=3 products, FP32 sums per k-tile, cp.async 128-byte-swizzled stages",
+        "parts: FP32-class accuracy from TERMS=3 products, FP32 sums per k-tile, 128-byte-swizzled stages bulk-copied "
+        "by a producer warpgroup (WS=1) or by cp.async (WS=0)",
     params=(
         Param("BN", (64, 128, 192), 128, "columns of C per block: the N of each wgmma"),
         STAGES,
