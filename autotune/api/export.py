@@ -27,7 +27,7 @@ from autotune.codegen.render import render, sha256
 from autotune.errors import AutotuneError, SpaceError
 from autotune.families import config_of_row
 from autotune.space import PROLOGUE_SUFFIX, Config, Launch, shape_text, shape_violations, takes_blas, violations
-from autotune.space.formula import derive_prologue
+from autotune.space.formula import PrologueFormula
 
 MEASURED = ("id", "M", "N", "K", "time_ms", "time_ms_min", "time_ms_max", "tflops", "pct_cublas", "pct_peak", "cublas_ms",
             "sm_clock_mhz", "gpu_name", "gpu_uuid", "arch", "nvrtc_version", "driver_version", "created_at")
@@ -114,10 +114,10 @@ class Exported(NamedTuple):
 
 def manifest(config: Config, launch: Launch, shape: tuple[int, int, int], source_hash: str,
              row: dict | None, kernel: str | None = None, grid_formula: dict | None = None,
-             lang: str = "cuda") -> dict:
+             lang: str = "cuda", prologue: PrologueFormula | None = None) -> dict:
     """`kernel`: the name in the exported source (a stored source keeps the name it was rendered
     under, which for rows older than a parameter is not today's config.name). `grid_formula`: the
-    grid for any M and N (codegen.launcher). `source_hash` is the CUDA source's, also for HIP:
+    grid for any M and N, `prologue` the prologue's launch as formulas (both codegen.launcher). `source_hash` is the CUDA source's, also for HIP:
     the code that was measured."""
     M, N, K = shape
     name = kernel or config.name
@@ -141,7 +141,7 @@ def manifest(config: Config, launch: Launch, shape: tuple[int, int, int], source
         "needs_shared_optin": optin,
         "shared_optin": (f"{rt}FuncSetAttribute({name}, {rt}FuncAttributeMaxDynamicSharedMemorySize, "
                          f"{launch.shared_bytes}) once before the first launch" if optin else None),
-        "prologue": prologue_entry(config, name),
+        "prologue": prologue_entry(prologue, name),
         "source_hash": source_hash,
         "measured": {k: row.get(k) for k in MEASURED} if row else None,
         **({"hip": hip_entry(config)} if lang == "hip" else {}),
@@ -157,9 +157,8 @@ def compile_target(arch_specific: bool, lang: str) -> str:
     return "the GPU's own architecture (nvcc -arch=native; NVRTC -arch=sm_XY)"
 
 
-def prologue_entry(config: Config, name: str) -> dict | None:
+def prologue_entry(pre: PrologueFormula | None, name: str) -> dict | None:
     """The launch before the kernel's own (space.Prologue), as the launchers run it; None: none."""
-    pre = derive_prologue(config)
     if pre is None:
         return None
     return {"kernel": name + PROLOGUE_SUFFIX, "signature": "the kernel's, C being the workspace",
@@ -205,7 +204,7 @@ def export_command(db_path: str, shape: tuple[int, int, int], config: Config | N
         source = hip_source(config, kernel, source, launch)
     specific = arch_specific(source)
     made = launchers(config, kernel, launch, shape, tuned, paths.source, lang, arch_specific=specific)
-    info = {**manifest(config, launch, shape, source_hash, row, kernel, made.grid_formula, lang),
+    info = {**manifest(config, launch, shape, source_hash, row, kernel, made.grid_formula, lang, made.prologue),
             "compile_for": compile_target(specific, lang),
             **({} if lang == "hip" else {"nvcc_flags": nvcc_arch(specific).split()})}
     return write_export(output, source, info, made, lang)

@@ -13,7 +13,7 @@ from pathlib import Path
 from autotune.codegen.hip import wavefront
 from autotune.codegen.render import render_template
 from autotune.space import BLAS_ARGS, Config, Launch, shape_text, takes_blas
-from autotune.space.formula import GridFormula, derive_formula, derive_prologue
+from autotune.space.formula import GridFormula, PrologueFormula, derive_formula, derive_prologue
 
 SHARED_OPTIN_BYTES = 48 * 1024  # above this a launch fails unless the attribute was raised first
 
@@ -23,6 +23,7 @@ class Launchers:
     header: str  # best.h
     python: str  # best.py; empty for a HIP export
     grid_formula: dict  # the manifest's grid_formula
+    prologue: PrologueFormula | None  # the prologue's grid and workspace, derived once for these and the manifest
 
 
 def launchers(config: Config, kernel: str, launch: Launch, shape: tuple[int, int, int],
@@ -32,7 +33,7 @@ def launchers(config: Config, kernel: str, launch: Launch, shape: tuple[int, int
     for `shape` with the grid `launch` (the family's geometry there), tuned at `tuned`; lang "hip":
     the header against the HIP runtime, and no Python launcher (it drives CUDA through NVRTC).
     arch_specific: the source needs the architecture-specific target (codegen.nvrtc.ARCH_SPECIFIC)."""
-    formula = derive_formula(config)
+    formula, pre = derive_formula(config), derive_prologue(config)
     context = {
         "kernel": kernel, "cu": cu.name, "header": cu.with_suffix(".h").name, "module": cu.stem,
         "manifest": cu.with_suffix(".json").name, "family": config.family.name,
@@ -49,7 +50,7 @@ def launchers(config: Config, kernel: str, launch: Launch, shape: tuple[int, int
         "ta": bool(config.values.get("TA", 0)), "tb": bool(config.values.get("TB", 0)),
         "nvcc_arch": nvcc_arch(arch_specific), "arch_suffix": "a" if arch_specific else "",
         "helpers": "",  # functions the grid formula calls (tailsplit's pieces rule), defined before it
-        **prologue_context(config),
+        **prologue_context(pre),
     }
     if isinstance(formula, GridFormula):
         c, py = formula.grid_c(), formula.grid_python()
@@ -58,12 +59,12 @@ def launchers(config: Config, kernel: str, launch: Launch, shape: tuple[int, int
         python = "" if lang == "hip" else render_template(
             "launch.py.j2", **{**context, "helpers": formula.helpers_python()}, gx=py[0], gy=py[1], gz=py[2],
             accepts=formula.accepts_python(), accepts_text=formula.accepts_python().replace("{", "{{").replace("}", "}}"))
-        return Launchers(header, python, formula_entry(formula))
+        return Launchers(header, python, formula_entry(formula), pre)
     header = render_template("launch.h.j2", **context)
     python = "" if lang == "hip" else render_template("launch.py.j2", **context)
     return Launchers(header, python, {"variables": None, "c": None, "python": None, "accepts_c": None,
                                       "accepts_python": None, "helpers_c": None, "helpers_python": None, "fallback": f"{formula}; the launchers accept "
-                                      f"{shape[0]}x{shape[1]} (any K) only"})
+                                      f"{shape[0]}x{shape[1]} (any K) only"}, pre)
 
 
 def nvcc_arch(arch_specific: bool) -> str:
@@ -72,10 +73,9 @@ def nvcc_arch(arch_specific: bool) -> str:
     return "-gencode arch=compute_90a,code=sm_90a" if arch_specific else "-arch=native"
 
 
-def prologue_context(config: Config) -> dict:
+def prologue_context(pre: PrologueFormula | None) -> dict:
     """What the launchers need of a prologue (space.Prologue): its grid and workspace as formulas of
     M, N and K, its block, and what it does."""
-    pre = derive_prologue(config)
     if pre is None:
         return {"pre": False}
     return {"pre": True, "pre_block": pre.block, "pre_does": pre.does, "pre_blocks_c": pre.blocks_c(),
