@@ -46,6 +46,7 @@ from typing import Any
 
 from autotune.errors import AutotuneError
 from autotune.explain.sass import SassCounts
+from autotune.families.tf32x3wg import BM as WG_ROWS  # its block tile's rows: two warpgroups of 64
 from autotune.space import Config, Launch
 
 BANKS = 32
@@ -371,7 +372,6 @@ def _bound(spec: DeviceSpec, config: Config, fma: float, shared: float, per_op: 
 
 
 HMMA_FLOP = 2 * 16 * 8 * 8  # one warp's mma.m16n8k8
-WG_ROWS = 128  # tf32x3wg's block tile: two warpgroups of 64 rows (families/tf32x3wg.py)
 
 
 def _predict_warpgroup_mma(spec: DeviceSpec, counts: SassCounts, launch: Launch, regs: int,
