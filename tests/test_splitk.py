@@ -252,11 +252,12 @@ def test_skinny_space_constraints_and_shape_rules():
 
 
 @pytest.mark.parametrize("shape, expected", [
-    ((256, 256, 262144), {"SPLITK": 64, "RED": 1}),  # 4 tiles of 128 x 128: the most splits, through the workspace
-    ((1024, 1024, 65536), {"SPLITK": 4}),  # 64 tiles of 128-thread blocks (2 per SM) fill 264 places once
-    ((64, 8192, 8192), {"BM": 64, "WM": 32, "SPLITK": 4}),  # half of a 128-row tile would be padding
-    ((4096, 4096, 4096), {}),  # 1024 tiles fill the GPU unsplit
-    ((8192, 8192, 64), {}),  # K too short to split
+    ((256, 256, 262144), {"BN": 256, "SPLITK": 64, "RED": 2}),  # 2 wide tiles: the most splits, summed in a tree
+    ((1024, 1024, 65536), {"BN": 256, "SPLITK": 4, "RED": 1}),  # 32 wide tiles x 4 fill 132 places once; full thread tiles
+    ((64, 8192, 8192), {"BM": 64, "WM": 32, "SPLITK": 4}),  # half of a 128-row tile would be padding; 64 outputs a thread: no RED
+    ((4096, 4096, 4096), {"BN": 256}),  # 512 wide tiles fill the GPU: the split is left as it is
+    ((8192, 8192, 64), {"BN": 256}),  # K too short to split
+    ((8192, 128, 8192), {"SPLITK": 4, "RED": 1}),  # N = 128 does not fill a wide tile
 ])
 def test_the_default_is_fitted_to_the_shape(shape, expected):
     from autotune.space import Limits
@@ -273,7 +274,7 @@ def test_a_search_measures_the_fitted_default_before_the_default(db):
     run_search(db, FakeBackend(256, 256, 262144), [SPLITK], Limits(), sampler="random", trials=2, seed=1)
     first = [r["kernel"] for r in db.query("SELECT r.kernel FROM trials t JOIN results r ON r.id = t.result_id "
                                            "ORDER BY t.id LIMIT 2")]
-    assert first == [splitk({"SPLITK": 64, "RED": 1}).name, splitk({}).name]
+    assert first == [splitk({"BN": 256, "SPLITK": 64, "RED": 2}).name, splitk({}).name]
 
 
 @pytest.mark.parametrize("family, shape, expected", [
@@ -312,6 +313,49 @@ def test_the_workspace_reduction_gives_the_turnstiles_bytes_every_run():
 def test_a_last_split_that_skips_a_slot_is_wrong():
     config = splitk({**SMALL, "SPLITK": 4, "RED": 1})
     broken = edit(render(config), "const float4 p = __ldcg(", "if (s == 2) continue;\n                        const float4 p = __ldcg(")
+    assert statuses(config, broken, ((70, 72, 333),)) == ["wrong"]
+
+
+# RED=2: the partials meet in pairs along a fixed binary tree over the splits.
+TREE_CONFIGS = ({**SMALL, "SPLITK": 4, "RED": 2}, {**SMALL, "SPLITK": 64, "BK": 8, "RED": 2},
+                {**SMALL, "SPLITK": 2, "GM": 8, "STAGES": 3, "ASYNC": 1, "BSWAP": 0, "RED": 2})
+
+
+@pytest.mark.parametrize("params", TREE_CONFIGS, ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()))
+def test_the_tree_reduction_matches_the_reference_at_odd_shapes(params):
+    config = splitk(params)
+    assert statuses(config, render(config)) == ["ok"] * len(SHAPES)
+
+
+def tree_outputs(source: str, config: Config, monkeypatch) -> list[bytes]:
+    """The kernel's output with the splits run first to last, then last to first (the emulator's
+    SIM_Z_DESCENDING): the two orders in which the blocks of every pair meet."""
+    outputs = []
+    for descending in (False, True):
+        if descending:
+            monkeypatch.setenv("SIM_Z_DESCENDING", "1")
+        outputs.append(output(config, source, (70, 72, 333)).tobytes())
+    monkeypatch.delenv("SIM_Z_DESCENDING")
+    return outputs
+
+
+def test_the_tree_reduction_gives_the_same_bytes_whichever_split_of_a_pair_arrives_first(monkeypatch):
+    config = splitk({**SMALL, "SPLITK": 8, "RED": 2})
+    source = render(config)
+    first_to_last, last_to_first = tree_outputs(source, config, monkeypatch)
+    assert first_to_last == last_to_first
+    assert check(config, source, (70, 72, 333), lambda cfg, _src, *rest: run(cfg, source, *rest)).status == "ok"
+    # A reduction that depends on the order: a right node that arrives first climbs on as if second,
+    # adding a sibling's slot not yet written. Right when left nodes come first (ascending), not otherwise.
+    broken = edit(source, "if (*arrived == 0) return;", "if (*arrived == 0 && node % 2 == 0) return;")
+    first_to_last, last_to_first = tree_outputs(broken, config, monkeypatch)
+    assert first_to_last == output(config, source, (70, 72, 333)).tobytes() and first_to_last != last_to_first
+
+
+def test_a_tree_that_drops_a_sibling_partial_is_wrong():
+    config = splitk({**SMALL, "SPLITK": 8, "RED": 2})
+    broken = edit(render(config), "v[0] += p.x; v[1] += p.y; v[2] += p.z; v[3] += p.w;",
+                  "if (level != 1) { v[0] += p.x; v[1] += p.y; v[2] += p.z; v[3] += p.w; }")
     assert statuses(config, broken, ((70, 72, 333),)) == ["wrong"]
 
 

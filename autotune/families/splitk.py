@@ -38,7 +38,9 @@ SPLITS = (2, 4, 8, 16, 32, 64)
 
 def derive(p: Params) -> dict[str, int]:
     # WAVE=0: no tail split (family tailsplit); BLAS=0: the turnstiles are per tile, not per (batch, tile)
-    return {**derive_tiles(p), "MAX_TILES": MAX_TILES, "WS_FLOATS": WS_FLOATS, "WAVE": 0, "BLAS": 0}
+    # PAIRS (RED=2): a counter per split of every tile that fits the workspace, at most WS_FLOATS / (BM*BN)
+    return {**derive_tiles(p), "MAX_TILES": MAX_TILES, "WS_FLOATS": WS_FLOATS, "PAIRS": WS_FLOATS // (p["BM"] * p["BN"]),
+            "WAVE": 0, "BLAS": 0}
 
 
 def tiles(p: Params, M: int, N: int) -> int:
@@ -86,7 +88,7 @@ def split_grid(tiles_of: Tiles, tile: Callable[[Params], str], fix: str) -> tupl
 
 
 def slots(p: Params, M: int, N: int) -> int:
-    """Floats of partial tiles RED=1 keeps in the workspace: tiles x SPLITK x BM x BN."""
+    """Floats of partial tiles RED=1 or 2 keeps in the workspace: tiles x SPLITK x BM x BN."""
     return tiles(p, M, N) * p["SPLITK"] * p["BM"] * p["BN"]
 
 
@@ -94,7 +96,7 @@ def _shape_rules(p: Params, M: int, N: int) -> list[str]:
     rules = turnstile_rule(tiles(p, M, N), p["SPLITK"], f"{p['BM']}x{p['BN']}", "use larger BM/BN")
     kept = slots(p, M, N)
     if p["RED"] and kept > WS_FLOATS:
-        rules.append(f"RED=1 keeps {kept} floats of partial tiles (tiles x SPLITK x BM x BN), more than the "
+        rules.append(f"RED={p['RED']} keeps {kept} floats of partial tiles (tiles x SPLITK x BM x BN), more than the "
                      f"{WS_FLOATS}-float workspace in the module: use RED=0 or fewer splits")
     return rules
 
@@ -103,17 +105,31 @@ REGISTERS_PER_THREAD = 256  # what a kernel of 128 accumulators per thread takes
 # From this many splits on, the fit sums them through the workspace (RED=1): at 64 splits it beat the
 # serial chain by 10%, at 4 or 8 neither won (docs/BENCHMARKS.md, session 7, call I).
 LONG_CHAIN = 16
+# ... and from this many where a thread holds FULL_THREAD_TILE outputs: such a kernel takes 252-255
+# registers with RED=0 already, so RED=1's sum costs it no occupancy, and it won 1.6-9% at 4 and 8 splits
+# (128 x 8192 x 8192, 1024^3, 1024 x 1024 x 65536); with 64 outputs (a 64-row tile) RED=1 took 255
+# registers against 181 and lost 0-5% (docs/BENCHMARKS.md, session 13).
+SHORT_CHAIN, FULL_THREAD_TILE = 4, 128
+# From this many on, in a tree (RED=2): at 64 splits of 256 x 256 x 262144 it took 0.765 ms against RED=1's
+# 0.906 (the last split no longer reads 64 slots alone), at 32 it was level; at 4 and 8 it lost 2-13% to
+# RED=1 (docs/BENCHMARKS.md, session 13).
+TREE_FROM = 32
 MIN_CHUNK_STEPS = 4  # a split's chunk of K keeps at least this many BK steps (shorter ones are all overhead)
 
 
 def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
-    """The default for a shape whose tiles leave SMs idle. A tile twice as tall (wide) as M (N) is
+    """The default for a shape whose tiles leave SMs idle. Where M fills BM and N twice BN, the tile is
+    widened to the blocked default's (BN doubled, 8 warps). A tile twice as tall (wide) as M (N) is
     halved with its warp tile, where the constraints allow: half its FMAs would be on padding. Then
     the split whose rounds of resident blocks take the least time (rounds of 1/SPLITK of a tile's
     work), the fewest splits among equals; none where the tiles fill the GPU or K is too short.
-    LONG_CHAIN splits or more are summed through the workspace where it holds them (RED=1)."""
+    LONG_CHAIN splits or more (SHORT_CHAIN where a thread's tile is full) are summed through the
+    workspace where it holds them (RED=1), TREE_FROM or more in a tree (RED=2)."""
     M, N, K = shape
     q = dict(p)
+    wide = {**q, "BN": 2 * q["BN"]}
+    if M >= q["BM"] and N >= wide["BN"] and all(c.holds(wide, limits) for c in BLOCKED.constraints):
+        q = wide
     for size, tile, warp in ((M, "BM", "WM"), (N, "BN", "WN")):
         halved = {**q, tile: q[tile] // 2, warp: q[warp] // 2}
         if size <= halved[tile] and all(c.holds(halved, limits) for c in BLOCKED.constraints):
@@ -123,13 +139,16 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     usable = [s for s in SPLITS if K // s >= MIN_CHUNK_STEPS * q["BK"]]
     if t < at_once and usable:
         q["SPLITK"] = min(usable, key=lambda s: (ceil_div(t * s, at_once) / s, s))
-    if q["SPLITK"] >= LONG_CHAIN and slots(q, M, N) <= WS_FLOATS:
-        q["RED"] = 1
+    chain = SHORT_CHAIN if q["BM"] * q["BN"] // threads(q) >= FULL_THREAD_TILE else LONG_CHAIN
+    if q["SPLITK"] >= chain and slots(q, M, N) <= WS_FLOATS:
+        q["RED"] = 2 if q["SPLITK"] >= TREE_FROM else 1
     return {name: value for name, value in q.items() if value != p[name]}
 
 
 # Defaults other than blocked's: a 128 x 128 tile with the per-thread shape of the blocked default
-# (8 x 4 sub-tiles, 2 along N): at 1024 x 1024 x 65536, 64 tiles x 8 splits = 512 blocks of 128 threads.
+# (8 x 4 sub-tiles, 2 along N), which the fit widens to blocked's 128 x 256 where M and N fill it: on the
+# H200 the wide tile was 5-10% faster at 128 x 8192 x 8192, 1024 x 1024 x 65536 and 256 x 256 x 262144,
+# level at 1024^3; at 64 rows 64 x 128 beat 64 x 256 by 0-4% (docs/BENCHMARKS.md, session 13).
 DEFAULTS = {"BM": 128, "BN": 128, "WM": 64, "WN": 64}
 
 SPLITK = Family(
@@ -138,11 +157,12 @@ SPLITK = Family(
         "added into C in split order (deterministic)",
     params=(*(replace(p, default=DEFAULTS.get(p.name, p.default)) for p in chunked_params(BLOCKED.params)),
             Param("SPLITK", SPLITS, 8, "blocks per tile of C, each over its own chunk of K"),
-            Param("RED", (0, 1), 0, "0: the splits of a tile add into C one after another (turnstiles); 1: each "
-                  "writes its partial to a workspace slot, the last to arrive sums them in split order",
+            Param("RED", (0, 1, 2), 0, "0: the splits of a tile add into C one after another (turnstiles); 1: each "
+                  "writes its partial to a workspace slot, the last to arrive sums them in split order; 2: the "
+                  "partials meet in pairs along a fixed binary tree over the splits (the second of a pair adds)",
                   absent=0, named_at_absent=False)),
     constraints=(*chunked_constraints(BLOCKED.constraints),
-                 Constraint("RED=1 needs TN a multiple of 4 (the partial tiles go to the workspace as float4s)",
+                 Constraint("RED=1 or 2 needs TN a multiple of 4 (the partial tiles go to the workspace as float4s)",
                             ("RED", "TN"), lambda p, _: p["RED"] == 0 or p["TN"] % 4 == 0)),
     template=BLOCKED.template,
     geometry=_geometry,

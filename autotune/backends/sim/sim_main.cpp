@@ -371,9 +371,15 @@ int main(int argc, char** argv) {
         fail(kUsageExit, "usage", "cannot allocate dynamic shared memory");
     __sim_dynamic_shared = static_cast<float*>(dynamic);
 
-    for (unsigned z = 0; z < gridDim.z; ++z)
+    // SIM_Z_DESCENDING set: the z blocks (split-K's splits) run last first, so a test can show that an
+    // order-free reduction (RED=2) gives the same bytes whichever block of a pair arrives first. (The
+    // turnstiles need the GPU's order, z ascending: under this one their waits never end.)
+    const bool descending = std::getenv("SIM_Z_DESCENDING") != nullptr;
+    for (unsigned i = 0; i < gridDim.z; ++i) {
+        const unsigned z = descending ? gridDim.z - 1 - i : i;
         for (unsigned y = 0; y < gridDim.y; ++y)
             for (unsigned x = 0; x < gridDim.x; ++x) run_block(uint3{x, y, z}, blockDim);
+    }
 
     FILE* out = std::fopen(argv[2], "wb");
     if (!out || std::fwrite(C.data(), sizeof(float), C.size(), out) != C.size()) fail(kUsageExit, "usage", "cannot write output");
