@@ -78,7 +78,7 @@ def test_a_suite_on_the_emulator_writes_json_markdown_and_png(tmp_path):
     data = json.loads((out / "shape-suite-sim-cpu-emulator.json").read_text())
     assert data["device"] == "CPU emulator" and data["backend"] == "sim"
     assert data["budget"] == {"trials": 2, "timeout_s": 30.0, "total_timeout_s": None, "sampler": "tpe-mv",
-                              "families": ["naive", "tiled"], "seed": 0, "devices": None}
+                              "families": ["naive", "tiled"], "precision": "fp32", "seed": 0, "devices": None}
     assert data["tuning_s"] > 0 and data["geomean_cublas_over_ours"] is None and data["worst"] is None
     assert [(s["M"], s["N"], s["K"], s["group"]) for s in data["shapes"]] == shapes
     for s in data["shapes"]:
@@ -243,6 +243,34 @@ def test_the_suite_leaves_naive_out_unless_asked(tmp_path):
     assert budget["families"] == [name for name in families_for("fp32") if name != "naive"]  # FP32 contract
     assert CliRunner().invoke(cli, [*args, "--family", "naive,tiled"]).exit_code == 0
     assert json.loads((tmp_path / "out" / "shape-suite-sim.json").read_text())["budget"]["families"] == ["naive", "tiled"]
+
+
+def test_a_suite_reports_only_rows_its_contract_admits(tmp_path):
+    """One database, an FP32 row and a faster tensor-core row at a shape: the fp32 suite's best is the
+    FP32 row; the fp32-tc suite's (--precision fp32-tc, whose default families add the tensor-core
+    ones) the tensor-core row. A tensor-core family without --precision is one line, exit 2."""
+    from autotune import store
+    from autotune.families import TENSOR_CORE
+
+    db_path, path = tmp_path / "s.sqlite", shapes_file(tmp_path, (64, 64, 64, "a"))
+    db = store.open_db(str(db_path))
+    row = {"backend": "cuda", "M": 64, "N": 64, "K": 64, "status": "ok", "cublas_ms": 0.01, "gpu_name": "NVIDIA H200"}
+    db["results"].insert_all([{**row, "family": "blocked", "kernel": "fp32 row", "time_ms": 0.02},
+                              {**row, "family": "tf32x3wg", "kernel": "tensor-core row", "time_ms": 0.005}], alter=True)
+    db.close()
+    outputs = {}
+    for precision in ("fp32", "fp32-tc"):
+        out = tmp_path / precision
+        result = invoke("--shapes", path, "--no-tune", "--precision", precision, "--db", db_path, "-o", out)
+        assert result.exit_code == 0, result.output
+        outputs[precision] = json.loads((out / "shape-suite-h200.json").read_text())
+    assert [s["kernel"] for s in outputs["fp32"]["shapes"]] == ["fp32 row"]
+    assert [s["kernel"] for s in outputs["fp32-tc"]["shapes"]] == ["tensor-core row"]
+    assert outputs["fp32"]["budget"]["precision"] == "fp32"
+    assert set(TENSOR_CORE) <= set(outputs["fp32-tc"]["budget"]["families"])
+    assert not set(TENSOR_CORE) & set(outputs["fp32"]["budget"]["families"])
+    bad = invoke("--shapes", path, "--no-tune", "--family", "blocked,tf32x3wg", "--db", db_path, "-o", tmp_path)
+    assert bad.exit_code == 2 and "add --precision fp32-tc" in bad.output and len(bad.output.strip().splitlines()) == 1
 
 
 def test_the_suite_takes_devices_and_records_them_in_its_budget(tmp_path):

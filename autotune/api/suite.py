@@ -45,12 +45,14 @@ class SuiteOptions:
     preset: str = "h200"  # the device spec of the roofline
     groups: tuple[str, ...] = ()  # only these groups of the file (all when empty)
     tune: bool = True  # False: write the outputs from the database as it is
+    precision: str = "fp32"  # the contract whose rows count (fp32-tc: the tensor-core families' too)
 
     def budget(self) -> dict[str, Any]:
         """What the suite spent per shape, and on what: `devices` are the GPUs each search used (one
         worker each), so suite times on one GPU and on several can be told apart."""
         return {"trials": self.trials, "timeout_s": self.timeout, "total_timeout_s": self.total_timeout,
-                "sampler": self.sampler, "families": [f.name for f in self.families], "seed": self.seed,
+                "sampler": self.sampler, "families": [f.name for f in self.families], "precision": self.precision,
+                "seed": self.seed,
                 "devices": list(self.devices) if self.devices is not None else None}
 
 
@@ -158,7 +160,7 @@ def write(o: SuiteOptions, shapes: list[SuiteShape], seconds: dict, errors: dict
         device = suite_device(db, shapes, o.kind)
         spec = PRESETS[o.preset]
         suite = Suite(device, o.kind, o.preset, spec, o.budget(), git_commit(), tuning_s,
-                      suite_rows(db, shapes, o.kind, device, spec, seconds, errors))
+                      suite_rows(db, shapes, o.kind, device, spec, seconds, errors, o.precision))
     finally:
         db.close()
     write_suite(suite, Path(o.out), stem(device, o.kind))

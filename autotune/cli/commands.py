@@ -269,7 +269,10 @@ def report(M, N, K, db_path, output, preset, gpu, arch) -> None:
     click.echo(f"wrote {report_command(db_path, resolve_shape(M, N, K), output, preset, gpu, arch)}")
 
 
-SUITE_FAMILIES = [name for name in families_for("fp32") if name != "naive"]
+def suite_families(precision: str) -> list[str]:
+    """A suite's families unless --family says: the contract's, less naive (it never wins, and a trial
+    of it takes seconds at the large shapes)."""
+    return [name for name in families_for(precision) if name != "naive"]
 
 
 @cli.command()
@@ -281,9 +284,11 @@ SUITE_FAMILIES = [name for name in families_for("fp32") if name != "naive"]
               help="seconds of search per shape")
 @click.option("--total-timeout", type=click.FloatRange(min=0, min_open=True),
               help="seconds for the whole suite: a shape gets at most its share of what is left")
-@click.option("--family", "family_text", default=",".join(SUITE_FAMILIES), show_default=True,
-              help="families to search (naive is left out by default: it never wins, and a trial of it takes "
+@click.option("--family", "family_text",
+              help=f"families to search (default: {','.join(suite_families('fp32'))}; with --precision fp32-tc "
+                   "the tensor-core families too; naive is left out: it never wins, and a trial of it takes "
                    "seconds at the large shapes)")
+@precision_option
 @click.option("--backend", type=click.Choice(["cuda", "sim", "replay"]), default="cuda", show_default=True)
 @click.option("--replay-db", type=click.Path(dir_okay=False), help="recorded database for --backend replay")
 @click.option("--devices", "devices_text", metavar="0,1",
@@ -292,16 +297,17 @@ SUITE_FAMILIES = [name for name in families_for("fp32") if name != "naive"]
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
 @click.option("-o", "--out", default="benchmarks/data", show_default=True, help="folder for the JSON, .md and .png")
 @friendly
-def suite(shapes_path, groups, trials, timeout, total_timeout, family_text, backend, replay_db, devices_text, no_tune,
-          db_path, out) -> None:
+def suite(shapes_path, groups, trials, timeout, total_timeout, family_text, precision, backend, replay_db, devices_text,
+          no_tune, db_path, out) -> None:
     """Tune every shape of a shapes file with one budget; write each shape's best against cuBLAS (same
     process) and its roofline as JSON, a markdown table and a plot."""
     from autotune.api.suite import SuiteOptions, run_suite
     from autotune.backends.pool import parse_devices
 
-    sys.exit(run_suite(SuiteOptions(shapes_path, db_path, out, narrow_to(parse_families(family_text), {}), trials, timeout,
+    families = parse_families(family_text or ",".join(suite_families(precision)), precision)
+    sys.exit(run_suite(SuiteOptions(shapes_path, db_path, out, narrow_to(families, {}), trials, timeout,
                                     total_timeout, kind=backend, devices=parse_devices(devices_text, None),
-                                    replay_db=replay_db, groups=groups, tune=not no_tune)))
+                                    replay_db=replay_db, groups=groups, tune=not no_tune, precision=precision)))
 
 
 def main() -> None:

@@ -128,11 +128,13 @@ def suite_device(db: sqlite_utils.Database, shapes: list[SuiteShape], backend: s
 
 
 def suite_rows(db: sqlite_utils.Database, shapes: list[SuiteShape], backend: str, device: str | None,
-               spec: DeviceSpec, seconds: dict[SuiteShape, float], errors: dict[SuiteShape, str]) -> list[SuiteRow]:
-    """Per shape the fastest verified row on `device` (store.best: status ok only)."""
+               spec: DeviceSpec, seconds: dict[SuiteShape, float], errors: dict[SuiteShape, str],
+               precision: str = "fp32") -> list[SuiteRow]:
+    """Per shape the fastest verified row on `device` of a family the suite's contract admits
+    (store.best: status ok only; an fp32 suite never reports a tensor-core row of the same database)."""
     out = []
     for s in shapes:
-        best = store.best(db, s.shape, backend, device) if device else None
+        best = store.best(db, s.shape, backend, device, precision=precision) if device else None
         out.append(SuiteRow(s, roofline(s.M, s.N, s.K, spec), best, seconds.get(s), errors.get(s)))
     return out
 
@@ -176,7 +178,8 @@ def page(suite: Suite, png_name: str) -> str:
     lines = [
         f"# SGEMM shape suite: {suite.device or 'no device'} ({suite.backend})", "",
         f"Commit `{suite.commit or 'unknown'}`. Budget per shape: {b['trials']} new trials and at most "
-        f"{b['timeout_s']:g} s (sampler {b['sampler']}, families {', '.join(b['families'])}){took}. "
+        f"{b['timeout_s']:g} s (sampler {b['sampler']}, families {', '.join(b['families'])}, contract "
+        f"{b.get('precision', 'fp32')}){took}. "
         f"Our time and cuBLAS's in each row were measured by the same worker process.", "",
         f"Roofline (preset `{suite.preset}` = {s.name}: FMA peak {s.fma_tflops:.1f} TFLOP/s, DRAM "
         f"{s.dram_gbps:.0f} GB/s): the larger of 2MNK / peak and 4(MK + KN + MN) bytes / bandwidth (A and B "

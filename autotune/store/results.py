@@ -14,6 +14,7 @@ import sqlite_utils
 from autotune import __version__
 from autotune.backends.outcome import OK
 from autotune.errors import AutotuneError
+from autotune.families import families_for
 from autotune.store.db import KEY, immediate, key_where, now
 
 Key = tuple[str, str, int, int, int, int, str, str]
@@ -116,9 +117,12 @@ def results(db: sqlite_utils.Database, shape: tuple[int, int, int], backend: str
 
 
 def best(db: sqlite_utils.Database, shape: tuple[int, int, int], backend: str = "cuda",
-         gpu: str | None = None, family: str | None = None) -> dict | None:
-    """The fastest verified result: status ok only, so a wrong kernel can never be best."""
-    rows = [r for r in results(db, shape, backend, gpu, OK) if family in (None, r["family"])]
+         gpu: str | None = None, family: str | None = None, precision: str | None = None) -> dict | None:
+    """The fastest verified result: status ok only, so a wrong kernel can never be best. precision:
+    only rows of the families that contract admits (fp32: no tensor-core rows), None: any."""
+    admitted = set(families_for(precision)) if precision else None
+    rows = [r for r in results(db, shape, backend, gpu, OK)
+            if family in (None, r["family"]) and (admitted is None or r["family"] in admitted)]
     return min(rows, key=lambda r: r["time_ms"]) if rows else None
 
 
