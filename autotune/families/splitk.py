@@ -8,12 +8,15 @@ when K is small; its block still takes its turn). With RED=0 the partials are ad
 order 0, 1, 2, ... behind a per-tile turnstile (templates/_splitk.cu.j2): ordered, not atomic, so the
 output is bit-identical from run to run. With RED=1 each split writes its partial tile to a slot of a
 module-level workspace without waiting, and the split that arrives last at the tile's counter sums
-the slots in that same order (the same sum, so the same bits): no serial chain of adds. Either way
-one launch, no reduction kernel, and the (A, B, C, M, N, K) signature of every exported kernel. The
-turnstiles and counters are fixed module-level arrays, so a shape with more output tiles than
-MAX_TILES, or (RED=1) more slots than WS_FLOATS holds, is refused (shape_rules).
-A search first measures the default fitted to its shape (fit: splits that fill the SMs, a tile
-halved where M or N is half of it), then the default itself.
+the slots in that same order (the same sum, so the same bits): no serial chain of adds. With RED=2
+the partials meet in pairs along a fixed binary tree over the splits, the second block of each pair
+adding the first's (templates/blocked.cu.j2 says why that is deterministic too): the last block adds
+log2(SPLITK) slots, not SPLITK. Every way one launch, no reduction kernel, and the (A, B, C, M, N, K)
+signature of every exported kernel. The turnstiles, counters and slots are fixed module-level arrays,
+so a shape with more output tiles than MAX_TILES, or (RED=1, 2) more slots than WS_FLOATS holds, is
+refused (shape_rules).
+A search first measures the default fitted to its shape (fit: blocked's wider tile where the shape
+fills it, splits that fill the SMs, a tile halved where M or N is half of it), then the default itself.
 """
 from __future__ import annotations
 
@@ -32,7 +35,7 @@ from autotune.families.blocked import (
 from autotune.space import Constraint, Family, Launch, Limits, Param, Params, ceil_div
 
 MAX_TILES = 1 << 16  # turnstiles, one per output tile: 256 KiB of device memory
-WS_FLOATS = 1 << 23  # RED=1: the partial tiles' slots, 32 MiB of device memory in the module
+WS_FLOATS = 1 << 23  # RED=1, 2: the partial tiles' slots, 32 MiB of device memory in the module
 SPLITS = (2, 4, 8, 16, 32, 64)
 
 

@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
-# Issue 13: the shape suite on a fresh database with one stated budget (TRIALS new trials and at most
-# TIMEOUT seconds per shape, TOTAL for the whole suite), outputs in $OUT (shape-suite-<device>.json,
-# .md, .png) and the database as $OUT/suite.sqlite. From the repository root with OUT set:
-#   TRIALS=16 TIMEOUT=15 TOTAL=420 OUT=out bash benchmarks/release/suite_check.sh
+# Issue 13: the shape suite with one stated budget (TRIALS new trials and at most TIMEOUT seconds per
+# shape, TOTAL for the whole suite) on a fresh database, or on a copy of START_DB (an earlier pass:
+# its rows count, and its bests are the shape-aware starts); outputs in $OUT (shape-suite-<device>.json,
+# .md, .png), the database as $OUT/suite.sqlite, GPU tests first unless NO_TESTS. From the repository
+# root with OUT set:
+#   TRIALS=16 TIMEOUT=15 TOTAL=420 [START_DB=earlier.sqlite] OUT=out bash benchmarks/release/suite_check.sh
 source benchmarks/release/common.sh
 TRIALS="${TRIALS:-16}"; TIMEOUT="${TIMEOUT:-15}"; TOTAL="${TOTAL:-420}"
+if [ -z "$NO_TESTS" ]; then
+  step "GPU tests"
+  timeout 240 python3 -m pytest -m gpu -p no:cacheprovider --timeout 90 tests >"$WORK/gpu_tests.txt" 2>&1
+  grep -E "passed|failed|FAILED|Error" "$WORK/gpu_tests.txt" | tail -15 | tee -a "$LOG"
+fi
+[ -n "$START_DB" ] && cp "$START_DB" "$OUT/suite.sqlite"
 step "autotune suite --trials $TRIALS --timeout $TIMEOUT --total-timeout $TOTAL"
 ( time timeout $((TOTAL + 120)) $AT suite --shapes benchmarks/shapes.toml --trials "$TRIALS" --timeout "$TIMEOUT" \
     --total-timeout "$TOTAL" --db "$OUT/suite.sqlite" --out "$OUT" ) >"$WORK/suite-log.txt" 2>&1
