@@ -292,13 +292,14 @@ def test_gemv_like_defaults_fit_their_block_to_the_few_rows_or_columns(family, s
     assert fitted == expected and not violations(make_config(fam, fitted))
 
 
-# RED=1: each split's partial into a workspace slot, summed in split order by the tile's last split.
-RED_CONFIGS = ({**SMALL, "SPLITK": 4, "RED": 1}, {**SMALL, "SPLITK": 64, "BK": 8, "RED": 1},
-               {**SMALL, "SPLITK": 2, "GM": 8, "STAGES": 3, "ASYNC": 1, "BSWAP": 0, "RED": 1})
+# Each split's partial into a workspace slot; RED=1: summed in split order by the tile's last split,
+# RED=2: in pairs along a fixed binary tree over the splits.
+RED_CONFIGS = tuple({**c, "RED": red} for red in (1, 2) for c in (
+    {**SMALL, "SPLITK": 4}, {**SMALL, "SPLITK": 64, "BK": 8}, {**SMALL, "SPLITK": 2, "GM": 8, "STAGES": 3, "ASYNC": 1, "BSWAP": 0}))
 
 
 @pytest.mark.parametrize("params", RED_CONFIGS, ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()))
-def test_the_workspace_reduction_matches_the_reference_at_odd_shapes(params):
+def test_the_workspace_reductions_match_the_reference_at_odd_shapes(params):
     config = splitk(params)
     assert statuses(config, render(config)) == ["ok"] * len(SHAPES)
 
@@ -314,17 +315,6 @@ def test_a_last_split_that_skips_a_slot_is_wrong():
     config = splitk({**SMALL, "SPLITK": 4, "RED": 1})
     broken = edit(render(config), "const float4 p = __ldcg(", "if (s == 2) continue;\n                        const float4 p = __ldcg(")
     assert statuses(config, broken, ((70, 72, 333),)) == ["wrong"]
-
-
-# RED=2: the partials meet in pairs along a fixed binary tree over the splits.
-TREE_CONFIGS = ({**SMALL, "SPLITK": 4, "RED": 2}, {**SMALL, "SPLITK": 64, "BK": 8, "RED": 2},
-                {**SMALL, "SPLITK": 2, "GM": 8, "STAGES": 3, "ASYNC": 1, "BSWAP": 0, "RED": 2})
-
-
-@pytest.mark.parametrize("params", TREE_CONFIGS, ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()))
-def test_the_tree_reduction_matches_the_reference_at_odd_shapes(params):
-    config = splitk(params)
-    assert statuses(config, render(config)) == ["ok"] * len(SHAPES)
 
 
 def tree_outputs(source: str, config: Config, monkeypatch) -> list[bytes]:

@@ -9,26 +9,18 @@ source benchmarks/release/common.sh
 TESTS="${TESTS:-tests}"
 DB="$WORK/red.sqlite"
 
-measure() {  # measure SHAPE PARAMS...: one process, its cuBLAS and the products of the -p values
-  local shape=$1; shift
-  local args=(); for kv in "$@"; do args+=(-p "$kv"); done
-  echo "-- $shape $*" | tee -a "$LOG"
-  read -r M N K <<<"${shape//x/ }"
-  timeout 150 $AT measure --M "$M" --N "$N" --K "$K" --family splitk "${args[@]}" --db "$DB" 2>&1 \
-    | grep -v "no SASS" | tee -a "$LOG"
-}
 
 step "split-K reductions"
-measure 256x256x262144 BN=128,256 SPLITK=64 RED=0,1,2
-measure 256x256x262144 BN=128 SPLITK=32 RED=1,2
-measure 256x256x262144 BM=64 WM=32 SPLITK=64 RED=1,2
-measure 1024x1024x65536 BN=256 SPLITK=4,8 RED=1,2
-measure 1024x1024x65536 BN=128 SPLITK=8 RED=0,1,2
-measure 64x8192x8192 BM=64 WM=32 SPLITK=4,8 RED=0,1,2
-measure 128x8192x8192 SPLITK=4 RED=0,1,2
-measure 8192x128x8192 SPLITK=4 RED=0,1,2
-measure 1024x1024x1024 SPLITK=4 RED=0,1,2
-measure 64x14336x4096 BM=64 WM=32 SPLITK=8 RED=0,1,2
+splitk_measure "$DB" 256x256x262144 BN=128,256 SPLITK=64 RED=0,1,2
+splitk_measure "$DB" 256x256x262144 BN=128 SPLITK=32 RED=1,2
+splitk_measure "$DB" 256x256x262144 BM=64 WM=32 SPLITK=64 RED=1,2
+splitk_measure "$DB" 1024x1024x65536 BN=256 SPLITK=4,8 RED=1,2
+splitk_measure "$DB" 1024x1024x65536 BN=128 SPLITK=8 RED=0,1,2
+splitk_measure "$DB" 64x8192x8192 BM=64 WM=32 SPLITK=4,8 RED=0,1,2
+splitk_measure "$DB" 128x8192x8192 SPLITK=4 RED=0,1,2
+splitk_measure "$DB" 8192x128x8192 SPLITK=4 RED=0,1,2
+splitk_measure "$DB" 1024x1024x1024 SPLITK=4 RED=0,1,2
+splitk_measure "$DB" 64x14336x4096 BM=64 WM=32 SPLITK=8 RED=0,1,2
 
 if [ -z "$NO_TC" ]; then
   step "tf32x3wg's default at the suite's shapes"

@@ -5,21 +5,13 @@
 #   OUT=out bash benchmarks/release/splitk_tiles_check.sh
 source benchmarks/release/common.sh
 DB="$WORK/tiles.sqlite"
-measure() {  # measure SHAPE PARAMS...
-  local shape=$1; shift
-  local args=(); for kv in "$@"; do args+=(-p "$kv"); done
-  echo "-- $shape $*" | tee -a "$LOG"
-  read -r M N K <<<"${shape//x/ }"
-  timeout 150 $AT measure --M "$M" --N "$N" --K "$K" --family splitk "${args[@]}" --db "$DB" 2>&1 \
-    | grep -v "no SASS" | tee -a "$LOG"
-}
 step "split-K tiles"
-measure 128x8192x8192 BN=128,256 SPLITK=4 RED=0,1
-measure 1024x1024x1024 BN=128,256 SPLITK=4 RED=0,1
-measure 64x8192x8192 BM=64 WM=32 BN=128,256 SPLITK=4,8 RED=0,1
-measure 64x14336x4096 BM=64 WM=32 BN=128,256 SPLITK=8 RED=0,1
-measure 8192x128x8192 BM=128,256 SPLITK=4 RED=0,1
-measure 256x256x262144 BN=128,256 SPLITK=64 RED=1,2
-measure 1024x1024x65536 BN=128,256 SPLITK=4,8 RED=1
+splitk_measure "$DB" 128x8192x8192 BN=128,256 SPLITK=4 RED=0,1
+splitk_measure "$DB" 1024x1024x1024 BN=128,256 SPLITK=4 RED=0,1
+splitk_measure "$DB" 64x8192x8192 BM=64 WM=32 BN=128,256 SPLITK=4,8 RED=0,1
+splitk_measure "$DB" 64x14336x4096 BM=64 WM=32 BN=128,256 SPLITK=8 RED=0,1
+splitk_measure "$DB" 8192x128x8192 BM=128,256 SPLITK=4 RED=0,1
+splitk_measure "$DB" 256x256x262144 BN=128,256 SPLITK=64 RED=1,2
+splitk_measure "$DB" 1024x1024x65536 BN=128,256 SPLITK=4,8 RED=1
 step "done"
 cp "$DB" "$OUT/tiles.sqlite"
