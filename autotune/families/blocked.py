@@ -27,7 +27,10 @@ beta, strided batches; grid z = batch) and store alpha * acc + beta * C; 16-byte
 leading dimension, the stored row length and the pointer all to allow them. Families splitk and
 tailsplit leave BLAS out: their turnstiles are per tile, not per (batch, tile).
 GM groups block-rows for L2 reuse; MINB is the `__launch_bounds__` minimum of resident blocks
-(a register cap).
+(a register cap). AL=1 (NN, plain signature) first copies A and B, by a prologue kernel, into a
+workspace whose rows are padded to multiples of 4 floats, so that the product's loads are 16-byte
+ones where K or N is not a multiple of 4 (4097 x 4095 x 4093): the kernel is the same, reading the
+padded rows with their strides.
 """
 from __future__ import annotations
 
@@ -82,10 +85,17 @@ def reads_b_transposed(p: Params) -> bool:
 
 
 XPOSE_TILE = 64  # PB=1's prologue moves 64 x 64 tiles of B with 256 threads (templates/_transpose.cu.j2)
+ALIGN_THREADS = 256  # AL=1's prologue: a float4 of the workspace per thread (templates/_align.cu.j2)
 
 
 def _prologue(p: Params, M: int, N: int, K: int) -> Prologue | None:
-    """PB=1: B (N x K) transposed into a K x N workspace before the product (one-dimensional grid)."""
+    """PB=1: B (N x K) transposed into a K x N workspace before the product (one-dimensional grid).
+    AL=1: B and A copied into a workspace with their rows padded to multiples of 4 floats."""
+    if p.get("AL", 0):
+        floats = K * (ceil_div(N, 4) * 4) + M * (ceil_div(K, 4) * 4)
+        return Prologue(Launch(grid=(ceil_div(floats, 4 * ALIGN_THREADS), 1, 1), block=(ALIGN_THREADS, 1, 1)),
+                        floats=floats, does="B (K x N) and then A (M x K) copied into a workspace with their rows "
+                                            "padded to multiples of 4 floats, read by the kernel as its operands")
     if not p.get("PB", 0):
         return None
     tiles = ceil_div(N, XPOSE_TILE) * ceil_div(K, XPOSE_TILE)
@@ -140,6 +150,11 @@ def _regroups(p: Params) -> bool:
     return (p["TA"] == 1 or la % 2 == 0) and (not tb or lb % 4 == 0)
 
 
+def _aligns(p: Params) -> bool:
+    """AL=1 copies operands stored as NN (TA=0, TB=0, so no PB) into tight padded rows (BLAS=0)."""
+    return p.get("AL", 0) == 0 or (p.get("TA", 0) == 0 and p.get("TB", 0) == 0 and p.get("BLAS", 0) == 0)
+
+
 def _prologue_fits(p: Params) -> bool:
     """PB=1 has a B stored N x K to transpose (TB=1) and a plain signature (BLAS=0: the prologue
     transposes a tight B, without a leading dimension or batches)."""
@@ -159,9 +174,9 @@ def _fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
 
 def chunked_params(params: tuple[Param, ...]) -> tuple[Param, ...]:
     """Blocked's parameters for families splitk and tailsplit: without BLAS (their turnstiles are per
-    tile, not per (batch, tile)), and PB fixed at 0 (where K is split the product is short beside a
-    transpose of the whole of B)."""
-    return tuple(replace(p, values=(0,), default=0) if p.name == "PB" else p for p in params if p.name != "BLAS")
+    tile, not per (batch, tile)), and PB and AL fixed at 0 (where K is split the product is short beside
+    a transpose or copy of the whole of B)."""
+    return tuple(replace(p, values=(0,), default=0) if p.name in ("PB", "AL") else p for p in params if p.name != "BLAS")
 
 
 def chunked_constraints(constraints: tuple[Constraint, ...]) -> tuple[Constraint, ...]:
@@ -212,6 +227,9 @@ BLOCKED = Family(
               absent=0, named_at_absent=False),
         Param("BLAS", (0, 1), 0, "1: cuBLAS-style arguments (lda, ldb, ldc, alpha, beta, batch strides; "
                                  "autotune/space/blas.py), batch = grid z", absent=0, named_at_absent=False),
+        Param("AL", (0, 1), 0, "1: A and B (NN) are first copied by a kernel of its own into a workspace with their "
+              "rows padded to multiples of 4 floats, so the product's loads are 16-byte ones whatever K and N",
+              absent=0, named_at_absent=False),
     ),
     constraints=(
         Constraint("warp tiles must tile the block tile (BM % WM == 0 and BN % WN == 0)", TILE, lambda p, _: tiles_fit(p)),
@@ -238,6 +256,8 @@ BLOCKED = Family(
                    (*TILE, "BK", "RT", "ASYNC", "TA", "TB", "PB"), lambda p, _: _regroups(p)),
         Constraint("PB=1 needs TB=1 (a B stored N x K to transpose first) and BLAS=0 (its prologue transposes "
                    "a tight B: no leading dimension, no batches)", ("PB", "TB", "BLAS"), lambda p, _: _prologue_fits(p)),
+        Constraint("AL=1 needs TA=0, TB=0 and BLAS=0 (its prologue copies A and B stored as NN, tight: no leading "
+                   "dimension, no batches)", ("AL", "TA", "TB", "BLAS"), lambda p, _: _aligns(p)),
     ),
     template="blocked.cu.j2",
     geometry=_geometry,

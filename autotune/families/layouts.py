@@ -10,6 +10,7 @@ TRANSPOSES = ("TA", "TB")
 # Parameters whose default follows TA and TB (blocked's PB and RT are choices for a transposed B and
 # for an operand stored along K): another layout's config read as this one's takes this one's defaults.
 FOLLOW_LAYOUT = ("PB", "RT")
+PROLOGUE_PARAMS = ("PB", "AL")  # blocked's parameters that add a prologue for tight operands (none with BLAS=1)
 BLAS_FAMILY = "blocked"
 LAYOUTS = {"NN": (0, 0), "NT": (0, 1), "TN": (1, 0), "TT": (1, 1)}  # cuBLAS's names: op(A), then op(B)
 
@@ -54,8 +55,8 @@ def for_batch(families: list[Family], batch: int) -> list[Family]:
     if not kept:
         raise AutotuneError(f"--batch {batch} needs BLAS=1 kernels, which none of the families searched has; "
                             f"the register-blocked family has them: --family {BLAS_FAMILY}")
-    # BLAS=1 kernels have no prologue (blocked's PB=1 transposes a tight B, one product's)
-    return narrow_to(kept, {"BLAS": ["1"], "PB": ["0"]})
+    # BLAS=1 kernels have no prologue (blocked's PB=1 transposes a tight B, AL=1 copies tight A and B: one product's)
+    return narrow_to(kept, {"BLAS": ["1"], **{name: ["0"] for name in PROLOGUE_PARAMS}})
 
 
 def names(family: Family) -> set[str]:

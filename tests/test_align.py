@@ -1,0 +1,80 @@
+"""AL=1: a register-blocked NN kernel whose A and B are first copied by a second kernel of the same
+module (its prologue, space.Prologue) into a workspace with their rows padded to multiples of 4 floats,
+so that the product's loads are 16-byte ones whatever K and N (4097 x 4095 x 4093's rows are not
+16-byte aligned). Checked without a GPU: on the emulator at odd shapes, mutations of the prologue and
+of the kernel's strides that must fail, the constraint, and the launchers' formulas."""
+from __future__ import annotations
+
+import pytest
+
+from autotune.codegen.launcher import launchers
+from autotune.codegen.render import render
+from autotune.families import FAMILIES
+from autotune.families.blocked import ALIGN_THREADS
+from autotune.families.layouts import for_batch
+from autotune.space import ceil_div, make_config, violations
+from autotune.space.formula import derive_prologue
+from tests.test_launchers import load_module
+from tests.test_transposes import SMALL, statuses
+
+BLOCKED = FAMILIES["blocked"]
+# K and N not multiples of 4 (padded rows), a row, a column, a K of 1, several tiles both ways, and
+# multiples of 4 (no padding at all).
+SHAPES = ((17, 33, 9), (1, 70, 130), (45, 1, 66), (20, 19, 1), (131, 67, 93), (64, 68, 132))
+CASES = {
+    "default tiling": {},
+    "small tiling": {**SMALL, "STAGES": 2, "ASYNC": 0},
+    "small cp.async": {**SMALL, "STAGES": 3, "ASYNC": 1, "BSWAP": 0},
+}
+
+
+def al(params: dict):
+    c = make_config(BLOCKED, {**params, "AL": 1})
+    assert not violations(c) and c.has_prologue
+    return c
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_copying_into_aligned_rows_first_matches_the_reference(case):
+    c = al(CASES[case])
+    assert statuses(c, render(c), SHAPES) == ["ok"] * len(SHAPES), c.name
+
+
+@pytest.mark.parametrize("old, new", [
+    # the padding read past the row's end (the next row's first floats; past A's last row, out of bounds)
+    ("v[j] = c + j < cols ? row[c + j] : 0.0f;", "v[j] = row[c + j];"),
+    # the float4s that hold padding left unwritten: the emulator's workspace starts as NaN
+    ("reinterpret_cast<float4*>(W)[q] =", "if (c + 3 < cols) reinterpret_cast<float4*>(W)[q] ="),
+    # A's rows read with their stored length, not the padded one
+    ("A = B + static_cast<size_t>(K) * Np;", "A = B + static_cast<size_t>(K) * N;"),
+])
+def test_a_wrong_copy_is_wrong(old, new):
+    c = al(CASES["small tiling"])
+    source = render(c)
+    assert old in source, "the template changed?"
+    assert statuses(c, source.replace(old, new), ((17, 33, 9), (131, 67, 93))) != ["ok", "ok"]
+
+
+def test_al_needs_nn_operands_and_the_plain_signature():
+    for params in ({"TA": 1}, {"TB": 1, "PB": 0}, {"BLAS": 1}):
+        assert any("AL=1" in v for v in violations(make_config(BLOCKED, {**params, "AL": 1}))), params
+    for family in ("splitk", "tailsplit"):  # a copy of all of A and B beside a split product: not offered
+        assert FAMILIES[family].param("AL").values == (0,)
+    assert make_config(BLOCKED, {}).values["AL"] == 0 and make_config(BLOCKED, {}).name.endswith("_BSW1")
+    (batched,) = for_batch([BLOCKED], 4)  # a batch's BLAS=1 kernels take the operands as stored
+    assert batched.param("AL").values == (0,) and batched.param("BLAS").values == (1,)
+
+
+def test_the_prologue_writes_both_padded_operands_on_a_one_dimensional_grid(tmp_path):
+    c = al({})
+    formula = derive_prologue(c)
+    for M, N, K in ((1, 1, 1), (5, 64, 65), (4097, 4095, 4093), (3, 1, 2**20 + 1)):
+        pre = c.prologue(M, N, K)
+        floats = K * ceil_div(N, 4) * 4 + M * ceil_div(K, 4) * 4
+        assert pre.floats == floats and pre.launch.block == (ALIGN_THREADS, 1, 1)
+        assert pre.launch.grid == (ceil_div(floats // 4, ALIGN_THREADS), 1, 1)
+        assert formula.evaluate(M, N, K) == (pre.launch.grid[0], pre.floats)  # what the launchers compute
+    made = launchers(c, c.name, c.geometry(96, 80), (96, 80, 40), None, tmp_path / "best.cu")
+    (tmp_path / "best.py").write_text(made.python)
+    module = load_module(tmp_path / "best.py")
+    assert module.workspace_bytes(4097, 4095, 4093) == 4 * c.prologue(4097, 4095, 4093).floats

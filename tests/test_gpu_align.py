@@ -1,0 +1,21 @@
+"""On a GPU: blocked AL=1 (A and B copied first into rows padded to multiples of 4 floats) verifies
+against cuBLAS and times, prologue and product as one config, at shapes whose rows are not 16-byte
+aligned and at one whose rows are."""
+import pytest
+
+from autotune.codegen.render import render
+from autotune.families import BLOCKED
+from autotune.space import make_config
+
+pytestmark = pytest.mark.gpu
+SHAPES = ((4097, 4095, 4093), (1001, 999, 997), (512, 512, 512))
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_aligned_copies_verify_and_time(shape):
+    from autotune.backends.cuda.backend import CudaBackend
+
+    config = make_config(BLOCKED, {"AL": 1})
+    outcome = CudaBackend(*shape, seed=5).measure(config, render(config))
+    assert outcome.status == "ok", outcome.reason
+    assert outcome.timing.reps >= 3
