@@ -150,6 +150,11 @@ def _regroups(p: Params) -> bool:
     return (p["TA"] == 1 or la % 2 == 0) and (not tb or lb % 4 == 0)
 
 
+def accumulators(p: Params) -> int:
+    """Outputs of C a thread holds: (WMITER*TM) x (WNITER*TN)."""
+    return wmiter(p) * p["TM"] * p["WNITER"] * p["TN"]
+
+
 def _aligns(p: Params) -> bool:
     """AL=1 copies operands stored as NN (TA=0, TB=0, so no PB) into tight padded rows (BLAS=0)."""
     return p.get("AL", 0) == 0 or (p.get("TA", 0) == 0 and p.get("TB", 0) == 0 and p.get("BLAS", 0) == 0)
@@ -239,7 +244,7 @@ BLOCKED = Family(
                    lambda p, lim: threads(p) <= lim.max_threads_per_block),
         Constraint("threads must divide the float4 loads of the A and B tiles evenly", (*TILE, "BK"), lambda p, _: _loads_even(p)),
         Constraint(f"at most {MAX_ACCUMULATORS} accumulators per thread (WMITER*TM*WNITER*TN) to stay in registers",
-                   LANES, lambda p, _: wmiter(p) * p["TM"] * p["WNITER"] * p["TN"] <= MAX_ACCUMULATORS),
+                   LANES, lambda p, _: accumulators(p) <= MAX_ACCUMULATORS),
         Constraint("register-prefetch loading (ASYNC=0) has 1 or 2 stages; 3 and 4 need ASYNC=1", ("ASYNC", "STAGES"),
                    lambda p, _: p["ASYNC"] == 1 or p["STAGES"] <= 2),
         Constraint("cp.async loading (ASYNC=1) needs at least 2 stages", ("ASYNC", "STAGES"), lambda p, _: p["ASYNC"] == 0 or p["STAGES"] >= 2),

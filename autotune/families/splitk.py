@@ -25,7 +25,9 @@ from typing import Callable
 
 from autotune.families.blocked import (
     BLOCKED,
+    MAX_ACCUMULATORS,
     MAX_THREADS_PER_SM,
+    accumulators,
     chunked_constraints,
     chunked_params,
     derive_tiles,
@@ -106,16 +108,16 @@ def _shape_rules(p: Params, M: int, N: int) -> list[str]:
 
 REGISTERS_PER_THREAD = 256  # what a kernel of 128 accumulators per thread takes (255 measured): sets blocks per SM
 # From this many splits on, the fit sums them through the workspace (RED=1): at 64 splits it beat the
-# serial chain by 10%, at 4 or 8 neither won (docs/BENCHMARKS.md, session 7, call I).
+# serial chain by 10%, at 4 or 8 neither won (docs/BENCHMARKS.md, "split-K through a workspace").
 LONG_CHAIN = 16
-# ... and from this many where a thread holds FULL_THREAD_TILE outputs: such a kernel takes 252-255
+# ... and from this many where a thread holds MAX_ACCUMULATORS outputs: such a kernel takes 252-255
 # registers with RED=0 already, so RED=1's sum costs it no occupancy, and it won 1.6-9% at 4 and 8 splits
 # (128 x 8192 x 8192, 1024^3, 1024 x 1024 x 65536); with 64 outputs (a 64-row tile) RED=1 took 255
-# registers against 181 and lost 0-5% (docs/BENCHMARKS.md, session 13).
-SHORT_CHAIN, FULL_THREAD_TILE = 4, 128
+# registers against 181 and lost 0-5% (docs/BENCHMARKS.md, "split-K's reductions", "split-K's tile").
+SHORT_CHAIN = 4
 # From this many on, in a tree (RED=2): at 64 splits of 256 x 256 x 262144 it took 0.765 ms against RED=1's
 # 0.906 (the last split no longer reads 64 slots alone), at 32 it was level; at 4 and 8 it lost 2-13% to
-# RED=1 (docs/BENCHMARKS.md, session 13).
+# RED=1 (docs/BENCHMARKS.md, "split-K's reductions").
 TREE_FROM = 32
 MIN_CHUNK_STEPS = 4  # a split's chunk of K keeps at least this many BK steps (shorter ones are all overhead)
 
@@ -142,7 +144,7 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     usable = [s for s in SPLITS if K // s >= MIN_CHUNK_STEPS * q["BK"]]
     if t < at_once and usable:
         q["SPLITK"] = min(usable, key=lambda s: (ceil_div(t * s, at_once) / s, s))
-    chain = SHORT_CHAIN if q["BM"] * q["BN"] // threads(q) >= FULL_THREAD_TILE else LONG_CHAIN
+    chain = SHORT_CHAIN if accumulators(q) >= MAX_ACCUMULATORS else LONG_CHAIN
     if q["SPLITK"] >= chain and slots(q, M, N) <= WS_FLOATS:
         q["RED"] = 2 if q["SPLITK"] >= TREE_FROM else 1
     return {name: value for name, value in q.items() if value != p[name]}
@@ -151,7 +153,7 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
 # Defaults other than blocked's: a 128 x 128 tile with the per-thread shape of the blocked default
 # (8 x 4 sub-tiles, 2 along N), which the fit widens to blocked's 128 x 256 where M and N fill it: on the
 # H200 the wide tile was 5-10% faster at 128 x 8192 x 8192, 1024 x 1024 x 65536 and 256 x 256 x 262144,
-# level at 1024^3; at 64 rows 64 x 128 beat 64 x 256 by 0-4% (docs/BENCHMARKS.md, session 13).
+# level at 1024^3; at 64 rows 64 x 128 beat 64 x 256 by 0-4% (docs/BENCHMARKS.md, "split-K's tile").
 DEFAULTS = {"BM": 128, "BN": 128, "WM": 64, "WN": 64}
 
 SPLITK = Family(
