@@ -1,6 +1,6 @@
 """Checks of a tensor-core family's kernel on the CPU emulator, shared by its tests: its status and
 error under verify.check, numpy's FP32 error on the same inputs (the fp32-tc contract's yardstick), and
-a one-place edit of a rendered source for mutation tests."""
+a one-place edit of a rendered source for mutation tests (any family's)."""
 from __future__ import annotations
 
 from autotune.backends.reference import random_inputs, reference, relative_error
