@@ -3,7 +3,7 @@
 # GPU's name, UUID, driver and clock), the lean wheelhouse installed (benchmarks/device_setup.sh), AT
 # (the CLI as a command that `timeout` can run: device_setup.sh's `autotune` may be a shell function),
 # step (a timestamped heading in the log), fp32_tc_search (issue 15's default search at 4096^3, its
-# summary and best in the log, its database $WORK/tc.sqlite) and splitk_measure (named split-K configs).
+# summary and best in the log, its database $WORK/tc.sqlite), family_measure (named configs of a family) and splitk_measure (of splitk).
 set -o pipefail
 OUT="${OUT:-out}"; mkdir -p "$OUT"
 WORK=$(mktemp -d); LOG="$OUT/log.txt"
@@ -17,11 +17,12 @@ fp32_tc_search() {
   grep real "$WORK/tc-progress.txt" | tee -a "$LOG"
   timeout 60 $AT best --M 4096 --db "$WORK/tc.sqlite" 2>&1 | tee -a "$LOG"
 }
-splitk_measure() {  # splitk_measure DB MxNxK NAME=V1,V2 ...: one process, its cuBLAS, every product of the values
-  local db=$1 shape=$2; shift 2
+family_measure() {  # family_measure FAMILY DB MxNxK NAME=V1,V2 ...: one process, its cuBLAS, every product of the values
+  local family=$1 db=$2 shape=$3; shift 3
   local args=(); for kv in "$@"; do args+=(-p "$kv"); done
-  echo "-- $shape $*" | tee -a "$LOG"
+  echo "-- $family $shape $*" | tee -a "$LOG"
   read -r M N K <<<"${shape//x/ }"
-  timeout 150 $AT measure --M "$M" --N "$N" --K "$K" --family splitk "${args[@]}" --db "$db" 2>&1 \
+  timeout 150 $AT measure --M "$M" --N "$N" --K "$K" --family "$family" "${args[@]}" --db "$db" 2>&1 \
     | grep -v "no SASS" | tee -a "$LOG"
 }
+splitk_measure() { family_measure splitk "$@"; }

@@ -24,6 +24,13 @@ from autotune.backends.cuda.cublas import Cublas
 from autotune.backends.cuda.device import DeviceInfo, device_info, sm_clock_mhz
 from autotune.backends.cuda.exact import Exact
 from autotune.backends.cuda.launch import Kernels, launch_config, load_kernel, load_kernels
+from autotune.backends.cuda.timing import (  # noqa: F401 (time_ms re-exported: batched.py's import)
+    HEAD_START_NAME,
+    HEAD_START_SOURCE,
+    HeadStart,
+    nothing,
+    time_ms,
+)
 from autotune.backends.cuda.workspaces import Workspaces
 from autotune.backends.outcome import COMPILE_ERROR, OK, WRONG, Fault, Outcome, Timing
 from autotune.backends.reference import FP32, FP32_TC, judge, random_inputs, stored, transposes
@@ -33,13 +40,6 @@ from autotune.families import precision_of
 from autotune.space import Config, Operands, takes_blas, tight
 
 CHECK_SHAPE = (131, 67, 93)  # an odd shape every variant must also get right (tails)
-TIME_BUDGET_MS = 600.0  # stop repeating once this much kernel time was measured...
-MIN_REPS, MAX_REPS = 3, 20  # ...but never fewer than MIN_REPS timed runs
-# untimed runs first: the verify launch at the search shape has already loaded the module and
-# woken the clocks, so one more is enough (slow naive kernels take 0.3 s a run)
-WARMUP = 1
-SETTLE_REPS, SETTLE_SPREAD = 5, 0.01  # ...and stop early once 5 runs agree within 1%
-
 
 class DeviceFault(Fault):
     """The CUDA context is poisoned (illegal address, ...): this process cannot go on."""
@@ -120,41 +120,6 @@ class GpuCompare:
         return self.compare(c, ref, n).error
 
 
-def _nothing() -> None:
-    pass
-
-
-def time_ms(run, stream, min_reps: int = MIN_REPS, max_reps: int = MAX_REPS, tick=_nothing) -> Timing:
-    """Median of repeated event-timed runs, after warm-up (module load, clocks ramping).
-    tick() after each synchronised run tells a watchdog that launches still finish."""
-    from cuda.core import EventOptions
-
-    opts = EventOptions(timing_enabled=True)
-    for _ in range(WARMUP):
-        run()
-    times: list[float] = []
-    def enough() -> bool:
-        return len(times) >= min_reps and (sum(times) >= TIME_BUDGET_MS or settled(times))
-
-    while len(times) < max_reps and not enough():
-        start = stream.record(options=opts)
-        run()
-        end = stream.record(options=opts)
-        end.sync()
-        times.append(end - start)
-        tick()
-    return Timing.of(times)
-
-
-def settled(times: list[float]) -> bool:
-    """Repeat only as long as the spread requires: stop once the last SETTLE_REPS runs lie
-    within SETTLE_SPREAD of their median (more runs would not move the median)."""
-    if len(times) < SETTLE_REPS:
-        return False
-    last = sorted(times[-SETTLE_REPS:])
-    return (last[-1] - last[0]) <= SETTLE_SPREAD * last[len(last) // 2]
-
-
 class Stopwatch:
     """Seconds per stage of a trial (recorded with the row: where a trial's time goes)."""
 
@@ -205,13 +170,15 @@ class CudaBackend(Backend):
 
         self.info: DeviceInfo = device_info(device)
         check_memory(M, N, K, total_memory(device), device)
-        self.tick = _nothing  # a worker process sets this to report progress to its parent
+        self.tick = nothing  # a worker process sets this to report progress to its parent
         self.dev = Device(device)
         self.dev.set_current()
         self.stream = self.dev.create_stream()
         self.workspaces = Workspaces()  # a prologue's (blocked's PB=1), kept across trials
         self.blas = Cublas(int(self.stream.handle))
         self.compare = GpuCompare(self.dev, self.stream, self.info.arch, self.info.index)
+        self.head_start = HeadStart(required_kernel(HEAD_START_SOURCE, HEAD_START_NAME, self.info.arch, 0,
+                                                    self.info.index, "the timing head start"), self.stream)
         self.compare64: GpuCompare | None = None  # against a float64 reference (fp32-tc), built at the first need
         self.shape = (M, N, K)
         self.main = Problem(self.dev, self.stream, self.blas, M, N, K, seed)
@@ -228,7 +195,7 @@ class CudaBackend(Backend):
         """cuBLAS's time for the search's problem: what every kernel's time is compared with."""
         p = self.main
         return time_ms(lambda: self.blas.sgemm(int(p.a.handle), int(p.b.handle), int(p.c.handle), p.M, p.N, p.K),
-                       self.stream, min_reps=20)
+                       self.stream, min_reps=20, head_start=self.head_start)
 
     def _canary(self) -> None:
         """Compile, load and check the known-good kernel (backends.canary) at the odd shape."""
@@ -275,7 +242,8 @@ class CudaBackend(Backend):
                 self.tick()
             err, err_ref = row_errors
             stages["t_verify_s"] = clock.lap()
-            timing = time_ms(lambda: self._launch(kernel, config, self.main), self.stream, tick=self.tick)
+            timing = time_ms(lambda: self._launch(kernel, config, self.main), self.stream, tick=self.tick,
+                             head_start=self.head_start)
             stages["t_time_s"] = clock.lap()
         except Exception as exc:  # a fault poisons the context; report it, then stop the process
             raise DeviceFault(f"{config.name}: {exc}") from exc

@@ -24,7 +24,8 @@ class BatchedCudaBackend(CudaBackend):
         """cuBLAS's strided-batched time for the same B products (NN)."""
         nn, (M, N, K) = self._problem((False, False)), self.shape
         return time_ms(lambda: self.blas.sgemm_strided(int(nn.a.handle), int(nn.b.handle), int(nn.c.handle),
-                                                       M, N, K, False, False, nn.ops), self.stream, min_reps=20)
+                                                       M, N, K, False, False, nn.ops), self.stream, min_reps=20,
+                       head_start=self.head_start)
 
     def _problem(self, layout: tuple[bool, bool]) -> StridedProblem:
         if layout not in self._problems:
