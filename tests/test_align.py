@@ -77,3 +77,19 @@ def test_the_prologue_writes_both_padded_operands_on_a_one_dimensional_grid(tmp_
     (tmp_path / "best.py").write_text(made.python)
     module = load_module(tmp_path / "best.py")
     assert module.workspace_bytes(4097, 4095, 4093) == 4 * c.prologue(4097, 4095, 4093).floats
+
+
+@pytest.mark.parametrize("shape, given, want", [
+    ((4097, 4095, 4093), {}, 1), ((1024, 4096, 4093), {}, 1), ((1024, 4095, 4096), {}, 1),
+    ((4096, 4096, 4096), {}, 0),  # aligned rows: nothing to copy
+    ((1023, 4095, 4093), {}, 0),  # below AL_MIN_ROWS
+    ((4097, 4095, 4093), {"TB": 1}, 0),  # not NN: AL=1 is refused there
+    ((4097, 4095, 4093), {"BLAS": 1}, 0),
+])
+def test_the_default_copies_into_aligned_rows_where_rows_are_misaligned_and_m_is_large(shape, given, want):
+    from autotune.space import Limits
+
+    default = make_config(BLOCKED, given)
+    fitted = make_config(BLOCKED, {**given, **BLOCKED.fit(default.values, shape, Limits())})
+    assert fitted.values.get("AL", 0) == want
+    assert not violations(fitted)

@@ -261,6 +261,9 @@ def test_skinny_space_constraints_and_shape_rules():
     ((4096, 4096, 4096), {"BN": 256}),  # 512 wide tiles fill the GPU: the split is left as it is
     ((8192, 8192, 64), {"BN": 256}),  # K too short to split
     ((8192, 128, 8192), {"SPLITK": 4, "RED": 1}),  # N = 128 does not fill a wide tile
+    # 4 wide tiles x 8 splits (K allows no more) fill 32 SMs: the 64 x 64 tile of 4 x 4 sub-tiles, 4 splits
+    ((512, 512, 512), {"BM": 64, "BN": 64, "WM": 32, "WN": 32, "WNITER": 1, "TM": 4, "SPLITK": 4}),
+    ((1024, 1024, 1024), {"BN": 256, "SPLITK": 4, "RED": 1}),  # 32 wide tiles x 16 splits would fill them: kept
 ])
 def test_the_default_is_fitted_to_the_shape(shape, expected):
     from autotune.space import Limits

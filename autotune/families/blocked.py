@@ -172,9 +172,21 @@ def _prologue_fits(p: Params) -> bool:
 PB_MIN_ROWS = 1024
 
 
+# AL=1 pays where rows of A or B are not 16-byte aligned (K or N not a multiple of 4) from this many rows
+# of C on: at 4097 x 4095 x 4093 on the H200 the copies and the product took 3.03 ms against AL=0's 3.19
+# (docs/BENCHMARKS.md, "Session 14"); the copies move A and B whatever M is, so below this it is not assumed
+AL_MIN_ROWS = 1024
+
+
 def _fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
-    """The default at a shape: no prologue below PB_MIN_ROWS rows of C."""
-    return {"PB": 0} if p.get("PB", 0) and shape[0] < PB_MIN_ROWS else {}
+    """The default at a shape: no prologue below PB_MIN_ROWS rows of C; aligned copies (AL=1) of NN
+    operands whose rows are not 16-byte aligned, from AL_MIN_ROWS rows."""
+    M, N, K = shape
+    if p.get("PB", 0) and M < PB_MIN_ROWS:
+        return {"PB": 0}
+    if not p.get("AL", 0) and (K % 4 or N % 4) and M >= AL_MIN_ROWS and _aligns({**p, "AL": 1}):
+        return {"AL": 1}
+    return {}
 
 
 def chunked_params(params: tuple[Param, ...]) -> tuple[Param, ...]:

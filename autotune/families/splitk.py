@@ -120,11 +120,29 @@ SHORT_CHAIN = 4
 # RED=1 (docs/BENCHMARKS.md, "split-K's reductions").
 TREE_FROM = 32
 MIN_CHUNK_STEPS = 4  # a split's chunk of K keeps at least this many BK steps (shorter ones are all overhead)
+# Where even the most splits K allows leave more than half the SMs without a block (small squares), the
+# tile shrinks to 64 x 64 with 4 x 4 sub-tiles: at 512^3 on the H200 it ran 0.015 ms with 2-4 splits
+# against the wide tile's 0.027 with 8 (32 blocks), level with cuBLAS (docs/BENCHMARKS.md, "Session 14")
+SMALL_TILE = {"BM": 64, "BN": 64, "WM": 32, "WN": 32, "WNITER": 1, "TM": 4, "TN": 4}
+
+
+def usable_splits(p: Params, K: int) -> list[int]:
+    return [s for s in SPLITS if K // s >= MIN_CHUNK_STEPS * p["BK"]]
+
+
+def _shrunk(q: Params, M: int, N: int, K: int, limits: Limits) -> Params:
+    """SMALL_TILE where q's tiles with the most usable splits fill fewer than half the SMs."""
+    small = {**q, **SMALL_TILE}
+    most = max(usable_splits(q, K), default=1)
+    if tiles(q, M, N) * most < limits.sms // 2 and all(c.holds(small, limits) for c in BLOCKED.constraints):
+        return small
+    return q
 
 
 def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     """The default for a shape whose tiles leave SMs idle. Where M fills BM and N twice BN, the tile is
-    widened to the blocked default's (BN doubled, 8 warps). A tile twice as tall (wide) as M (N) is
+    widened to the blocked default's (BN doubled, 8 warps); where even the most splits of such tiles
+    would leave half the SMs idle, shrunk to SMALL_TILE. A tile twice as tall (wide) as M (N) is
     halved with its warp tile, where the constraints allow: half its FMAs would be on padding. Then
     the split whose rounds of resident blocks take the least time (rounds of 1/SPLITK of a tile's
     work), the fewest splits among equals; none where the tiles fill the GPU or K is too short.
@@ -135,13 +153,14 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     wide = {**q, "BN": 2 * q["BN"]}
     if M >= q["BM"] and N >= wide["BN"] and all(c.holds(wide, limits) for c in BLOCKED.constraints):
         q = wide
+    q = _shrunk(q, M, N, K, limits)
     for size, tile, warp in ((M, "BM", "WM"), (N, "BN", "WN")):
         halved = {**q, tile: q[tile] // 2, warp: q[warp] // 2}
         if size <= halved[tile] and all(c.holds(halved, limits) for c in BLOCKED.constraints):
             q = halved
     per_sm = max(1, min(MAX_THREADS_PER_SM // threads(q), 65536 // (threads(q) * REGISTERS_PER_THREAD)))
     at_once, t = limits.sms * per_sm, tiles(q, M, N)
-    usable = [s for s in SPLITS if K // s >= MIN_CHUNK_STEPS * q["BK"]]
+    usable = usable_splits(q, K)
     if t < at_once and usable:
         q["SPLITK"] = min(usable, key=lambda s: (ceil_div(t * s, at_once) / s, s))
     chain = SHORT_CHAIN if accumulators(q) >= MAX_ACCUMULATORS else LONG_CHAIN
