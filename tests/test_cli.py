@@ -198,3 +198,18 @@ def test_export_writes_the_source_that_was_measured(filled_db, tmp_path):
     assert run("export", "--M", "64", "--db", str(path), "-o", str(out)).exit_code == 0
     assert out.read_text() == recorded
     assert json.loads(out.with_suffix(".json").read_text())["source_hash"] == best["source_hash"]
+
+
+def test_best_answers_under_a_contract(tmp_path):
+    """A faster tensor-core row beside an FP32 row: `best` (contract fp32 by default) gives the FP32
+    row, `best --precision fp32-tc` the tensor-core one."""
+    path = tmp_path / "p.sqlite"
+    db = store.open_db(str(path))
+    row = {"backend": "cuda", "M": 64, "N": 64, "K": 64, "status": "ok", "cublas_ms": 0.01, "gpu_name": "NVIDIA H200"}
+    db["results"].insert_all([{**row, "family": "blocked", "kernel": "fp32 row", "time_ms": 0.02},
+                              {**row, "family": "tf32x3wg", "kernel": "tensor-core row", "time_ms": 0.005}], alter=True)
+    db.close()
+    for extra, kernel in (((), "fp32 row"), (("--precision", "fp32-tc"), "tensor-core row")):
+        result = run("best", "--M", "64", "--db", str(path), "--json", *extra)
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.output)["kernel"] == kernel

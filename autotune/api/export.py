@@ -25,7 +25,7 @@ from autotune.codegen.launcher import Launchers, launchers, nvcc_arch, signature
 from autotune.codegen.nvrtc import arch_specific
 from autotune.codegen.render import render, sha256
 from autotune.errors import AutotuneError, SpaceError
-from autotune.families import config_of_row
+from autotune.families import config_of_row, families_for
 from autotune.space import PROLOGUE_SUFFIX, Config, Launch, shape_text, shape_violations, takes_blas, violations
 from autotune.space.formula import PrologueFormula
 
@@ -49,16 +49,19 @@ def check_gpu(db: sqlite_utils.Database, db_path: str, gpu: str) -> None:
 
 
 def find_best(db: sqlite_utils.Database, db_path: str, shape: tuple[int, int, int], backend: str = "cuda",
-              gpu: str | None = None, family: str | None = None) -> dict:
-    """The fastest verified row of one backend (and GPU, family). At a shape without one, the
-    fastest at the nearest recorded shape (store.nearest) that is valid at this shape, said in
-    one line on stderr; with none anywhere, a one-line error naming where it looked."""
+              gpu: str | None = None, family: str | None = None, precision: str | None = None) -> dict:
+    """The fastest verified row of one backend (and GPU, family; of the families the contract
+    `precision` admits, any with None). At a shape without one, the fastest at the nearest
+    recorded shape (store.nearest) that is valid at this shape, said in one line on stderr; with
+    none anywhere, a one-line error naming where it looked."""
     if gpu:
         check_gpu(db, db_path, gpu)
-    row = store.best(db, shape, backend=backend, gpu=gpu, family=family)
+    row = store.best(db, shape, backend=backend, gpu=gpu, family=family, precision=precision)
     if row is not None:
         return row
-    row = nearest_best(db, shape, backend, gpu, family)
+    admitted = set(families_for(precision)) if precision else None
+    row = nearest_best(db, shape, backend, gpu, family,
+                       None if admitted is None else lambda config: config.family.name in admitted)
     if row is None:
         raise AutotuneError(nothing_found(db, db_path, shape, backend, gpu, family))
     where = f" on {gpu}" if gpu else ""
@@ -176,14 +179,15 @@ def hip_entry(config: Config) -> dict:
 
 
 def export_command(db_path: str, shape: tuple[int, int, int], config: Config | None, output: str,
-                   backend: str = "cuda", gpu: str | None = None, lang: str = "cuda") -> Exported:
-    """Write the best kernel for the shape (or the named config), its manifest and launchers, in
-    CUDA or (lang "hip") translated to HIP."""
+                   backend: str = "cuda", gpu: str | None = None, lang: str = "cuda",
+                   precision: str | None = None) -> Exported:
+    """Write the best kernel for the shape under the contract `precision` (or the named config), its
+    manifest and launchers, in CUDA or (lang "hip") translated to HIP."""
     paths = output_paths(output, lang)  # a path that cannot be written is refused before anything is read
     db = store.open_readonly(db_path)
     row = None
     if config is None:
-        row = find_best(db, db_path, shape, backend, gpu)
+        row = find_best(db, db_path, shape, backend, gpu, precision=precision)
         config = config_of_row(row)
     elif gpu:
         check_gpu(db, db_path, gpu)

@@ -77,12 +77,13 @@ def with_layout(families: list[Family], layout: str | None) -> list[Family]:
 
 
 def best(M: int, N: int | None = None, K: int | None = None, *, db: str | None = None, backend: str = "cuda",
-         gpu: str | None = None, family: str | None = None) -> dict:
-    """The fastest verified result row for the shape (`autotune best`): at a shape never tuned,
+         gpu: str | None = None, family: str | None = None, precision: str = "fp32") -> dict:
+    """The fastest verified result row for the shape (`autotune best`) among the families the
+    contract `precision` admits (the default "fp32": no tensor-core row): at a shape never tuned,
     the nearest recorded shape's fastest valid at this one (said in one line on stderr); none at
     all is an AutotuneError. The database is only read."""
     path = default_db() if db is None else db
-    return find_best(store.open_readonly(path), path, shape_of(M, N, K), backend, gpu, family)
+    return find_best(store.open_readonly(path), path, shape_of(M, N, K), backend, gpu, family, precision)
 
 
 def load(db: str | None = None, gpu: str | None = None, *, backend: str = "cuda",

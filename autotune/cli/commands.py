@@ -105,15 +105,16 @@ def search(M, N, K, family_text, precision, params, layout, batch, sampler, tria
 @shape_options
 @click.option("--family", type=click.Choice(sorted(FAMILIES)), help="best of one family only")
 @results_options
+@precision_option
 @click.option("--json", "as_json", is_flag=True, help="print the whole row as JSON")
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
 @friendly
-def best(M, N, K, family, gpu, backend, as_json, db_path) -> None:
-    """The best verified config for a shape: its time, TFLOP/s and % of cuBLAS."""
+def best(M, N, K, family, gpu, backend, precision, as_json, db_path) -> None:
+    """The best verified config for a shape under an accuracy contract: its time, TFLOP/s and % of cuBLAS."""
     from autotune.api.commands import format_row
     from autotune.api.python import best as best_row
 
-    row = best_row(*resolve_shape(M, N, K), db=db_path, backend=backend, gpu=gpu, family=family)
+    row = best_row(*resolve_shape(M, N, K), db=db_path, backend=backend, gpu=gpu, family=family, precision=precision)
     click.echo(json.dumps(row, indent=2) if as_json else format_row(row))
 
 
@@ -151,9 +152,10 @@ def measure(M, N, K, family, params, result_id, layout, seed, device, backend, k
 @click.option("-o", "--output", help="kernel file (default best.cu, or best.hip); the manifest goes beside it")
 @click.option("--lang", type=click.Choice(["cuda", "hip"]), default="cuda", show_default=True,
               help="hip: the same kernel translated to HIP for AMD GPUs (compile-checked, not run)")
+@precision_option
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
 @friendly
-def export(M, N, K, family, params, result_id, gpu, backend, output, lang, db_path) -> None:
+def export(M, N, K, family, params, result_id, gpu, backend, output, lang, precision, db_path) -> None:
     """Write a kernel (default: the best for the shape) as CUDA source plus a JSON manifest, a C++
     header with a host launcher (.h) and a Python launcher (.py) that run it at any shape; with
     --lang hip, HIP source, the manifest and a HIP header."""
@@ -161,7 +163,7 @@ def export(M, N, K, family, params, result_id, gpu, backend, output, lang, db_pa
 
     shape = resolve_shape(M, N, K)
     config = resolve_config(db_path, family, params, result_id)
-    paths = export_command(db_path, shape, config, output or f"best{LANGS[lang]}", backend, gpu, lang)
+    paths = export_command(db_path, shape, config, output or f"best{LANGS[lang]}", backend, gpu, lang, precision)
     *first, last = [str(p) for p in paths if p is not None]
     click.echo(f"wrote {', '.join(first)} and {last}")
 
