@@ -15,9 +15,10 @@ import json
 import time
 from pathlib import Path
 
+from autotune.cli.options import parse_shape
 from autotune.codegen.render import render
 from autotune.families import FAMILIES
-from autotune.space import Config, Limits, make_config, shape_violations
+from autotune.space import Config, Limits, fitted, make_config, shape_violations
 
 SHAPES = {  # shape: the families whose fitted defaults it is timed with
     (256, 256, 256): ("tiled", "blocked"), (512, 512, 512): ("blocked", "splitk"),
@@ -28,12 +29,8 @@ SHAPES = {  # shape: the families whose fitted defaults it is timed with
 
 def parse(text: str, shape: tuple[int, int, int]) -> Config:
     family_name, _, rest = text.partition(":")
-    family = FAMILIES[family_name]
-    given = dict(part.split("=", 1) for part in rest.split())
-    default = make_config(family, given)
-    if not family.fit:
-        return default
-    return make_config(family, {**given, **family.fit(default.values, shape, Limits())})
+    given: dict = dict(part.split("=", 1) for part in rest.split())
+    return fitted(make_config(FAMILIES[family_name], given), shape, Limits(), given)
 
 
 def enqueue_us(run, stream, reps: int = 20) -> dict:
@@ -58,7 +55,7 @@ def both_ways(run, backend) -> dict:
 
 
 def measure_shape(shape: tuple[int, int, int], texts: list[str]) -> list[dict]:
-    from autotune.backends.cuda.backend import CudaBackend
+    from autotune.backends.cuda.backend import CudaBackend, first_error
     from autotune.backends.cuda.launch import load_kernels
     from autotune.codegen import nvrtc
 
@@ -73,6 +70,9 @@ def measure_shape(shape: tuple[int, int, int], texts: list[str]) -> list[dict]:
         if shape_violations(config, M, N, backend.limits):
             continue
         built = nvrtc.compile_source(render(config, backend.limits), config.name, backend.info.arch)
+        if not built.ok:
+            print(f"{config.name}: does not compile, left out: {first_error(built.log)}", flush=True)
+            continue
         kernels = load_kernels(built.cubin, config, config.geometry(M, N).shared_bytes, backend.info.index)
         rows.append({"shape": f"{M}x{N}x{K}", "config": config.name,
                      **both_ways(lambda: backend._launch(kernels, config, p), backend)})
@@ -91,7 +91,7 @@ def main() -> int:
     args = ap.parse_args()
     shapes = list(SHAPES)
     if args.shapes:
-        shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]  # type: ignore[misc]
+        shapes = [parse_shape(s) for s in args.shapes.split(",")]
     rows = []
     for shape in shapes:
         texts = args.config or [f"{name}:" for name in SHAPES.get(shape, ("blocked",))]

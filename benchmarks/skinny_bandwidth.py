@@ -15,6 +15,7 @@ import argparse
 import json
 from pathlib import Path
 
+from autotune.cli.options import parse_shape
 from autotune.codegen.render import render
 from autotune.families import SKINNY
 from autotune.space import Config, make_config, shape_violations
@@ -72,7 +73,7 @@ def main() -> int:
     configs = [parse(text) for text in (args.config or SWEEP)]
     shapes = SHAPES
     if args.shapes:
-        shapes = tuple(tuple(int(x) for x in s.split("x")) for s in args.shapes.split(","))  # type: ignore[misc]
+        shapes = tuple(parse_shape(s) for s in args.shapes.split(","))
     rows = [row for shape in shapes for row in measure_shape(shape, configs)]
     Path(args.out).write_text(json.dumps(rows, indent=1) + "\n")
     return 0

@@ -87,9 +87,8 @@ def test_the_prologue_writes_both_padded_operands_on_a_one_dimensional_grid(tmp_
     ((4097, 4095, 4093), {"BLAS": 1}, 0),
 ])
 def test_the_default_copies_into_aligned_rows_where_rows_are_misaligned_and_m_is_large(shape, given, want):
-    from autotune.space import Limits
+    from autotune.space import Limits, fitted
 
-    default = make_config(BLOCKED, given)
-    fitted = make_config(BLOCKED, {**given, **BLOCKED.fit(default.values, shape, Limits())})
-    assert fitted.values.get("AL", 0) == want
-    assert not violations(fitted)
+    config = fitted(make_config(BLOCKED, given), shape, Limits(), given)
+    assert config.values.get("AL", 0) == want
+    assert not violations(config)

@@ -98,15 +98,15 @@ def test_pb_needs_b_stored_along_k_and_the_plain_signature():
 def test_the_default_transposes_b_first_only_from_pb_min_rows_on():
     from autotune.api.dispatch import default_choice
     from autotune.api.operands import Layout
-    from autotune.space import Limits
+    from autotune.space import Limits, fitted
 
     nt = make_config(BLOCKED, {"TB": 1})
     assert nt.values["PB"] == 1  # the unfitted default
     for M, want in ((1, 0), (PB_MIN_ROWS - 1, 0), (PB_MIN_ROWS, 1), (8192, 1)):
-        fitted = make_config(BLOCKED, {"TB": 1, **BLOCKED.fit(nt.values, (M, 4096, 4096), Limits())})
-        assert fitted.values["PB"] == want, M
-        assert fitted.values["RT"] == 1 - want  # without the prologue, NT's regrouped loads
-        assert default_choice((M, 4096, 4096), Layout(False, True, False, 1)).config == fitted
+        config = fitted(nt, (M, 4096, 4096), Limits(), {"TB": 1})
+        assert config.values["PB"] == want, M
+        assert config.values["RT"] == 1 - want  # without the prologue, NT's regrouped loads
+        assert default_choice((M, 4096, 4096), Layout(False, True, False, 1)).config == config
     assert BLOCKED.fit(make_config(BLOCKED, {}).values, (1, 64, 64), Limits()) == {}  # NN: nothing to fit
 
 

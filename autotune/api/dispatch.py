@@ -30,7 +30,7 @@ from autotune.codegen.render import render, sha256
 from autotune.errors import AutotuneError, SpaceError
 from autotune.families import FAMILIES, config_of_row, families_for
 from autotune.families.layouts import PROLOGUE_PARAMS
-from autotune.space import Config, Limits, Shape, make_config, shape_text, shape_violations, violations
+from autotune.space import Config, Limits, Shape, fitted, make_config, shape_text, shape_violations, violations
 
 DEFAULT_ORDER = ("blocked", *FAMILIES)  # the family defaults tried when nothing is recorded
 TILING = " tiling"  # the suffix of an origin whose row was measured with the plain signature
@@ -148,8 +148,7 @@ def default_choice(shape: Shape, layout: Layout | None = None) -> Choice:
             continue  # a family without these transposes or this signature
         default = make_config(family, given)
         # the default fitted to the shape first, as a search's first trial is (blocked: PB by M)
-        fitted = make_config(family, {**given, **family.fit(default.values, shape, Limits())}) if family.fit else default
-        for config in (fitted, default):
+        for config in (fitted(default, shape, Limits(), given), default):
             if not violations(config) and not shape_violations(config, M, N):
                 source = render(config)
                 return Choice(config, config.name, source, sha256(source), "default", None, None)

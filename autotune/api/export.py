@@ -25,7 +25,7 @@ from autotune.codegen.launcher import Launchers, launchers, nvcc_arch, signature
 from autotune.codegen.nvrtc import arch_specific
 from autotune.codegen.render import render, sha256
 from autotune.errors import AutotuneError, SpaceError
-from autotune.families import config_of_row, families_for
+from autotune.families import config_of_row
 from autotune.space import PROLOGUE_SUFFIX, Config, Launch, shape_text, shape_violations, takes_blas, violations
 from autotune.space.formula import PrologueFormula
 
@@ -59,7 +59,7 @@ def find_best(db: sqlite_utils.Database, db_path: str, shape: tuple[int, int, in
     row = store.best(db, shape, backend=backend, gpu=gpu, family=family, precision=precision)
     if row is not None:
         return row
-    admitted = set(families_for(precision)) if precision else None
+    admitted = store.admitted_families(precision)
     row = nearest_best(db, shape, backend, gpu, family,
                        None if admitted is None else lambda config: config.family.name in admitted)
     if row is None:

@@ -174,7 +174,7 @@ PB_MIN_ROWS = 1024
 
 # AL=1 pays where rows of A or B are not 16-byte aligned (K or N not a multiple of 4) from this many rows
 # of C on: at 4097 x 4095 x 4093 on the H200 the copies and the product took 3.03 ms against AL=0's 3.19
-# (docs/BENCHMARKS.md, "Session 14"); the copies move A and B whatever M is, so below this it is not assumed
+# (docs/BENCHMARKS.md, "the launch path's share, AL=1, small tiles"); the copies move A and B whatever M is, so below this it is not assumed
 AL_MIN_ROWS = 1024
 
 

@@ -44,7 +44,7 @@ from autotune.search.study import (
     trial_params,
     warm_start,
 )
-from autotune.space import Config, Family, Limits, iter_valid, make_config, violations, within
+from autotune.space import Config, Family, Limits, fitted, iter_valid, make_config, violations, within
 from autotune.store.claims import ServerClaims, claims_for
 
 if TYPE_CHECKING:
@@ -208,8 +208,8 @@ def _enqueue_defaults(study: optuna.Study, families: list[Family], limits: Limit
     In a family narrowed to one layout, the default is that layout's (make_config)."""
     for family in families:
         default = make_config(family, {})
-        fitted = make_config(family, family.fit(default.values, shape, limits)) if family.fit else default
-        for config in [fitted] + ([default] if default.name != fitted.name else []):
+        first = fitted(default, shape, limits)
+        for config in [first] + ([default] if default.name != first.name else []):
             if within(family, config.values) and config.name not in measured and not violations(config, limits):
                 study.enqueue_trial(trial_params(config), skip_if_exists=shared)
 

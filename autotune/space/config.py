@@ -212,6 +212,14 @@ def make_config(family: Family, given: dict[str, Value]) -> Config:
     return Config(family, tuple((p.name, values[p.name]) for p in family.params))
 
 
+def fitted(default: Config, shape: tuple[int, int, int], limits: Limits, given: dict[str, Value] | None = None) -> Config:
+    """The default config `default` (made from `given`) fitted to the shape where its family has a fit
+    (Family.fit), as a search's first trial; `given` is passed again so that defaults which depend on
+    other values (blocked's RT on PB) follow what the fit changed."""
+    fit = default.family.fit
+    return make_config(default.family, {**(given or {}), **fit(default.values, shape, limits)}) if fit else default
+
+
 def narrow(family: Family, choices: dict[str, list[str]]) -> Family:
     """The family with some parameters restricted to the given values (a sub-space to search or
     measure: `-p BM=128,256`). Names, constraints and the template stay the same, so a config of

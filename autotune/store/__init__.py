@@ -21,6 +21,7 @@ from autotune.store.profiles import insert_profile, profiles
 from autotune.store.results import (
                                    Key,
                                    Redo,
+                                   admitted_families,
                                    backends_with_ok,
                                    baselines,
                                    best,
@@ -40,7 +41,7 @@ from autotune.store.results import (
 )
 
 __all__ = ["CLAIM_TTL_S", "DEFAULT_DB", "DONE", "KEY", "MINE", "TAKEN", "Claimed", "Claims", "FileClaims",
-           "HostAndServer", "Key", "Owner", "Redo", "ServerClaims", "alive", "backends_with_ok", "baselines", "best",
+           "HostAndServer", "Key", "Owner", "Redo", "ServerClaims", "admitted_families", "alive", "backends_with_ok", "baselines", "best",
            "check_path", "claims_for", "copy_result", "find_key", "gpus", "immediate", "insert_baseline",
            "insert_profile", "insert_result", "insert_source", "insert_trial", "key_of", "nearest_shapes", "now",
            "open_db", "open_readonly", "path_of", "profiles", "record_result", "recorded_shapes", "result_by_id",

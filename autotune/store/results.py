@@ -116,11 +116,16 @@ def results(db: sqlite_utils.Database, shape: tuple[int, int, int], backend: str
     return db.query(f"SELECT * FROM results WHERE {' AND '.join(where)} ORDER BY id", args)
 
 
+def admitted_families(precision: str | None) -> set[str] | None:
+    """The families whose rows the contract `precision` admits (fp32: no tensor-core family); None: any."""
+    return set(families_for(precision)) if precision else None
+
+
 def best(db: sqlite_utils.Database, shape: tuple[int, int, int], backend: str = "cuda",
          gpu: str | None = None, family: str | None = None, precision: str | None = None) -> dict | None:
     """The fastest verified result: status ok only, so a wrong kernel can never be best. precision:
     only rows of the families that contract admits (fp32: no tensor-core rows), None: any."""
-    admitted = set(families_for(precision)) if precision else None
+    admitted = admitted_families(precision)
     rows = [r for r in results(db, shape, backend, gpu, OK)
             if family in (None, r["family"]) and (admitted is None or r["family"] in admitted)]
     return min(rows, key=lambda r: r["time_ms"]) if rows else None

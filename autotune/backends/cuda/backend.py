@@ -24,7 +24,7 @@ from autotune.backends.cuda.cublas import Cublas
 from autotune.backends.cuda.device import DeviceInfo, device_info, sm_clock_mhz
 from autotune.backends.cuda.exact import Exact
 from autotune.backends.cuda.launch import Kernels, launch_config, load_kernel, load_kernels
-from autotune.backends.cuda.timing import (  # noqa: F401 (time_ms re-exported: batched.py's import)
+from autotune.backends.cuda.timing import (
     HEAD_START_NAME,
     HEAD_START_SOURCE,
     HeadStart,

@@ -6,9 +6,10 @@ launch; the baseline is cuBLAS's strided-batched time for the same B products (N
 """
 from __future__ import annotations
 
-from autotune.backends.cuda.backend import CudaBackend, Problem, time_ms
+from autotune.backends.cuda.backend import CudaBackend, Problem
 from autotune.backends.cuda.launch import Kernels, launch_kernel
 from autotune.backends.cuda.strided import StridedProblem
+from autotune.backends.cuda.timing import time_ms
 from autotune.backends.outcome import Timing
 from autotune.backends.reference import FP32, judge, transposes
 from autotune.space import Config, batched, tight
