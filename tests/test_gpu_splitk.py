@@ -1,4 +1,4 @@
-"""On a GPU: the split-K, skinny and tail-split families' defaults verify against cuBLAS at a
+"""On a GPU: the split-K, skinny (and its SA=1) and tail-split families' defaults verify against cuBLAS at a
 deep-K and a skinny shape (tail-split also at large shapes, whole waves before its split tail),
 and the same loaded kernel gives the same bytes launch after launch (the ordered reduction is
 deterministic, and each launch leaves the turnstiles, or split-K's arrival and pair counts, as it found them)."""
@@ -15,8 +15,9 @@ SHAPES = ((512, 512, 32768), (16, 4096, 4096), (7, 1001, 3001))  # deep K, skinn
 # 4096^3: 396 whole tiles, then 116 tiles in 9 pieces each (WAVE=132); the odd one likewise unaligned
 CASES = [(f, {}, s) for f in (SPLITK, SKINNY) for s in SHAPES] + [
     (TAILSPLIT, {}, s) for s in (*SHAPES, (4096, 4096, 4096), (4097, 4095, 4093))] + [
-    (SPLITK, {"RED": red, "SPLITK": 16}, s) for red in (1, 2) for s in SHAPES]  # the workspace reductions
-IDS = [f"{f.name}{'-RED%d' % p['RED'] if p else ''}-{'x'.join(map(str, s))}" for f, p, s in CASES]
+    (SPLITK, {"RED": red, "SPLITK": 16}, s) for red in (1, 2) for s in SHAPES] + [  # the workspace reductions
+    (SKINNY, {"MR": 16, "KT": 32, "AH": 1, "SA": 1}, s) for s in SHAPES]  # A copied into shared memory by cp.async
+IDS = [f"{f.name}{''.join(f'-{k}{v}' for k, v in p.items())}-{'x'.join(map(str, s))}" for f, p, s in CASES]
 
 
 @pytest.mark.parametrize(("family", "params", "shape"), CASES, ids=IDS)

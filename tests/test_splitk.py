@@ -2,6 +2,7 @@
 broken partial sums caught, the blocked family's source unchanged, shape and space rules."""
 from __future__ import annotations
 
+import math
 import sqlite3
 from pathlib import Path
 
@@ -163,7 +164,8 @@ def test_splitk_geometry_puts_the_splits_on_z():
 
 # --------------------------------------------------------------------------- skinny
 
-SKINNY_SHAPES = (*SHAPES, (3, 600, 50), (1, 1, 301))  # 600: three blocks of 64 threads along N
+SKINNY_SHAPES = (*SHAPES, (3, 600, 50), (1, 1, 301), (9, 520, 236))  # 600: three blocks of 64 threads along N;
+# 520 x 236: whole blocks with 16-byte loads of A and B (K, N % 4 == 0), then a block of 8 columns
 SKINNY_CONFIGS = (
     {},  # the default (KW > 1)
     {"SPLITK": 1},
@@ -175,6 +177,10 @@ SKINNY_CONFIGS = (
     # with no rows at K = 9), then RG = 4 of 16 rows summed at a time (several row groups, M < MR)
     {"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 2, "KW": 4},
     {"THREADS": 32, "MR": 16, "KT": 16, "SPLITK": 1, "KW": 16},
+    # SA = 1: each slice (a warp) copies its pieces of A into shared memory a piece ahead; AH groups in flight
+    {"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 2, "KW": 4, "SA": 1},
+    {"THREADS": 32, "MR": 16, "KT": 16, "SPLITK": 1, "KW": 8, "SA": 1, "AH": 1},
+    {"THREADS": 32, "MR": 8, "KT": 32, "SPLITK": 4, "KW": 2, "SA": 1, "AH": 3},
 )
 
 
@@ -214,6 +220,26 @@ def test_skinny_dropped_partial_sum_is_wrong(kw):
     assert statuses(config, broken, (MUTATION_SHAPE,)) == ["wrong"]
 
 
+STAGED = {"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 2, "KW": 4, "SA": 1}
+
+
+@pytest.mark.parametrize(("old", "new"), (
+    # the next piece copied over the buffer before every lane is done with the piece it held
+    ("        __syncwarp();\n        stage(i + 1);", "        stage(i + 1);"),
+    # every piece copied into the first buffer: the odd pieces are read from a buffer never filled
+    ("float* dst = &As[slice][i % 2][0][0];", "float* dst = &As[slice][0][0][0];"),
+    # a piece's A copied from the chunk's first piece of this slice (its rows of K never advance)
+    ("const float* src = a + r * K + rowOf(i * KT) + c;", "const float* src = a + r * K + rowOf(0) + c;"),
+), ids=("no-meeting-before-the-copy", "one-buffer", "stale-rows-of-A"))
+def test_skinny_staged_a_broken_is_wrong(old, new):
+    """SA = 1: each slice copies its pieces of A into two buffers a piece ahead; each break of that
+    hand-over gives a wrong product on the emulator (whose __syncwarp is a meeting of the lanes)."""
+    config = skinny(STAGED)
+    source = render(config)
+    assert statuses(config, source, (MUTATION_SHAPE,)) == ["ok"]
+    assert statuses(config, edit(source, old, new), (MUTATION_SHAPE,)) == ["wrong"]
+
+
 def test_skinny_lost_tail_of_k_is_wrong():
     """The last, partial group of four rows of B in a tile (K % 4 != 0) dropped."""
     config = skinny({"THREADS": 64, "MR": 4, "KT": 32, "SPLITK": 1, "KW": 1})
@@ -221,9 +247,10 @@ def test_skinny_lost_tail_of_k_is_wrong():
     assert statuses(config, broken, (MUTATION_SHAPE,)) == ["wrong"]
 
 
-def test_skinny_slices_lost_tail_of_k_is_wrong():
+@pytest.mark.parametrize("sa", (0, 1))
+def test_skinny_slices_lost_tail_of_k_is_wrong(sa):
     """KW > 1: the last, partial group of four rows of B (K % 4 != 0) dropped."""
-    config = skinny({"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 2, "KW": 4})
+    config = skinny({"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 2, "KW": 4, "SA": sa})
     broken = edit(render(config), "if (full < kc) {", "if (false) {")
     assert statuses(config, broken, (MUTATION_SHAPE,)) == ["wrong"]
 
@@ -233,9 +260,15 @@ def test_skinny_space_constraints_and_shape_rules():
     from autotune.space import Limits
 
     sizes = {p.name: len(p.values) for p in SKINNY.params}
-    total = sizes["THREADS"] * sizes["MR"] * sizes["KT"] * sizes["SPLITK"] * sizes["KW"]
-    blocks = sum(t * w <= 1024 for t in SKINNY.param("THREADS").values for w in SKINNY.param("KW").values)
-    valid = blocks * sizes["MR"] * sizes["KT"] * sizes["SPLITK"]  # only the thread limit binds at 48 KiB
+    total = math.prod(sizes.values())
+    threads, slices = SKINNY.param("THREADS").values, SKINNY.param("KW").values[1:]
+    tiles = sizes["MR"] * sizes["KT"] * sizes["SPLITK"]
+    # KW = 1 keeps AH and SA at their defaults; KW > 1: the thread limit, and with SA = 1 (one warp a
+    # slice) the A buffers' KW*2*MR*KT floats within 48 KiB (the in-block sum always fits there)
+    staged = sum(w * 2 * mr * kt * 4 <= 48 * 1024 for w in slices for mr in SKINNY.param("MR").values
+                 for kt in SKINNY.param("KT").values)
+    valid = (len(threads) * tiles + sum(t * w <= 1024 for t in threads for w in slices) * tiles * sizes["AH"]
+             + staged * sizes["SPLITK"] * sizes["AH"])
     text = describe_space(SKINNY, Limits())
     assert "skinny:" in text and f"{valid} valid of {total} combinations" in text
     small = Limits(max_static_shared=8 * 1024)

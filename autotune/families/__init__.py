@@ -56,5 +56,5 @@ def config_of_row(row: Mapping[str, Any]) -> Config:
         value = row.get(p.name)
         if value is None and p.absent is None:
             raise SpaceError(f"result {row.get('id')} ({row.get('kernel')}) has no value for {p.name}")
-        values[p.name] = p.absent if value is None else value
+        values[p.name] = p.absent_at(values) if value is None else value
     return make_config(family, values)

@@ -8,11 +8,13 @@ order behind the turnstiles of templates/_splitk.cu.j2, as the splitk family doe
 
 With KW > 1 a block is KW slices of THREADS column-threads: the block's rows of K are dealt to the
 slices in pieces of KT rows, each slice reads A straight from global memory (one address per warp:
-a broadcast) so its loop has no barrier and keeps 4*ahead(p) loads of B in flight, and at the end the
+a broadcast) so its loop has no barrier and keeps 4*AH loads of B in flight, and at the end the
 slices' partials are added in slice order through shared memory, RG rows of C at a time. Many
 threads on one tile of C replace many blocks on it, so SPLITK (a serial chain of turnstiles) stays
-small. KW = 1 is the kernel from before, byte for byte. A search first measures the default with MR
-cut to the rows there are (fit: MR=1 at M=1), then the default.
+small. KW = 1 is the kernel from before, byte for byte. SA = 1 (one warp per slice) copies the rows
+of A each piece needs into shared memory with cp.async a piece ahead instead: every block reads all
+of A's rows from L2, and loaded in the FMAs' path they stall them for L2's latency. A search first
+measures the default with MR cut to the rows there are (fit: MR=1 at M=1), then the default.
 """
 from __future__ import annotations
 
@@ -27,9 +29,8 @@ SUM_FLOAT4S = 2048  # KW > 1: the in-block sum's buffer, in float4s (32 KiB): RG
 
 
 def ahead(p: Params) -> int:
-    """AHEAD (KW > 1): groups of four rows of B in flight per thread. On the H200 3 beat 2 by ~13% at
-    MR=16, where ~190 registers leave 8 warps per SM, so each must carry more; at MR <= 8 a third
-    group costs occupancy and was slower (benchmarks/skinny_bandwidth.py)."""
+    """AH's default, and the depth every KW > 1 kernel had before AH was a parameter: 3 at MR=16 and
+    2 below (measured with A loaded from global memory: BENCHMARKS.md, "Skinny M (issue 13)")."""
     return 3 if p["MR"] == 16 else 2
 
 
@@ -38,13 +39,26 @@ def sum_rows(p: Params) -> int:
     return max(1, min(p["MR"], SUM_FLOAT4S // (p["THREADS"] * p["KW"])))
 
 
+def staged_floats(p: Params) -> int:
+    """SA = 1: each slice's two buffers of A, MR x KT floats each."""
+    return p["KW"] * 2 * p["MR"] * p["KT"] if p.get("SA") else 0
+
+
 def derive(p: Params) -> dict[str, int]:
-    return {"KQ": p["KT"] // 4, "MAX_TILES": MAX_TILES, "RG": sum_rows(p), "AHEAD": ahead(p)}
+    return {"KQ": p["KT"] // 4, "MAX_TILES": MAX_TILES, "RG": sum_rows(p), "AH_BEFORE": ahead(p),
+            "SMEM4": shared_bytes(p) // 16}
+
+
+def sum_bytes(p: Params) -> int:
+    """KW > 1: the in-block sum's buffer, RG rows of every slice's partials."""
+    return p["KW"] * sum_rows(p) * p["THREADS"] * 16
 
 
 def shared_bytes(p: Params) -> int:
+    """Static shared memory. KW > 1: the in-block sum, and with SA = 1 the buffers of A (the two
+    take turns in one array: the buffers in the main loop, the sum after it)."""
     if p["KW"] > 1:
-        return p["KW"] * sum_rows(p) * p["THREADS"] * 16
+        return max(sum_bytes(p), staged_floats(p) * 4)
     return p["MR"] * p["KT"] * 4
 
 
@@ -80,14 +94,25 @@ SKINNY = Family(
         Param("SPLITK", (1, 2, 4, 8, 16, 32, 64), 4, "blocks per tile of C, each over its own chunk of K"),
         Param("KW", (1, 2, 4, 8, 16), 8, "slices of THREADS threads per block, each over its own pieces of the "
               "block's K (1: one slice, A staged in shared memory)", absent=1, named_at_absent=False),
+        Param("AH", (1, 2, 3), ahead, "KW > 1: groups of four rows of B each thread keeps in flight (registers: "
+              "16 per group)", absent=ahead, named_at_absent=False),
+        Param("SA", (0, 1), 0, "KW > 1: 1 = each slice copies the rows of A its next piece needs into shared memory "
+              "(cp.async) while it multiplies the current piece; 0 = A read from global memory in the FMAs' path",
+              absent=0, named_at_absent=False),
     ),
     constraints=(
         Constraint("static shared memory MR*KT*4 bytes must fit the 48 KiB static __shared__ limit", ("MR", "KT", "KW"),
                    lambda p, lim: p["KW"] > 1 or shared_bytes(p) <= lim.max_static_shared),
         Constraint("the in-block sum's KW*RG*THREADS*16 bytes of static shared memory must fit the 48 KiB limit",
-                   ("MR", "THREADS", "KW"), lambda p, lim: p["KW"] == 1 or shared_bytes(p) <= lim.max_static_shared),
+                   ("MR", "THREADS", "KW"), lambda p, lim: p["KW"] == 1 or sum_bytes(p) <= lim.max_static_shared),
         Constraint("a block's threads THREADS*KW must not exceed the device limit (1024)", ("THREADS", "KW"),
                    lambda p, lim: p["THREADS"] * p["KW"] <= lim.max_threads_per_block),
+        Constraint("AH and SA shape the KW > 1 loop only: with KW = 1 they keep their defaults", ("KW", "MR", "AH", "SA"),
+                   lambda p, lim: p["KW"] > 1 or (p["AH"] == ahead(p) and p["SA"] == 0)),
+        Constraint("SA=1 needs THREADS=32: a slice is one warp, whose lanes share each copied piece of A at __syncwarp",
+                   ("THREADS", "SA"), lambda p, lim: p["SA"] == 0 or p["THREADS"] == 32),
+        Constraint("SA=1: the buffers of A, KW*2*MR*KT*4 bytes of static shared memory, must fit the 48 KiB limit",
+                   ("MR", "KT", "KW", "SA"), lambda p, lim: staged_floats(p) * 4 <= lim.max_static_shared),
     ),
     template="skinny.cu.j2",
     geometry=_geometry,

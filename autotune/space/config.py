@@ -67,13 +67,18 @@ class Param:
     values: tuple[Value, ...]
     default: Value | Callable[[Params], Value]
     doc: str
-    # For a parameter added after results were recorded: the value those older kernels had.
+    # For a parameter added after results were recorded: the value those older kernels had, or a
+    # function of the parameters before it where that value followed from them (skinny's AH).
     # A recorded row without the column is read as this value (families.config_of_row, used by
     # export, report and replay), so old databases keep their meaning under the new names.
-    absent: Value | None = None
+    absent: Value | Callable[[Params], Value] | None = None
     # False: the kernel name leaves the parameter out while it has its `absent` value, so the
     # kernels from before it keep their names, and with them their rendered sources.
     named_at_absent: bool = True
+
+    def absent_at(self, values: Params) -> Value | None:
+        """The value kernels from before this parameter had, given the others' values."""
+        return self.absent(values) if callable(self.absent) else self.absent
 
     def parse(self, text: Value) -> Value:
         """Turn a command-line string into an allowed value, or say what is allowed."""
@@ -177,7 +182,7 @@ class Config:
 
     def _named(self, key: str, value: Value) -> bool:
         p = self.family.param(key)
-        return p.named_at_absent or value != p.absent
+        return p.named_at_absent or value != p.absent_at(self.values)
 
     def geometry(self, M: int, N: int) -> Launch:
         return self.family.geometry(self.values, M, N)

@@ -3,8 +3,8 @@
 //
 // Execution model (see sim_main.cpp): the blocks of a grid run one after another; the
 // threads of a block are cooperative fibers, and a fiber gives up the CPU only at
-// __syncthreads(), a warp shuffle, or a failed mbarrier try (below). So a missing barrier is a
-// wrong answer every time, not sometimes.
+// __syncthreads(), a warp shuffle or __syncwarp(), or a failed mbarrier try (below). So a missing
+// barrier is a wrong answer every time, not sometimes.
 #pragma once
 
 // Templates call the emulator's models (__sim_*) under this name, not under "no __CUDA_ARCH__": nvcc's
@@ -74,7 +74,10 @@ extern size_t __sim_dynamic_bytes;  // its length: the launch's shared_bytes
 // calls are reported as an error rather than silently released together.
 extern "C" void __sim_syncthreads(int line);
 #define __syncthreads() __sim_syncthreads(__LINE__)
-inline void __syncwarp(unsigned = 0xffffffffu) {}  // lanes never run concurrently here
+// __syncwarp is a meeting of the warp's lanes, as a shuffle is: what a lane wrote to shared memory
+// before it is seen by the warp's other lanes after it (and without it, lane 0 reads first).
+extern "C" void __sim_syncwarp();
+inline void __syncwarp(unsigned = 0xffffffffu) { __sim_syncwarp(); }
 // A warp shuffle is a meeting of the warp's lanes: each publishes its value and waits until
 // every lane of its warp has reached a shuffle (sim_main.cpp), then reads its source lane's.
 extern "C" float __sim_shfl_xor(float v, int lane_mask, int width);

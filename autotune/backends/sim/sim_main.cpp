@@ -194,8 +194,8 @@ void release_barrier(int n) {
         if (f.state == State::Done) ++done;
         if (f.state == State::Shuffling) {
             char msg[256];
-            std::snprintf(msg, sizeof msg, "thread (%u,%u,%u) waits at a warp shuffle that lanes of its warp "
-                          "never reach", f.tid.x, f.tid.y, f.tid.z);
+            std::snprintf(msg, sizeof msg, "thread (%u,%u,%u) waits at a warp shuffle or __syncwarp that "
+                          "lanes of its warp never reach", f.tid.x, f.tid.y, f.tid.z);
             block_fail(msg);
         }
         if (f.state != State::Waiting) continue;
@@ -291,6 +291,9 @@ extern "C" void __sim_syncthreads(int line) { park(*g_cur, State::Waiting, line)
 // A failed mbarrier try: the others run before this thread tries again.
 extern "C" void __sim_yield() { park(*g_cur, State::Runnable, 0); }
 extern "C" void __sim_mbarrier_event() { ++g_mbarrier_events; }
+
+// A warp meeting with nothing to exchange (__syncwarp): released with the warp's shuffles.
+extern "C" void __sim_syncwarp() { park(*g_cur, State::Shuffling, 0); }
 
 // Two slots per thread, alternating: a lane that runs on to its next shuffle writes the other
 // slot, so the values of this one stay until every lane has read them (the next release).
