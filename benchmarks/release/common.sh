@@ -3,7 +3,8 @@
 # GPU's name, UUID, driver and clock), the lean wheelhouse installed (benchmarks/device_setup.sh), AT
 # (the CLI as a command that `timeout` can run: device_setup.sh's `autotune` may be a shell function),
 # step (a timestamped heading in the log), fp32_tc_search (issue 15's default search at 4096^3, its
-# summary and best in the log, its database $WORK/tc.sqlite), family_measure (named configs of a family) and splitk_measure (of splitk).
+# summary and best in the log, its database $WORK/tc.sqlite), family_measure (named configs of a family), splitk_measure (of splitk)
+# and suite_pass (the shape suite with TRIALS, TIMEOUT and TOTAL on $OUT/suite.sqlite, its outputs in $OUT).
 set -o pipefail
 OUT="${OUT:-out}"; mkdir -p "$OUT"
 WORK=$(mktemp -d); LOG="$OUT/log.txt"
@@ -26,3 +27,9 @@ family_measure() {  # family_measure FAMILY DB MxNxK NAME=V1,V2 ...: one process
     | grep -v "no SASS" | tee -a "$LOG"
 }
 splitk_measure() { family_measure splitk "$@"; }
+suite_pass() {
+  step "autotune suite --trials $TRIALS --timeout $TIMEOUT --total-timeout $TOTAL"
+  ( time timeout $((TOTAL + 120)) $AT suite --shapes benchmarks/shapes.toml --trials "$TRIALS" --timeout "$TIMEOUT" \
+      --total-timeout "$TOTAL" --db "$OUT/suite.sqlite" --out "$OUT" ) >"$WORK/suite-log.txt" 2>&1
+  grep -v "^autotune: suite: .*new trials" "$WORK/suite-log.txt" | grep -v "it/s\]\|s/it\]" | tail -40 | tee -a "$LOG"
+}
