@@ -284,3 +284,20 @@ def test_profile_of_the_best_row_runs_its_stored_source(tmp_path, recording_ncu)
     assert (recording_ncu / "kernel.cu").read_text() == stored
     [profiled] = store.profiles(store.open_readonly(db_path), SHAPE)
     assert profiled["result_id"] == row["id"] and profiled["source_hash"] == sha256(stored)
+
+
+@pytest.mark.parametrize(("extra", "family"), (((), "tiled"), (("--precision", "fp32-tc"), "tf32x3")))
+def test_profile_of_the_best_row_follows_the_contract(tmp_path, recording_ncu, extra, family):
+    """A faster tensor-core row beside the FP32 one: the profile's best is the FP32 row unless the
+    caller admits tensor cores (--precision fp32-tc), as for `best` and `export`."""
+    db_path = report_db(tmp_path, with_profile=False)
+    db = store.open_db(db_path)
+    tc = make_config(FAMILIES["tf32x3"], {})
+    store.insert_result(db, {**tc.values, "kernel": tc.name, "family": "tf32x3", "backend": "cuda", "M": 1024, "N": 1024,
+                             "K": 1024, "status": "ok", "time_ms": 0.5, "gpu_name": "NVIDIA H200", "source_hash": "y"})
+    db.conn.close()
+    result = CliRunner().invoke(cli, ["profile", "--M", "1024", "--db", str(db_path), *extra])
+    assert result.exit_code == 0, (result.output, result.exception)
+    [profiled] = store.profiles(store.open_readonly(db_path), SHAPE)
+    assert profiled["family"] == family
+

@@ -37,12 +37,14 @@ sys.exit(main({spec!r}))
 
 
 def target(db_path: str, shape: tuple[int, int, int], config: Config | None, result_id: int | None,
-           backend: str, gpu: str | None) -> tuple[Config, dict[str, Any] | None, str, str]:
-    """(config, its result row or None, source, kernel name). A stored source keeps the name it was rendered under."""
+           backend: str, gpu: str | None, precision: str = "fp32") -> tuple[Config, dict[str, Any] | None, str, str]:
+    """(config, its result row or None, source, kernel name): the named config, the row --id names, or the best
+    row of the families the contract `precision` admits. A stored source keeps the name it was rendered under."""
     if config is not None and result_id is None:
         return config, None, render(config), config.name
     db = store.open_readonly(db_path)
-    row = store.result_by_id(db, result_id) if result_id is not None else find_best(db, db_path, shape, backend, gpu)
+    row = (store.result_by_id(db, result_id) if result_id is not None
+           else find_best(db, db_path, shape, backend, gpu, precision=precision))
     source = store.source(db, row["source_hash"])
     db.conn.close()
     config = config_of_row(row)
@@ -96,10 +98,10 @@ def model_of(config: Config, source: str, arch: str) -> dict[str, Any]:
 
 
 def profile_command(db_path: str, shape: tuple[int, int, int], config: Config | None, result_id: int | None,
-                    backend: str = "cuda", gpu: str | None = None, device: int = 0) -> str:
+                    backend: str = "cuda", gpu: str | None = None, device: int = 0, precision: str = "fp32") -> str:
     """Profile, store and format. Every environment fault is one line before anything is written."""
     store.check_path(db_path)
-    config, row, source, kernel = target(db_path, shape, config, result_id, backend, gpu)
+    config, row, source, kernel = target(db_path, shape, config, result_id, backend, gpu, precision)
     ncu_path = ncu.find_ncu()
     check_device(device)
     measured = measure(ncu_path, config, kernel, source, shape, device)

@@ -242,17 +242,18 @@ def sass(family, params, result_id, arch, preset, full, db_path) -> None:
 @shape_options
 @config_options
 @results_options
+@precision_option
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index")
 @click.option("--db", "db_path", default=default_db, help=DB_HELP + "; the profile is stored there")
 @friendly
-def profile(M, N, K, family, params, result_id, gpu, backend, device, db_path) -> None:
-    """Profile one kernel (default: the best for the shape) with Nsight Compute at the shape: sectors per
-    request, shared wavefronts, FFMA, DRAM throughput and stall reasons against the model; stored in --db.
-    Set AUTOTUNE_NCU to an ncu that is not on PATH."""
+def profile(M, N, K, family, params, result_id, gpu, backend, precision, device, db_path) -> None:
+    """Profile one kernel (default: the best for the shape under --precision's contract) with Nsight Compute
+    at the shape: sectors per request, shared wavefronts, FFMA, DRAM throughput and stall reasons against the
+    model; stored in --db. Set AUTOTUNE_NCU to an ncu that is not on PATH."""
     from autotune.api.profile import profile_command
 
     config = resolve_config(db_path, family, params, result_id)
-    click.echo(profile_command(db_path, resolve_shape(M, N, K), config, result_id, backend, gpu, device))
+    click.echo(profile_command(db_path, resolve_shape(M, N, K), config, result_id, backend, gpu, device, precision))
 
 
 @cli.command()
