@@ -7,11 +7,7 @@
 #   TRIALS=16 TIMEOUT=15 TOTAL=420 [START_DB=earlier.sqlite] OUT=out bash benchmarks/release/suite_check.sh
 source benchmarks/release/common.sh
 TRIALS="${TRIALS:-16}"; TIMEOUT="${TIMEOUT:-15}"; TOTAL="${TOTAL:-420}"
-if [ -z "$NO_TESTS" ]; then
-  step "GPU tests"
-  timeout 240 python3 -m pytest -m gpu -p no:cacheprovider --timeout 90 tests >"$WORK/gpu_tests.txt" 2>&1
-  grep -E "passed|failed|FAILED|Error" "$WORK/gpu_tests.txt" | tail -15 | tee -a "$LOG"
-fi
+[ -z "$NO_TESTS" ] && gpu_tests
 [ -n "$START_DB" ] && cp "$START_DB" "$OUT/suite.sqlite"
 suite_pass
 step "done"
