@@ -102,7 +102,8 @@ def test_a_suite_on_the_emulator_writes_json_markdown_and_png(tmp_path):
                    "-o", tmp_path / "again")
     assert again.exit_code == 0, again.output
     redo = json.loads((tmp_path / "again" / "shape-suite-sim-cpu-emulator.json").read_text())
-    assert redo["tuning_s"] is None
+    assert redo["tuning_s"] is None and redo["budget"]["tuned"] is False and "trials" not in redo["budget"]
+    assert "Nothing tuned in this run (`--no-tune`)" in (tmp_path / "again" / "shape-suite-sim-cpu-emulator.md").read_text()
     assert [s["ours_ms"] for s in redo["shapes"]] == [s["ours_ms"] for s in data["shapes"]]
 
 

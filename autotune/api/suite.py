@@ -49,7 +49,10 @@ class SuiteOptions:
 
     def budget(self) -> dict[str, Any]:
         """What the suite spent per shape, and on what: `devices` are the GPUs each search used (one
-        worker each), so suite times on one GPU and on several can be told apart."""
+        worker each), so suite times on one GPU and on several can be told apart. With --no-tune it spent
+        nothing: the budget says so (`tuned`: false) rather than naming trials that never ran."""
+        if not self.tune:
+            return {"tuned": False, "families": [f.name for f in self.families], "precision": self.precision}
         return {"trials": self.trials, "timeout_s": self.timeout, "total_timeout_s": self.total_timeout,
                 "sampler": self.sampler, "families": [f.name for f in self.families], "precision": self.precision,
                 "seed": self.seed,

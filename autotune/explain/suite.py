@@ -175,11 +175,12 @@ def table(suite: Suite) -> list[str]:
 def page(suite: Suite, png_name: str) -> str:
     b, s = suite.budget, suite.spec
     took = f"; tuning took {suite.tuning_s:.0f} s in all" if suite.tuning_s is not None else ""
+    spent = (f"Budget per shape: {b['trials']} new trials and at most {b['timeout_s']:g} s (sampler {b['sampler']}, "
+             if b.get("tuned", True) else "Nothing tuned in this run (`--no-tune`): the fastest rows the database held ("
+             ) + f"families {', '.join(b['families'])}, contract {b.get('precision', 'fp32')}){took}."
     lines = [
         f"# SGEMM shape suite: {suite.device or 'no device'} ({suite.backend})", "",
-        f"Commit `{suite.commit or 'unknown'}`. Budget per shape: {b['trials']} new trials and at most "
-        f"{b['timeout_s']:g} s (sampler {b['sampler']}, families {', '.join(b['families'])}, contract "
-        f"{b.get('precision', 'fp32')}){took}. "
+        f"Commit `{suite.commit or 'unknown'}`. {spent} "
         f"Our time and cuBLAS's in each row were measured by the same worker process.", "",
         f"Roofline (preset `{suite.preset}` = {s.name}: FMA peak {s.fma_tflops:.1f} TFLOP/s, DRAM "
         f"{s.dram_gbps:.0f} GB/s): the larger of 2MNK / peak and 4(MK + KN + MN) bytes / bandwidth (A and B "
