@@ -23,9 +23,11 @@ from autotune.families import FAMILIES, TENSOR_CORE
 from autotune.space import make_config
 
 SHAPE = ["--M", "96", "--N", "80", "--K", "40"]
-# Each family HIP supports, at its default config (blocked's has ASYNC=0); the tensor-core ones are
-# refused (inline PTX: mma.sync, wgmma).
+# Each family HIP supports, at its default config (blocked's has ASYNC=0) but for HIP_PARAMS (skinny's
+# default copies A with cp.async: SA=0 reads it from global memory); the tensor-core ones are refused
+# (inline PTX: mma.sync, wgmma).
 EXPORTED = [name for name in FAMILIES if name not in TENSOR_CORE]
+HIP_PARAMS = {"skinny": {"SA": 0}}
 WAVE64_ARCH = "gfx90a"  # CDNA2: 64-lane waves
 WITH_PARAMS = {"blocked-pb": ["-p", "TB=1", "-p", "PB=1"]}  # a second kernel, and a workspace in the launcher
 
@@ -46,7 +48,9 @@ def exported(tmp_path_factory, empty_db):
     """Each EXPORTED family's default config, exported as HIP into one folder."""
     folder = tmp_path_factory.mktemp("hip")
     for name in EXPORTED:
-        result = run("export", *SHAPE, "--family", name, "--db", empty_db, "--lang", "hip", "-o", str(folder / f"{name}.hip"))
+        params = [a for k, v in HIP_PARAMS.get(name, {}).items() for a in ("-p", f"{k}={v}")]
+        result = run("export", *SHAPE, "--family", name, *params, "--db", empty_db, "--lang", "hip",
+                     "-o", str(folder / f"{name}.hip"))
         assert result.exit_code == 0, result.output
     for name, params in WITH_PARAMS.items():
         result = run("export", *SHAPE, "--family", name.split("-")[0], *params, "--db", empty_db, "--lang", "hip",
@@ -61,7 +65,7 @@ def test_every_family_says_whether_it_needs_32_lane_waves():
 
 def test_hip_export_writes_kernel_header_and_manifest_only(exported):
     for name in EXPORTED:
-        config = make_config(FAMILIES[name], {})
+        config = make_config(FAMILIES[name], HIP_PARAMS.get(name, {}))
         source = (exported / f"{name}.hip").read_text()
         assert "#include <hip/hip_runtime.h>" in source and "not run" in source
         assert not re.search(r"_sync\(|__ldcg\(|__launch_bounds__\([^,()]+,", source)  # CUDA-only forms gone
@@ -87,6 +91,7 @@ def test_the_hip_kernel_is_the_cuda_render_translated(exported):
 
 @pytest.mark.parametrize("args, says", [
     (["--family", "blocked", "-p", "ASYNC=1", "-p", "STAGES=3"], ["inline PTX (cp.async)", "-p ASYNC=0"]),
+    (["--family", "skinny"], ["inline PTX (cp.async)", "-p SA=0"]),  # the default copies A with cp.async
     (["--family", "tf32x3"], ["mma.sync", "FP32 family"]),
     pytest.param(["--family", "tf32x3wg"], ["wgmma.fence", "FP32 family"], marks=pytest.mark.skipif(
         "tf32x3wg" not in FAMILIES, reason="no tf32x3wg family yet")),
@@ -152,7 +157,8 @@ def test_hipcc_compiles_every_export_for_an_amd_target(exported):
     device = [(name, CHECK_ARCH, "-O0") for name in [*EXPORTED, *WITH_PARAMS]] + [("naive", WAVE64_ARCH, "-O0"),
                                                                                   ("tall", WAVE64_ARCH, "-O0")]
     includes = "\n".join(f'#include "{name}.h"' for name in [*EXPORTED, *WITH_PARAMS])
-    kernels = [make_config(FAMILIES[n], {}).name for n in EXPORTED] + [make_config(FAMILIES["blocked"], {"TB": 1, "PB": 1}).name]
+    kernels = ([make_config(FAMILIES[n], HIP_PARAMS.get(n, {})).name for n in EXPORTED]
+               + [make_config(FAMILIES["blocked"], {"TB": 1, "PB": 1}).name])
     calls = "\n".join(f"    err = {k}_launch(nullptr, nullptr, nullptr, 96, 80, 40);" for k in kernels)
     (exported / "host.hip").write_text(HIP_HOST % {"includes": includes, "calls": calls})
 

@@ -48,8 +48,11 @@ INSTEAD: tuple[tuple[str, str], ...] = (
     ("mma.", "a config of an FP32 family without tensor cores (e.g. --family blocked -p ASYNC=0)"),
     ("wgmma.", "a config of an FP32 family without tensor cores (e.g. --family blocked -p ASYNC=0)"),
     ("cvt.rna.tf32", "a config of an FP32 family without tensor cores (e.g. --family blocked -p ASYNC=0)"),
-    ("cp.async", "the same config with -p ASYNC=0 (its stages are filled through registers)"),
+    ("cp.async", "the same config with -p {no_cp_async}"),
 )
+# The parameter value that keeps a family's kernel off cp.async, and what then does its copies.
+NO_CP_ASYNC = {"skinny": "SA=0 (A is read from global memory)"}
+NO_CP_ASYNC_ELSE = "ASYNC=0 (its stages are filled through registers)"
 ASM = re.compile(r'\basm\s*(?:volatile\s*)?\(\s*"\s*([a-z][\w.]*)')
 
 
@@ -64,7 +67,8 @@ def refusal(config: Config, kernel: str, source: str, launch: Launch) -> str | N
     ptx = ptx_instructions(source)
     if ptx:
         instead = next((what for prefix, what in INSTEAD if any(op.startswith(prefix) for op in ptx)),
-                       "a config that uses no inline PTX")
+                       "a config that uses no inline PTX").format(
+                           no_cp_async=NO_CP_ASYNC.get(config.family.name, NO_CP_ASYNC_ELSE))
         return (f"{kernel} cannot be exported as HIP: it uses inline PTX ({', '.join(ptx)}), which only NVIDIA "
                 f"GPUs run; export {instead}")
     if launch.shared_bytes > LDS_BYTES:

@@ -21,17 +21,30 @@ from __future__ import annotations
 from dataclasses import replace
 
 from autotune.families.splitk import MAX_TILES, fit_block, split_grid
-from autotune.space import Constraint, Family, Launch, Param, Params, ceil_div
+from autotune.space import Constraint, Family, Launch, Limits, Param, Params, ceil_div
 
 COLUMNS_PER_THREAD = 4  # one float4 of a row of B
 ROWS_PER_BLOCK = (1, 2, 4, 8, 16)  # MR
+SPLITS = (1, 2, 4, 8, 16, 32, 64)  # SPLITK
 SUM_FLOAT4S = 2048  # KW > 1: the in-block sum's buffer, in float4s (32 KiB): RG rows of KW*THREADS
 
 
 def ahead(p: Params) -> int:
-    """AH's default, and the depth every KW > 1 kernel had before AH was a parameter: 3 at MR=16 and
-    2 below (measured with A loaded from global memory: BENCHMARKS.md, "Skinny M (issue 13)")."""
+    """The depth every KW > 1 kernel had before AH was a parameter (AH's `absent`, and KW = 1's only
+    value): 3 at MR=16 and 2 below (measured with A loaded from global memory)."""
     return 3 if p["MR"] == 16 else 2
+
+
+def default_ahead(p: Params) -> int:
+    """AH's default: 2 for KW > 1. With SA=1 two groups beat one and three at MR=16 (0.090 ms against 0.094
+    and 0.119 at 16x8192x8192: three groups cost occupancy) and matched three at MR=8 (BENCHMARKS.md, session 15)."""
+    return ahead(p) if p["KW"] == 1 else 2
+
+
+def default_staged(p: Params) -> int:
+    """SA's default: 1 wherever it can run (a warp per slice, the buffers within the 48 KiB), since A read
+    from global memory in the FMAs' path is what held the loop back (BENCHMARKS.md, session 15)."""
+    return int(p["KW"] > 1 and p["THREADS"] == 32 and staged_floats({**p, "SA": 1}) * 4 <= Limits().max_static_shared)
 
 
 def sum_rows(p: Params) -> int:
@@ -66,6 +79,23 @@ def tiles(p: Params, M: int, N: int) -> tuple[int, int]:
     return ceil_div(N, COLUMNS_PER_THREAD * p["THREADS"]), ceil_div(M, p["MR"])
 
 
+def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
+    """The default fitted to a shape. MR: the rows there are (M = 1: MR = 1), and with SA=1 up to 16 rows
+    in one block-row, so that B is read once (16x8192x8192: MR=16 0.090 ms against two block-rows of 8,
+    0.117). SPLITK: the fewest splits whose blocks reach 1.5 per SM; at the session-15 shapes that was
+    the fastest split (16 rows: 4 at N=8192, 2 at N=14336, 8 at N=4096, K = 8192, 4096, 14336)."""
+    M, N, K = shape
+    q = {**p, **fit_block(p, "MR", ROWS_PER_BLOCK, M)}
+    if p["SA"] and q["MR"] < M:
+        grown = {**q, "MR": min(v for v in ROWS_PER_BLOCK if v >= min(M, ROWS_PER_BLOCK[-1]))}
+        q = grown if staged_floats(grown) * 4 <= limits.max_static_shared else q
+    tiles_n, tiles_m = tiles(q, M, N)
+    # at most as many splits as give each slice of a block one piece of K
+    usable = [s for s in SPLITS if s == 1 or s * q["KW"] * q["KT"] <= K]
+    q["SPLITK"] = next((s for s in usable if tiles_n * tiles_m * s * 2 >= 3 * limits.sms), usable[-1])
+    return {k: v for k, v in q.items() if v != p[k]}
+
+
 _split_geometry, _shape_rules = split_grid(tiles, lambda p: f"{p['MR']}x{COLUMNS_PER_THREAD * p['THREADS']}",
                                            "use SPLITK=1 or larger MR")
 
@@ -81,22 +111,22 @@ SKINNY = Family(
         "memory (KW = 1) or global memory (KW slices per block, summed in slice order), K optionally split "
         "among blocks (added in split order, deterministic)",
     params=(
-        # The defaults aim at 16 x 8192 x 8192 on the H200: 64 tiles of 8 x 128 along N, 2 block-rows,
-        # 4 splits = 512 blocks of 8 slices x 32 threads (126 registers: 2 blocks per SM). MR=8 beat MR=16
-        # there (0.126 against 0.135 ms) although it reads B twice (the second time mostly from L2):
-        # MR=16 needs ~190 registers, so too few warps keep loads in flight. SPLITK=4 keeps the turnstile
-        # chain short (32 splits: 0.23 ms); KT=64 interleaves the slices' pieces finely.
+        # The defaults: 8 slices of one warp (SA=1), 4 splits, pieces of 32 rows; 8 x 8192 x 8192 on the H200
+        # runs them in 0.073 ms (77% of HBM). The fit takes MR to the rows there are (up to 16: B read once)
+        # and SPLITK to what fills the SMs. SPLITK stays small: the splits' turnstiles are a serial chain
+        # (32 splits: 0.23 ms at 16 x 8192 x 8192). KT=32 is the deepest piece at which MR=16's buffers of A
+        # fit 48 KiB with 8 slices.
         Param("THREADS", (32, 64, 128, 256, 512), 32,
               "column-threads per block (per slice with KW > 1); a block covers 4*THREADS columns of C"),
         Param("MR", ROWS_PER_BLOCK, 8, "rows of C per block (each thread keeps MR x 4 accumulators)"),
-        Param("KT", (16, 32, 64, 128, 256), 64,
+        Param("KT", (16, 32, 64, 128, 256), 32,
               "KW = 1: columns of A staged in shared memory per tile; KW > 1: rows of K per piece dealt to a slice"),
-        Param("SPLITK", (1, 2, 4, 8, 16, 32, 64), 4, "blocks per tile of C, each over its own chunk of K"),
+        Param("SPLITK", SPLITS, 4, "blocks per tile of C, each over its own chunk of K"),
         Param("KW", (1, 2, 4, 8, 16), 8, "slices of THREADS threads per block, each over its own pieces of the "
               "block's K (1: one slice, A staged in shared memory)", absent=1, named_at_absent=False),
-        Param("AH", (1, 2, 3), ahead, "KW > 1: groups of four rows of B each thread keeps in flight (registers: "
+        Param("AH", (1, 2, 3), default_ahead, "KW > 1: groups of four rows of B each thread keeps in flight (registers: "
               "16 per group)", absent=ahead, named_at_absent=False),
-        Param("SA", (0, 1), 0, "KW > 1: 1 = each slice copies the rows of A its next piece needs into shared memory "
+        Param("SA", (0, 1), default_staged, "KW > 1: 1 = each slice copies the rows of A its next piece needs into shared memory "
               "(cp.async) while it multiplies the current piece; 0 = A read from global memory in the FMAs' path",
               absent=0, named_at_absent=False),
     ),
@@ -119,5 +149,5 @@ SKINNY = Family(
     derive=derive,
     tags={"THREADS": "T", "SPLITK": "SK"},
     shape_rules=_shape_rules,
-    fit=lambda p, shape, limits: fit_block(p, "MR", ROWS_PER_BLOCK, shape[0]),  # M = 1: MR = 1
+    fit=fit,
 )
