@@ -37,13 +37,15 @@ def ahead(p: Params) -> int:
 
 def default_ahead(p: Params) -> int:
     """AH's default: 2 for KW > 1. With SA=1 two groups beat one and three at MR=16 (0.090 ms against 0.094
-    and 0.119 at 16x8192x8192: three groups cost occupancy) and matched three at MR=8 (BENCHMARKS.md, session 15)."""
+    and 0.119 at 16x8192x8192: three groups cost occupancy) and matched three at MR=8 (BENCHMARKS.md,
+    "skinny M at 16 rows, A off the FMAs' path")."""
     return ahead(p) if p["KW"] == 1 else 2
 
 
 def default_staged(p: Params) -> int:
     """SA's default: 1 wherever it can run (a warp per slice, the buffers within the 48 KiB), since A read
-    from global memory in the FMAs' path is what held the loop back (BENCHMARKS.md, session 15)."""
+    from global memory in the FMAs' path is what held the loop back (BENCHMARKS.md, "skinny M at 16 rows,
+    A off the FMAs' path")."""
     return int(p["KW"] > 1 and p["THREADS"] == 32 and staged_floats({**p, "SA": 1}) * 4 <= Limits().max_static_shared)
 
 
@@ -82,7 +84,7 @@ def tiles(p: Params, M: int, N: int) -> tuple[int, int]:
 def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     """The default fitted to a shape. MR: the rows there are (M = 1: MR = 1), and with SA=1 up to 16 rows
     in one block-row, so that B is read once (16x8192x8192: MR=16 0.090 ms against two block-rows of 8,
-    0.117). SPLITK: the fewest splits whose blocks reach 1.5 per SM; at the session-15 shapes that was
+    0.117). SPLITK: the fewest splits whose blocks reach 1.5 per SM; at the 16-row shapes measured that was
     the fastest split (16 rows: 4 at N=8192, 2 at N=14336, 8 at N=4096, K = 8192, 4096, 14336)."""
     M, N, K = shape
     q = {**p, **fit_block(p, "MR", ROWS_PER_BLOCK, M)}
