@@ -16,7 +16,8 @@ SHAPES = ((512, 512, 32768), (16, 4096, 4096), (7, 1001, 3001))  # deep K, skinn
 CASES = [(f, {}, s) for f in (SPLITK, SKINNY) for s in SHAPES] + [
     (TAILSPLIT, {}, s) for s in (*SHAPES, (4096, 4096, 4096), (4097, 4095, 4093))] + [
     (SPLITK, {"RED": red, "SPLITK": 16}, s) for red in (1, 2) for s in SHAPES] + [  # the workspace reductions
-    (SKINNY, {"MR": 16, "KT": 32, "AH": 1, "SA": 1}, s) for s in SHAPES]  # A copied into shared memory by cp.async
+    (SKINNY, {"MR": 16, "KT": 32, "AH": 1, "SA": 1}, s) for s in SHAPES] + [  # A copied into shared memory by cp.async
+    (SKINNY, {"KT": 64, "SA": 0}, s) for s in SHAPES]  # the default before SA: A read from global memory
 IDS = [f"{f.name}{''.join(f'-{k}{v}' for k, v in p.items())}-{'x'.join(map(str, s))}" for f, p, s in CASES]
 
 

@@ -167,16 +167,17 @@ def test_splitk_geometry_puts_the_splits_on_z():
 SKINNY_SHAPES = (*SHAPES, (3, 600, 50), (1, 1, 301), (9, 520, 236))  # 600: three blocks of 64 threads along N;
 # 520 x 236: whole blocks with 16-byte loads of A and B (K, N % 4 == 0), then a block of 8 columns
 SKINNY_CONFIGS = (
-    {},  # the default (KW > 1)
+    {},  # the default (KW > 1, SA = 1)
     {"SPLITK": 1},
+    {"KT": 64, "SA": 0},  # the default before SA: A read from global memory in the loop
     {"THREADS": 128, "KT": 128, "SPLITK": 32, "KW": 1},  # the default before KW
     {"THREADS": 64, "MR": 1, "KT": 16, "SPLITK": 64, "KW": 1},
     {"THREADS": 64, "MR": 4, "KT": 32, "SPLITK": 4, "KW": 1},
     {"THREADS": 512, "MR": 2, "KT": 256, "SPLITK": 2, "KW": 1},
     # KW > 1: pieces of 16 rows dealt to 4 slices (K's short piece and tail on one slice; slices
     # with no rows at K = 9), then RG = 4 of 16 rows summed at a time (several row groups, M < MR)
-    {"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 2, "KW": 4},
-    {"THREADS": 32, "MR": 16, "KT": 16, "SPLITK": 1, "KW": 16},
+    {"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 2, "KW": 4, "SA": 0},
+    {"THREADS": 32, "MR": 16, "KT": 16, "SPLITK": 1, "KW": 16, "SA": 0},
     # SA = 1: each slice (a warp) copies its pieces of A into shared memory a piece ahead; AH groups in flight
     {"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 2, "KW": 4, "SA": 1},
     {"THREADS": 32, "MR": 16, "KT": 16, "SPLITK": 1, "KW": 8, "SA": 1, "AH": 1},
