@@ -182,6 +182,10 @@ SKINNY_CONFIGS = (
     {"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 2, "KW": 4, "SA": 1},
     {"THREADS": 32, "MR": 16, "KT": 16, "SPLITK": 1, "KW": 8, "SA": 1, "AH": 1},
     {"THREADS": 32, "MR": 8, "KT": 32, "SPLITK": 4, "KW": 2, "SA": 1, "AH": 3},
+    # SB = 1: B through each lane's ring in shared memory as well (the K tail zero-filled in the last group)
+    {"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 2, "KW": 4, "SA": 1, "SB": 1},
+    {"THREADS": 32, "MR": 16, "KT": 16, "SPLITK": 1, "KW": 8, "SA": 1, "AH": 1, "SB": 1},
+    {"THREADS": 32, "MR": 8, "KT": 32, "SPLITK": 4, "KW": 2, "SA": 1, "AH": 3, "SB": 1},
 )
 
 
@@ -248,6 +252,29 @@ def test_skinny_lost_tail_of_k_is_wrong():
     assert statuses(config, broken, (MUTATION_SHAPE,)) == ["wrong"]
 
 
+RING = {**STAGED, "SB": 1}
+
+
+@pytest.mark.parametrize(("old", "new"), (
+    # a group's rows of B copied into the slots of the group before it
+    ("float* dst = reinterpret_cast<float*>(&Bs[slice][g % AHEAD][0][tid]);",
+     "float* dst = reinterpret_cast<float*>(&Bs[slice][(g + 1) % AHEAD][0][tid]);"),
+    # the lane reads its neighbour's slots, which that lane copied (no meeting makes them seen)
+    ("bk[j] = Bs[slice][g % AHEAD][j][tid];", "bk[j] = Bs[slice][g % AHEAD][j][tid ^ 1];"),
+    # the last, partial group of four rows (K's tail) never copied: its slots keep an older group
+    ("const int groups = (kc + 3) / 4;", "const int groups = kc / 4;"),
+    # the next piece of A copied over the buffer before every lane is done with the piece it held
+    ("            __syncwarp();\n            stage(g / (KT / 4) + 1);", "            stage(g / (KT / 4) + 1);"),
+), ids=("slot-off-by-one", "neighbours-slots", "lost-tail-of-k", "no-meeting-before-the-copy"))
+def test_skinny_ring_of_b_broken_is_wrong(old, new):
+    """SB = 1: each lane copies its own rows of B into a ring of AH groups in shared memory and reads
+    back only those; each break of that gives a wrong product on the emulator."""
+    config = skinny(RING)
+    source = render(config)
+    assert statuses(config, source, (MUTATION_SHAPE,)) == ["ok"]
+    assert statuses(config, edit(source, old, new), (MUTATION_SHAPE,)) == ["wrong"]
+
+
 @pytest.mark.parametrize("sa", (0, 1))
 def test_skinny_slices_lost_tail_of_k_is_wrong(sa):
     """KW > 1: the last, partial group of four rows of B (K % 4 != 0) dropped."""
@@ -265,11 +292,14 @@ def test_skinny_space_constraints_and_shape_rules():
     threads, slices = SKINNY.param("THREADS").values, SKINNY.param("KW").values[1:]
     tiles = sizes["MR"] * sizes["KT"] * sizes["SPLITK"]
     # KW = 1 keeps AH and SA at their defaults; KW > 1: the thread limit, and with SA = 1 (one warp a
-    # slice) the A buffers' KW*2*MR*KT floats within 48 KiB (the in-block sum always fits there)
-    staged = sum(w * 2 * mr * kt * 4 <= 48 * 1024 for w in slices for mr in SKINNY.param("MR").values
-                 for kt in SKINNY.param("KT").values)
+    # slice) the A buffers' KW*2*MR*KT floats within 48 KiB (the in-block sum always fits there); with SB = 1
+    # too, those buffers and the rings of B (KW*32*AH*64 bytes) within 227 KiB of dynamic shared memory
+    rows, depths, aheads = SKINNY.param("MR").values, SKINNY.param("KT").values, SKINNY.param("AH").values
+    staged = sum(w * 2 * mr * kt * 4 <= 48 * 1024 for w in slices for mr in rows for kt in depths)
+    ringed = sum(w * (2 * mr * kt * 4 + 32 * ah * 64) <= 227 * 1024
+                 for w in slices for mr in rows for kt in depths for ah in aheads)
     valid = (len(threads) * tiles + sum(t * w <= 1024 for t in threads for w in slices) * tiles * sizes["AH"]
-             + staged * sizes["SPLITK"] * sizes["AH"])
+             + staged * sizes["SPLITK"] * sizes["AH"] + ringed * sizes["SPLITK"])
     text = describe_space(SKINNY, Limits())
     assert "skinny:" in text and f"{valid} valid of {total} combinations" in text
     small = Limits(max_static_shared=8 * 1024)

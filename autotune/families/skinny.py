@@ -59,9 +59,14 @@ def staged_floats(p: Params) -> int:
     return p["KW"] * 2 * p["MR"] * p["KT"] if p.get("SA") else 0
 
 
+def ring_bytes(p: Params) -> int:
+    """SB = 1: each lane's ring of AH groups of four float4s of B."""
+    return p["KW"] * p["THREADS"] * p["AH"] * 4 * 16 if p.get("SB") else 0
+
+
 def derive(p: Params) -> dict[str, int]:
     return {"KQ": p["KT"] // 4, "MAX_TILES": MAX_TILES, "RG": sum_rows(p), "AH_BEFORE": ahead(p),
-            "SMEM4": shared_bytes(p) // 16}
+            "SMEM4": shared_bytes(p) // 16, "SMEM": shared_bytes(p), "A4": staged_floats(p) // 4}
 
 
 def sum_bytes(p: Params) -> int:
@@ -70,10 +75,11 @@ def sum_bytes(p: Params) -> int:
 
 
 def shared_bytes(p: Params) -> int:
-    """Static shared memory. KW > 1: the in-block sum, and with SA = 1 the buffers of A (the two
-    take turns in one array: the buffers in the main loop, the sum after it)."""
+    """Shared memory (dynamic with SB = 1, else static). KW > 1: the in-block sum, and with SA = 1 the
+    buffers of A, with SB = 1 the rings of B after them (they take turns in one array: the buffers and
+    rings in the main loop, the sum after it)."""
     if p["KW"] > 1:
-        return max(sum_bytes(p), staged_floats(p) * 4)
+        return max(sum_bytes(p), staged_floats(p) * 4 + ring_bytes(p))
     return p["MR"] * p["KT"] * 4
 
 
@@ -104,7 +110,7 @@ _split_geometry, _shape_rules = split_grid(tiles, lambda p: f"{p['MR']}x{COLUMNS
 
 def _geometry(p: Params, M: int, N: int) -> Launch:
     launch = _split_geometry(p, M, N)
-    return replace(launch, block=(p["THREADS"] * p["KW"], 1, 1))
+    return replace(launch, block=(p["THREADS"] * p["KW"], 1, 1), shared_bytes=shared_bytes(p) if p["SB"] else 0)
 
 
 SKINNY = Family(
@@ -131,6 +137,9 @@ SKINNY = Family(
         Param("SA", (0, 1), default_staged, "KW > 1: 1 = each slice copies the rows of A its next piece needs into shared memory "
               "(cp.async) while it multiplies the current piece; 0 = A read from global memory in the FMAs' path",
               absent=0, named_at_absent=False),
+        Param("SB", (0, 1), 0, "SA = 1: 1 = B goes through shared memory too: each lane copies its own float4s of AH groups "
+              "ahead into a ring there (cp.async), so the loads in flight cost no registers; 0 = the ring in registers",
+              absent=0, named_at_absent=False),
     ),
     constraints=(
         Constraint("static shared memory MR*KT*4 bytes must fit the 48 KiB static __shared__ limit", ("MR", "KT", "KW"),
@@ -143,8 +152,13 @@ SKINNY = Family(
                    lambda p, lim: p["KW"] > 1 or (p["AH"] == ahead(p) and p["SA"] == 0)),
         Constraint("SA=1 needs THREADS=32: a slice is one warp, whose lanes share each copied piece of A at __syncwarp",
                    ("THREADS", "SA"), lambda p, lim: p["SA"] == 0 or p["THREADS"] == 32),
-        Constraint("SA=1: the buffers of A, KW*2*MR*KT*4 bytes of static shared memory, must fit the 48 KiB limit",
-                   ("MR", "KT", "KW", "SA"), lambda p, lim: staged_floats(p) * 4 <= lim.max_static_shared),
+        Constraint("SA=1, SB=0: the buffers of A, KW*2*MR*KT*4 bytes of static shared memory, must fit the 48 KiB limit",
+                   ("MR", "KT", "KW", "SA", "SB"), lambda p, lim: p["SB"] == 1 or staged_floats(p) * 4 <= lim.max_static_shared),
+        Constraint("SB=1 needs SA=1: B's ring shares the cp.async groups that bring A's pieces", ("SA", "SB"),
+                   lambda p, lim: p["SB"] == 0 or p["SA"] == 1),
+        Constraint("SB=1: the buffers of A and the rings of B, KW*(2*MR*KT*4 + THREADS*AH*64) bytes of dynamic shared "
+                   "memory, must fit the device's per-block limit", ("MR", "KT", "KW", "THREADS", "AH", "SB"),
+                   lambda p, lim: p["SB"] == 0 or shared_bytes(p) <= lim.max_shared_optin),
     ),
     template="skinny.cu.j2",
     geometry=_geometry,
