@@ -1,4 +1,4 @@
-"""On a GPU: the split-K, skinny (and its SA=1) and tail-split families' defaults verify against cuBLAS at a
+"""On a GPU: the split-K, skinny (and its SA=1, SB=1), tall (ST > 0) and tail-split families' defaults verify against cuBLAS at a
 deep-K and a skinny shape (tail-split also at large shapes, whole waves before its split tail),
 and the same loaded kernel gives the same bytes launch after launch (the ordered reduction is
 deterministic, and each launch leaves the turnstiles, or split-K's arrival and pair counts, as it found them)."""
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from autotune.codegen.render import render
-from autotune.families import SKINNY, SPLITK
+from autotune.families import SKINNY, SPLITK, TALL
 from autotune.families.tailsplit import TAILSPLIT
 from autotune.space import make_config
 
@@ -17,7 +17,10 @@ CASES = [(f, {}, s) for f in (SPLITK, SKINNY) for s in SHAPES] + [
     (TAILSPLIT, {}, s) for s in (*SHAPES, (4096, 4096, 4096), (4097, 4095, 4093))] + [
     (SPLITK, {"RED": red, "SPLITK": 16}, s) for red in (1, 2) for s in SHAPES] + [  # the workspace reductions
     (SKINNY, {"MR": 16, "KT": 32, "AH": 1, "SA": 1}, s) for s in SHAPES] + [  # A copied into shared memory by cp.async
-    (SKINNY, {"KT": 64, "SA": 0}, s) for s in SHAPES]  # the default before SA: A read from global memory
+    (SKINNY, {"MR": 16, "KT": 32, "AH": 2, "SA": 1, "SB": 1}, s) for s in SHAPES] + [  # B too, through each lane's ring
+    (SKINNY, {"KT": 64, "SA": 0}, s) for s in SHAPES] + [  # the default before SA: A read from global memory
+    (TALL, params, s) for params in ({"ST": 4}, {"NR": 4, "ST": 6, "KT": 32})  # tall's cp.async stages
+    for s in ((4096, 16, 4096), (3001, 7, 1001))]
 IDS = [f"{f.name}{''.join(f'-{k}{v}' for k, v in p.items())}-{'x'.join(map(str, s))}" for f, p, s in CASES]
 
 

@@ -1,7 +1,12 @@
 """The tall family (small N) on the CPU emulator: right at odd shapes, the same bytes every run, a
-lost lane, a dropped tail of K or a dropped split caught; its space, shape rules and SASS; and the
-emulator's warp shuffles it relies on."""
+lost lane, a dropped tail of K or a dropped split caught; the same for the cp.async pipeline (ST > 0),
+whose sums equal ST = 0's bit for bit and whose broken hand-overs of stages are caught; its space,
+shape rules and SASS; and the emulator's warp shuffles it relies on."""
 from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -47,11 +52,16 @@ def test_tall_matches_the_reference_at_odd_shapes(params):
     assert statuses(config, render(config)) == ["ok"] * len(SHAPES)
 
 
-def test_tall_gives_the_same_bytes_every_run():
-    config = tall(SPLIT)
-    M, N, K = 70, 6, 333
+def output(config: Config, source: str, shape: tuple[int, int, int]) -> np.ndarray:
+    M, N, K = shape
     A, B = random_inputs(M, N, K, 3)
-    first, second = (run_kernel(render(config), config.name, config.geometry(M, N), A, B, M, N, K) for _ in range(2))
+    return run_kernel(source, config.name, config.geometry(M, N), A, B, M, N, K)
+
+
+@pytest.mark.parametrize("st", (0, 3))
+def test_tall_gives_the_same_bytes_every_run(st):
+    config = tall({**SPLIT, "ST": st})
+    first, second = (output(config, render(config), (70, 6, 333)) for _ in range(2))
     assert first.tobytes() == second.tobytes()
 
 
@@ -113,6 +123,67 @@ extern "C" __global__ void shfl(const float* A, const float* B, float* C, int M,
     assert np.array_equal(C[:, 0], (lanes ^ 1) + 100.0 * (lanes ^ 16))
 
 
+# --------------------------------------------------------------------------- stages (ST > 0)
+
+# (9, 5, 1001): 32 tiles of 32 in one chunk, K % 4 != 0: the stages wrap round many times
+STAGED_SHAPES = (*SHAPES, (9, 5, 1001))
+STAGED_CONFIGS = (
+    {"ST": 4},  # the default's tiles
+    {"KT": 32, "SPLITK": 1, "ST": 3},
+    {"THREADS": 64, "LANES": 4, "ROWS": 1, "NR": 1, "KT": 32, "SPLITK": 32, "ST": 6},
+    {"THREADS": 128, "LANES": 32, "ROWS": 4, "NR": 4, "KT": 128, "SPLITK": 2, "ST": 3},
+    # only with stages: 32 float4s of A and 32 floats of B a thread per tile, 172 KiB of shared memory
+    {"THREADS": 64, "LANES": 4, "ROWS": 2, "NR": 8, "KT": 256, "SPLITK": 2, "ST": 4},
+)
+STAGED = {**SPLIT, "SPLITK": 2, "ST": 3}  # chunks of 5 tiles at K = 300: the three stages wrap round
+
+
+@pytest.mark.parametrize("params", STAGED_CONFIGS, ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()))
+def test_tall_stages_match_the_reference_at_odd_shapes(params):
+    config = tall(params)
+    assert statuses(config, render(config), STAGED_SHAPES) == ["ok"] * len(STAGED_SHAPES)
+
+
+@pytest.mark.parametrize("shape", ((70, 6, 300), (70, 6, 333), (9, 5, 1001)))
+def test_tall_stages_add_what_the_registers_add(shape):
+    """ST > 0 multiplies the same float4s in the same order as ST = 0, zeros past the tile included:
+    the same bits in C."""
+    outputs = [output(config, render(config), shape) for config in (tall(SPLIT), tall({**SPLIT, "ST": 4}))]
+    assert outputs[0].tobytes() == outputs[1].tobytes()
+
+
+@pytest.mark.parametrize(("old", "new"), (
+    # the tile ST-1 ahead copied into the stage of the tile about to be multiplied
+    ("smem4 + writeStage * STAGE4", "smem4 + readStage * STAGE4"),
+    # the stage ring off by one: each tile copied over the one before it, not yet multiplied
+    ("int readStage = 0, writeStage = ST - 1;", "int readStage = 0, writeStage = ST - 2;"),
+    # the chunk's last, partial tile never copied nor multiplied
+    ("const int tiles = (Kc + KT - 1) / KT;", "const int tiles = Kc / KT;"),
+    # a stage taken over before every thread is done with it, and read before others' copies
+    ("        __syncthreads();\n        if (t + ST - 1", "        if (t + ST - 1"),
+    # one tile fewer on its way before the loop: the loop then multiplies a stage never filled
+    ("for (int t = 0; t < ST - 1; ++t) {", "for (int t = 0; t < ST - 2; ++t) {"),
+), ids=("copy-into-the-stage-read", "stage-off-by-one", "no-tail-of-k", "no-barrier", "short-prologue"))
+def test_tall_stages_broken_are_wrong(old, new):
+    """Each break of the pipeline's hand-over of stages gives a wrong product on the emulator, whose
+    copies land at once and whose __syncthreads is a meeting of the block's threads. (A missing or
+    short cp.async wait it cannot see: its copies land at once.)"""
+    config = tall(STAGED)
+    source = render(config)
+    assert statuses(config, source, (MUTATION_SHAPE,)) == ["ok"]
+    assert statuses(config, edit(source, old, new), (MUTATION_SHAPE,)) == ["wrong"]
+
+
+@pytest.mark.parametrize("shape", (MUTATION_SHAPE, (70, 6, 333)), ids=("16-byte-copies", "4-byte-copies"))
+def test_tall_stages_copy_no_a_past_the_tile(shape):
+    """A's copies of the chunk's last tile not cut at its end read the next chunk or row, and past the
+    end of A at its last row: with 16-byte copies (K % 4 == 0) and with 4-byte ones."""
+    config = tall(STAGED)
+    source = render(config)
+    assert statuses(config, source, (shape,)) == ["ok"]
+    assert statuses(config, edit(source, "const bool ok = c < kt;", "const bool ok = c < KT;"), (shape,)) == ["out_of_bounds"]
+
+
 # --------------------------------------------------------------------------- space, shapes, model
 
 def test_tall_space_constraints_and_shape_rules():
@@ -123,17 +194,36 @@ def test_tall_space_constraints_and_shape_rules():
     assert violations(tall({"LANES": 32, "KT": 64})) == [
         "a tile of KT rows of B must give each of a group's LANES lanes whole float4s (KT % (4*LANES) == 0)"]
     assert violations(tall({"LANES": 4, "KT": 256, "ROWS": 8, "NR": 8})) == [
-        "a lane's float4s of A per tile, KT/(4*LANES)*ROWS, are held in registers: at most 16"]
+        "ST=0: a lane's float4s of A per tile, KT/(4*LANES)*ROWS, are held in registers: at most 16"]
     assert violations(tall({"THREADS": 64, "KT": 128})) == [
-        "a thread's share of the B tile, KT*NR/THREADS floats, is held in registers: at most 16"]
+        "ST=0: a thread's share of the B tile, KT*NR/THREADS floats, is held in registers: at most 16"]
     assert violations(tall({"ROWS": 8})) == ["a lane's ROWS*NR partial sums are held in registers: at most 64"]
     small = Limits(max_static_shared=8 * 1024)
     assert violations(tall({}), small) == [
-        "static shared memory 2*KT/(4*LANES)*NR*(LANES+1)*16 bytes must fit the 48 KiB static __shared__ limit"]
+        "ST=0: static shared memory 2*KT/(4*LANES)*NR*(LANES+1)*16 bytes must fit the 48 KiB static __shared__ limit"]
+    # with stages A and B go to shared memory by cp.async: the register and static limits are moot, the
+    # stages' dynamic shared memory must fit the opt-in limit
+    assert not violations(tall({"LANES": 4, "KT": 256, "ROWS": 2, "NR": 8, "THREADS": 64, "ST": 4}), small)
+    assert violations(tall({"LANES": 4, "KT": 256, "ST": 4})) == [
+        "ST>0: the stages, ST*KT/(4*LANES)*(ROWS*THREADS + NR*(LANES+1))*16 bytes of dynamic shared memory, "
+        "must fit the 227 KiB opt-in limit"]
+    # ST = 0: the 5106 valid configs there were before ST; each ST > 0 needs whole float4s per lane, at
+    # most 64 sums a lane and its stages within 227 KiB
+    values = {p.name: p.values for p in TALL.params}
+    staged = sum(kt % (4 * lanes) == 0 and rows * nr <= 64
+                 and st * kt // (4 * lanes) * (rows * threads + nr * (lanes + 1)) * 16 <= 227 * 1024
+                 for threads, lanes, rows, nr, kt, st in itertools.product(
+                     *(values[k] for k in ("THREADS", "LANES", "ROWS", "NR", "KT")), values["ST"][1:]))
+    total = math.prod(len(v) for v in values.values())
+    assert f"{5106 + staged * len(values['SPLITK'])} valid of {total} combinations" in describe_space(TALL, Limits())
     # 8192 x 16: 128 block-rows of 64 rows, one column block, four splits
     assert tall({}).geometry(8192, 16).grid == (1, 128, 4) and tall({}).geometry(8192, 16).threads == 256
     assert tall({}).geometry(100, 33).grid == (3, 2, 4)
-    assert tall({}).name == "sgemm_tall_T256_L8_R2_NR16_KT64_SK4"
+    assert tall({}).name == "sgemm_tall_T256_L8_R2_NR16_KT64_SK4" == tall({"ST": 0}).name
+    assert tall({"ST": 4}).name == "sgemm_tall_T256_L8_R2_NR16_KT64_SK4_ST4"
+    assert tall({}).geometry(8192, 16).shared_bytes == 0
+    # four stages of 64 rows x 64 k of A (16 KiB) and B's 2 x 16 rows of 9 float4s
+    assert tall({"ST": 4}).geometry(8192, 16) == replace(tall({}).geometry(8192, 16), shared_bytes=4 * (16384 + 4608))
     one_row = {"THREADS": 64, "LANES": 32, "ROWS": 1, "NR": 1, "KT": 128}  # 2 rows per block
     bad = shape_violations(tall(one_row), 4000, 40)  # 2000 block-rows x 40 column blocks
     assert len(bad) == 1 and "80000 output tiles of 2x1 exceed the 65536 split-K turnstiles" in bad[0]
@@ -154,9 +244,30 @@ def test_the_default_streams_a_with_16_byte_loads_and_does_not_spill():
     except AutotuneError as exc:
         pytest.skip(str(exc))  # nvdisasm absent: pip install 'autotune[sass]'
     p, d = TALL.params, tall({}).derived
-    assert [x.name for x in p] == ["THREADS", "LANES", "ROWS", "NR", "KT", "SPLITK"]
+    assert [x.name for x in p] == ["THREADS", "LANES", "ROWS", "NR", "KT", "SPLITK", "ST"]
     values = tall({}).values
     assert report.loop.ffma == 4 * values["NR"] * values["ROWS"] * d["QL"]  # a whole tile, unrolled
     assert report.loop.ldg.get(128) == values["ROWS"] * d["QL"]  # A: float4s only
     assert report.loop.lds == {128: values["NR"] * d["QL"]}  # B: one LDS.128 per column and step
     assert not report.resources.spills and report.resources.registers <= 128
+
+
+def test_the_stages_copy_a_and_b_with_cp_async_and_keep_the_loop_in_registers():
+    """ST > 0: no load of A or B in the loop but cp.async (LDGSTS), one barrier a tile, a float4 of A
+    per row and of B per column and step from shared memory, and no spill in the loop."""
+    from autotune.explain.sass import analyze
+
+    config = tall({"ST": 4})
+    try:
+        report = analyze(config)
+    except AutotuneError as exc:
+        pytest.skip(str(exc))  # nvdisasm absent: pip install 'autotune[sass]'
+    values, d = config.values, config.derived
+    loop = report.loop
+    assert loop.ffma == 4 * values["NR"] * values["ROWS"] * d["QL"] and loop.bar == 1
+    assert loop.ldg == {} and loop.lds == {128: (values["ROWS"] + values["NR"]) * d["QL"]}
+    # the tile's copies: 16-byte ones of A (or, K % 4 != 0, four 4-byte ones each in a loop over the steps)
+    # and B's 4-byte ones
+    assert loop.ldgsts == values["ROWS"] * (d["QL"] + 4) + d["BLOADS"]
+    assert loop.ldl == loop.stl == 0 and report.resources.registers <= 128
+

@@ -21,16 +21,26 @@ templates/_splitk.cu.j2, as the skinny and splitk families do (deterministic). T
 the default's A values, partial sums and B stores fit that without spilling (sm_90, NVRTC 13).
 The B tile is double-buffered: one barrier a tile. A search first measures the default with NR cut
 to the columns there are, at least 4 (fit: NR=4 at N=1), then the default.
+
+ST > 0 (stages) replaces the loads into registers with a cp.async pipeline of ST stages in dynamic
+shared memory, each one tile: a thread's own float4s of A (As[s][r][tid]) and the tile's B in the
+layout above. Tiles t+1 .. t+ST-1 are on their way while tile t is multiplied, so a lane keeps
+(ST-1)*QL*ROWS float4s of A in flight instead of paying DRAM's latency once a tile, and B's copies (L2
+hits) leave the FMAs' path too; one barrier a tile. The register limits on A and B in flight are then
+moot (the stages' bytes bound them). ST = 0 renders the register kernel unchanged, ST left out of its name.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from autotune.families.splitk import MAX_TILES, fit_block, split_grid
-from autotune.space import Constraint, Family, Param, Params, ceil_div
+from autotune.space import Constraint, Family, Launch, Param, Params, ceil_div
 
 MAX_A_IN_FLIGHT = 16  # float4s of A a lane loads per tile before using them (4 registers each)
 MAX_B_STAGED = 16  # floats of the B tile a thread holds between loading and storing it
 MAX_ACCUMULATORS = 64  # ROWS x NR partial sums a lane keeps in registers
 COLUMNS_PER_BLOCK = (1, 2, 4, 8, 16)  # NR
+STAGES = (0, 3, 4, 6)  # ST: 0 = A loaded into registers, B staged by plain loads (no pipeline)
 
 
 def quads(p: Params) -> int:
@@ -47,8 +57,20 @@ def b_loads(p: Params) -> int:
     return ceil_div(p["KT"] * p["NR"], p["THREADS"])
 
 
+def stage_float4s(p: Params) -> int:
+    """ST > 0: float4s of one stage, a tile's A for every thread (QL*ROWS each) and its B (QL x NR rows
+    of LANES + 1 float4s, as shared_bytes)."""
+    return quads(p) * (p["ROWS"] * p["THREADS"] + p["NR"] * (p["LANES"] + 1))
+
+
+def stages_bytes(p: Params) -> int:
+    """ST > 0: the dynamic shared memory of the ST stages (0 with ST = 0)."""
+    return p["ST"] * stage_float4s(p) * 16
+
+
 def derive(p: Params) -> dict[str, int]:
-    return {"QL": quads(p), "BM": rows_per_block(p), "BLOADS": b_loads(p), "MAX_TILES": MAX_TILES}
+    return {"QL": quads(p), "BM": rows_per_block(p), "BLOADS": b_loads(p), "MAX_TILES": MAX_TILES,
+            "SMEM": stages_bytes(p)}
 
 
 def shared_bytes(p: Params) -> int:
@@ -61,8 +83,12 @@ def tiles(p: Params, M: int, N: int) -> tuple[int, int]:
     return ceil_div(N, p["NR"]), ceil_div(M, rows_per_block(p))
 
 
-_geometry, _shape_rules = split_grid(tiles, lambda p: f"{rows_per_block(p)}x{p['NR']}",
-                                     "use SPLITK=1 or more rows per block")
+_split_geometry, _shape_rules = split_grid(tiles, lambda p: f"{rows_per_block(p)}x{p['NR']}",
+                                           "use SPLITK=1 or more rows per block")
+
+
+def _geometry(p: Params, M: int, N: int) -> Launch:
+    return replace(_split_geometry(p, M, N), shared_bytes=stages_bytes(p))
 
 
 TALL = Family(
@@ -78,20 +104,28 @@ TALL = Family(
         Param("NR", COLUMNS_PER_BLOCK, 16, "columns of C per block (a lane keeps ROWS x NR sums)"),
         Param("KT", (32, 64, 128, 256, 512), 64, "rows of B staged in shared memory per tile"),
         Param("SPLITK", (1, 2, 4, 8, 16, 32), 4, "blocks per tile of C, each over its own chunk of K"),
+        Param("ST", STAGES, 0, "stages of the cp.async pipeline in dynamic shared memory, each a tile of A and "
+              "B (0: A loaded into registers a tile at a time, B staged with plain loads)", absent=0,
+              named_at_absent=False),
     ),
     constraints=(
         Constraint("a tile of KT rows of B must give each of a group's LANES lanes whole float4s "
                    "(KT % (4*LANES) == 0)", ("KT", "LANES"),
                    lambda p, lim: p["KT"] % (4 * p["LANES"]) == 0),
-        Constraint("static shared memory 2*KT/(4*LANES)*NR*(LANES+1)*16 bytes must fit the 48 KiB static "
-                   "__shared__ limit", ("KT", "LANES", "NR"),
-                   lambda p, lim: shared_bytes(p) <= lim.max_static_shared),
-        Constraint(f"a lane's float4s of A per tile, KT/(4*LANES)*ROWS, are held in registers: at most "
-                   f"{MAX_A_IN_FLIGHT}", ("KT", "LANES", "ROWS"),
-                   lambda p, lim: quads(p) * p["ROWS"] <= MAX_A_IN_FLIGHT),
-        Constraint(f"a thread's share of the B tile, KT*NR/THREADS floats, is held in registers: at most "
-                   f"{MAX_B_STAGED}", ("KT", "NR", "THREADS"),
-                   lambda p, lim: b_loads(p) <= MAX_B_STAGED),
+        # ST = 0 only: with stages the B tile is in dynamic shared memory and A and B go to shared
+        # memory by cp.async, not through registers
+        Constraint("ST=0: static shared memory 2*KT/(4*LANES)*NR*(LANES+1)*16 bytes must fit the 48 KiB static "
+                   "__shared__ limit", ("KT", "LANES", "NR", "ST"),
+                   lambda p, lim: p["ST"] > 0 or shared_bytes(p) <= lim.max_static_shared),
+        Constraint(f"ST=0: a lane's float4s of A per tile, KT/(4*LANES)*ROWS, are held in registers: at most "
+                   f"{MAX_A_IN_FLIGHT}", ("KT", "LANES", "ROWS", "ST"),
+                   lambda p, lim: p["ST"] > 0 or quads(p) * p["ROWS"] <= MAX_A_IN_FLIGHT),
+        Constraint(f"ST=0: a thread's share of the B tile, KT*NR/THREADS floats, is held in registers: at most "
+                   f"{MAX_B_STAGED}", ("KT", "NR", "THREADS", "ST"),
+                   lambda p, lim: p["ST"] > 0 or b_loads(p) <= MAX_B_STAGED),
+        Constraint("ST>0: the stages, ST*KT/(4*LANES)*(ROWS*THREADS + NR*(LANES+1))*16 bytes of dynamic shared "
+                   "memory, must fit the 227 KiB opt-in limit", ("ST", "KT", "LANES", "ROWS", "THREADS", "NR"),
+                   lambda p, lim: stages_bytes(p) <= lim.max_shared_optin),
         Constraint(f"a lane's ROWS*NR partial sums are held in registers: at most {MAX_ACCUMULATORS}",
                    ("ROWS", "NR"), lambda p, lim: p["ROWS"] * p["NR"] <= MAX_ACCUMULATORS),
     ),
