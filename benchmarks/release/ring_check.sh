@@ -17,6 +17,9 @@ done
 for shape in 1x8192x8192 1x14336x4096; do
   family_measure skinny "$OUT/suite.sqlite" $shape MR=1 KT=64 SA=1 SB=1 AH=2,3 KW=8,16 SPLITK=2
 done
+for shape in 64x8192x8192 64x14336x4096; do  # four block-rows of 16, each reading B (from L2 where close in time)
+  family_measure skinny "$OUT/suite.sqlite" $shape MR=16 KT=32 SA=1 SB=0,1 AH=2 KW=8 SPLITK=1,2
+done
 if [ -z "$NO_SUITE" ]; then
   step "autotune suite --no-tune"
   timeout 120 $AT suite --shapes benchmarks/shapes.toml --no-tune --db "$OUT/suite.sqlite" --out "$OUT" 2>&1 \
