@@ -13,8 +13,12 @@ slices' partials are added in slice order through shared memory, RG rows of C at
 threads on one tile of C replace many blocks on it, so SPLITK (a serial chain of turnstiles) stays
 small. KW = 1 is the kernel from before, byte for byte. SA = 1 (one warp per slice) copies the rows
 of A each piece needs into shared memory with cp.async a piece ahead instead: every block reads all
-of A's rows from L2, and loaded in the FMAs' path they stall them for L2's latency. A search first
-measures the default with MR cut to the rows there are (fit: MR=1 at M=1), then the default.
+of A's rows from L2, and loaded in the FMAs' path they stall them for L2's latency. SB = 1 sends B
+through shared memory as well: each lane copies its own rows of B AH groups ahead into a ring there
+and reads back only what it copied (no meeting of lanes), so the bytes in flight no longer cost
+registers; at MR=16 the register ring held 137 registers a thread, one 256-thread block an SM.
+A search first measures the default with MR cut to the rows there are (fit: MR=1 at M=1), then the
+default.
 """
 from __future__ import annotations
 
