@@ -24,10 +24,10 @@ from autotune.space import make_config
 
 SHAPE = ["--M", "96", "--N", "80", "--K", "40"]
 # Each family HIP supports, at its default config (blocked's has ASYNC=0) but for HIP_PARAMS (skinny's
-# default copies A with cp.async: SA=0 reads it from global memory); the tensor-core ones are refused
-# (inline PTX: mma.sync, wgmma).
+# and tall's defaults copy with cp.async: SA=0 reads A from global memory, ST=0 loads it into registers);
+# the tensor-core ones are refused (inline PTX: mma.sync, wgmma).
 EXPORTED = [name for name in FAMILIES if name not in TENSOR_CORE]
-HIP_PARAMS = {"skinny": {"SA": 0}}
+HIP_PARAMS = {"skinny": {"SA": 0}, "tall": {"ST": 0}}
 WAVE64_ARCH = "gfx90a"  # CDNA2: 64-lane waves
 WITH_PARAMS = {"blocked-pb": ["-p", "TB=1", "-p", "PB=1"]}  # a second kernel, and a workspace in the launcher
 
@@ -91,7 +91,8 @@ def test_the_hip_kernel_is_the_cuda_render_translated(exported):
 
 @pytest.mark.parametrize("args, says", [
     (["--family", "blocked", "-p", "ASYNC=1", "-p", "STAGES=3"], ["inline PTX (cp.async)", "-p ASYNC=0"]),
-    (["--family", "skinny"], ["inline PTX (cp.async)", "-p SA=0"]),  # the default copies A with cp.async
+    (["--family", "skinny"], ["inline PTX (cp.async)", "-p SA=0 -p SB=0"]),  # the default copies A and B with cp.async
+    (["--family", "tall"], ["inline PTX (cp.async)", "-p ST=0"]),  # the default's stages are filled by cp.async
     (["--family", "tf32x3"], ["mma.sync", "FP32 family"]),
     pytest.param(["--family", "tf32x3wg"], ["wgmma.fence", "FP32 family"], marks=pytest.mark.skipif(
         "tf32x3wg" not in FAMILIES, reason="no tf32x3wg family yet")),

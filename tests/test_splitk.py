@@ -167,7 +167,7 @@ def test_splitk_geometry_puts_the_splits_on_z():
 SKINNY_SHAPES = (*SHAPES, (3, 600, 50), (1, 1, 301), (9, 520, 236))  # 600: three blocks of 64 threads along N;
 # 520 x 236: whole blocks with 16-byte loads of A and B (K, N % 4 == 0), then a block of 8 columns
 SKINNY_CONFIGS = (
-    {},  # the default (KW > 1, SA = 1)
+    {},  # the default (KW > 1, SA = 1, SB = 1)
     {"SPLITK": 1},
     {"KT": 64, "SA": 0},  # the default before SA: A read from global memory in the loop
     {"THREADS": 128, "KT": 128, "SPLITK": 32, "KW": 1},  # the default before KW
@@ -178,10 +178,11 @@ SKINNY_CONFIGS = (
     # with no rows at K = 9), then RG = 4 of 16 rows summed at a time (several row groups, M < MR)
     {"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 2, "KW": 4, "SA": 0},
     {"THREADS": 32, "MR": 16, "KT": 16, "SPLITK": 1, "KW": 16, "SA": 0},
-    # SA = 1: each slice (a warp) copies its pieces of A into shared memory a piece ahead; AH groups in flight
-    {"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 2, "KW": 4, "SA": 1},
-    {"THREADS": 32, "MR": 16, "KT": 16, "SPLITK": 1, "KW": 8, "SA": 1, "AH": 1},
-    {"THREADS": 32, "MR": 8, "KT": 32, "SPLITK": 4, "KW": 2, "SA": 1, "AH": 3},
+    # SA = 1, SB = 0: each slice (a warp) copies its pieces of A into shared memory a piece ahead; AH
+    # groups of B in flight in registers
+    {"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 2, "KW": 4, "SA": 1, "SB": 0},
+    {"THREADS": 32, "MR": 16, "KT": 16, "SPLITK": 1, "KW": 8, "SA": 1, "AH": 1, "SB": 0},
+    {"THREADS": 32, "MR": 8, "KT": 32, "SPLITK": 4, "KW": 2, "SA": 1, "AH": 3, "SB": 0},
     # SB = 1: B through each lane's ring in shared memory as well (the K tail zero-filled in the last group)
     {"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 2, "KW": 4, "SA": 1, "SB": 1},
     {"THREADS": 32, "MR": 16, "KT": 16, "SPLITK": 1, "KW": 8, "SA": 1, "AH": 1, "SB": 1},
@@ -225,7 +226,7 @@ def test_skinny_dropped_partial_sum_is_wrong(kw):
     assert statuses(config, broken, (MUTATION_SHAPE,)) == ["wrong"]
 
 
-STAGED = {"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 2, "KW": 4, "SA": 1}
+STAGED = {"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 2, "KW": 4, "SA": 1, "SB": 0}
 
 
 @pytest.mark.parametrize(("old", "new"), (
@@ -264,7 +265,7 @@ RING = {**STAGED, "SB": 1}
     # the last, partial group of four rows (K's tail) never copied: its slots keep an older group
     ("const int groups = (kc + 3) / 4;", "const int groups = kc / 4;"),
     # the next piece of A copied over the buffer before every lane is done with the piece it held
-    ("            __syncwarp();\n            stage(g / (KT / 4) + 1);", "            stage(g / (KT / 4) + 1);"),
+    ("                __syncwarp();\n                stage(g / (KT / 4) + 1);", "                stage(g / (KT / 4) + 1);"),
 ), ids=("slot-off-by-one", "neighbours-slots", "lost-tail-of-k", "no-meeting-before-the-copy"))
 def test_skinny_ring_of_b_broken_is_wrong(old, new):
     """SB = 1: each lane copies its own rows of B into a ring of AH groups in shared memory and reads
@@ -275,10 +276,21 @@ def test_skinny_ring_of_b_broken_is_wrong(old, new):
     assert statuses(config, edit(source, old, new), (MUTATION_SHAPE,)) == ["wrong"]
 
 
+def test_skinny_ring_whole_group_copy_past_the_tail_is_wrong():
+    """SB = 1 with 16-byte copies (N a multiple of the block's 128 columns): the whole-group copy, which
+    tests no row, taken for the last, partial group too copies rows of B past the slice's rows: past
+    the end of B in the last chunk (the emulator's bounds check), another slice's rows elsewhere."""
+    config, shape = skinny(RING), (70, 128, 333)
+    source = render(config)
+    assert statuses(config, source, (shape,)) == ["ok"]
+    broken = edit(source, "if (vec && 4 * g + 4 <= kc)", "if (vec && 4 * g < kc)")
+    assert statuses(config, broken, (shape,)) == ["out_of_bounds"]
+
+
 @pytest.mark.parametrize("sa", (0, 1))
 def test_skinny_slices_lost_tail_of_k_is_wrong(sa):
     """KW > 1: the last, partial group of four rows of B (K % 4 != 0) dropped."""
-    config = skinny({"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 2, "KW": 4, "SA": sa})
+    config = skinny({"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 2, "KW": 4, "SA": sa, "SB": 0})
     broken = edit(render(config), "if (full < kc) {", "if (false) {")
     assert statuses(config, broken, (MUTATION_SHAPE,)) == ["wrong"]
 

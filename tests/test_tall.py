@@ -28,7 +28,7 @@ CONFIGS = (
     {"THREADS": 64, "LANES": 4, "ROWS": 1, "NR": 1, "KT": 32, "SPLITK": 32},
     {"THREADS": 128, "LANES": 32, "ROWS": 4, "NR": 4, "KT": 128, "SPLITK": 2},
 )
-SPLIT = {"THREADS": 64, "LANES": 8, "ROWS": 2, "NR": 4, "KT": 32, "SPLITK": 4}  # 8 blocks along M at 70 rows
+SPLIT = {"THREADS": 64, "LANES": 8, "ROWS": 2, "NR": 4, "KT": 32, "SPLITK": 4, "ST": 0}  # 8 blocks along M at 70 rows
 MUTATION_SHAPE = (70, 6, 300)  # 4-byte aligned K with a partial last tile of each split
 
 
@@ -193,13 +193,13 @@ def test_tall_space_constraints_and_shape_rules():
     assert "tall:" in describe_space(TALL, Limits()).splitlines()[0]
     assert violations(tall({"LANES": 32, "KT": 64})) == [
         "a tile of KT rows of B must give each of a group's LANES lanes whole float4s (KT % (4*LANES) == 0)"]
-    assert violations(tall({"LANES": 4, "KT": 256, "ROWS": 8, "NR": 8})) == [
+    assert violations(tall({"LANES": 4, "KT": 256, "ROWS": 8, "NR": 8, "ST": 0})) == [
         "ST=0: a lane's float4s of A per tile, KT/(4*LANES)*ROWS, are held in registers: at most 16"]
-    assert violations(tall({"THREADS": 64, "KT": 128})) == [
+    assert violations(tall({"THREADS": 64, "KT": 128, "ST": 0})) == [
         "ST=0: a thread's share of the B tile, KT*NR/THREADS floats, is held in registers: at most 16"]
-    assert violations(tall({"ROWS": 8})) == ["a lane's ROWS*NR partial sums are held in registers: at most 64"]
+    assert violations(tall({"ROWS": 8, "ST": 0})) == ["a lane's ROWS*NR partial sums are held in registers: at most 64"]
     small = Limits(max_static_shared=8 * 1024)
-    assert violations(tall({}), small) == [
+    assert violations(tall({"ST": 0}), small) == [
         "ST=0: static shared memory 2*KT/(4*LANES)*NR*(LANES+1)*16 bytes must fit the 48 KiB static __shared__ limit"]
     # with stages A and B go to shared memory by cp.async: the register and static limits are moot, the
     # stages' dynamic shared memory must fit the opt-in limit
@@ -219,11 +219,11 @@ def test_tall_space_constraints_and_shape_rules():
     # 8192 x 16: 128 block-rows of 64 rows, one column block, four splits
     assert tall({}).geometry(8192, 16).grid == (1, 128, 4) and tall({}).geometry(8192, 16).threads == 256
     assert tall({}).geometry(100, 33).grid == (3, 2, 4)
-    assert tall({}).name == "sgemm_tall_T256_L8_R2_NR16_KT64_SK4" == tall({"ST": 0}).name
-    assert tall({"ST": 4}).name == "sgemm_tall_T256_L8_R2_NR16_KT64_SK4_ST4"
-    assert tall({}).geometry(8192, 16).shared_bytes == 0
-    # four stages of 64 rows x 64 k of A (16 KiB) and B's 2 x 16 rows of 9 float4s
-    assert tall({"ST": 4}).geometry(8192, 16) == replace(tall({}).geometry(8192, 16), shared_bytes=4 * (16384 + 4608))
+    assert tall({"ST": 0}).name == "sgemm_tall_T256_L8_R2_NR16_KT64_SK4"  # ST=0 left out of the name
+    assert tall({}).name == "sgemm_tall_T256_L8_R2_NR16_KT64_SK4_ST4"
+    assert tall({"ST": 0}).geometry(8192, 16).shared_bytes == 0
+    # the default's four stages of 64 rows x 64 k of A (16 KiB) and B's 2 x 16 rows of 9 float4s
+    assert tall({}).geometry(8192, 16) == replace(tall({"ST": 0}).geometry(8192, 16), shared_bytes=4 * (16384 + 4608))
     one_row = {"THREADS": 64, "LANES": 32, "ROWS": 1, "NR": 1, "KT": 128}  # 2 rows per block
     bad = shape_violations(tall(one_row), 4000, 40)  # 2000 block-rows x 40 column blocks
     assert len(bad) == 1 and "80000 output tiles of 2x1 exceed the 65536 split-K turnstiles" in bad[0]
@@ -236,16 +236,17 @@ def test_the_model_gives_tall_its_traffic():
     assert intensity(tall({"NR": 16})) == 8 and intensity(tall({"NR": 1})) == 0.5
 
 
-def test_the_default_streams_a_with_16_byte_loads_and_does_not_spill():
+def test_the_register_kernel_streams_a_with_16_byte_loads_and_does_not_spill():
     from autotune.explain.sass import analyze
 
+    registers = tall({"ST": 0})  # the default's tiles, A loaded into registers
     try:
-        report = analyze(tall({}))
+        report = analyze(registers)
     except AutotuneError as exc:
         pytest.skip(str(exc))  # nvdisasm absent: pip install 'autotune[sass]'
-    p, d = TALL.params, tall({}).derived
+    p, d = TALL.params, registers.derived
     assert [x.name for x in p] == ["THREADS", "LANES", "ROWS", "NR", "KT", "SPLITK", "ST"]
-    values = tall({}).values
+    values = registers.values
     assert report.loop.ffma == 4 * values["NR"] * values["ROWS"] * d["QL"]  # a whole tile, unrolled
     assert report.loop.ldg.get(128) == values["ROWS"] * d["QL"]  # A: float4s only
     assert report.loop.lds == {128: values["NR"] * d["QL"]}  # B: one LDS.128 per column and step

@@ -51,7 +51,8 @@ INSTEAD: tuple[tuple[str, str], ...] = (
     ("cp.async", "the same config with -p {no_cp_async}"),
 )
 # The parameter value that keeps a family's kernel off cp.async, and what then does its copies.
-NO_CP_ASYNC = {"skinny": "SA=0 -p SB=0 (A and B are read from global memory)"}
+NO_CP_ASYNC = {"skinny": "SA=0 -p SB=0 (A and B are read from global memory)",
+               "tall": "ST=0 (A is loaded into registers, B staged by plain loads)"}
 NO_CP_ASYNC_ELSE = "ASYNC=0 (its stages are filled through registers)"
 ASM = re.compile(r'\basm\s*(?:volatile\s*)?\(\s*"\s*([a-z][\w.]*)')
 

@@ -16,7 +16,8 @@ of A each piece needs into shared memory with cp.async a piece ahead instead: ev
 of A's rows from L2, and loaded in the FMAs' path they stall them for L2's latency. SB = 1 sends B
 through shared memory as well: each lane copies its own rows of B AH groups ahead into a ring there
 and reads back only what it copied (no meeting of lanes), so the bytes in flight no longer cost
-registers; at MR=16 the register ring held 137 registers a thread, one 256-thread block an SM.
+registers; at MR=16 the register ring held 137 registers a thread, one 256-thread block an SM. SB = 1
+is the default wherever SA = 1 is.
 A search first measures the default with MR cut to the rows there are (fit: MR=1 at M=1), then the
 default.
 """
@@ -51,6 +52,13 @@ def default_staged(p: Params) -> int:
     from global memory in the FMAs' path is what held the loop back (BENCHMARKS.md, "skinny M at 16 rows,
     A off the FMAs' path")."""
     return int(p["KW"] > 1 and p["THREADS"] == 32 and staged_floats({**p, "SA": 1}) * 4 <= Limits().max_static_shared)
+
+
+def default_ring(p: Params) -> int:
+    """SB's default: 1 wherever SA is 1 and the rings fit, since at 16 rows the register ring cost a block an
+    SM (0.080 ms against 0.090 at 16x8192x8192) and at 8 and 1 rows it was no slower (BENCHMARKS.md,
+    "Session 16: B through shared memory at 16 rows")."""
+    return int(p["SA"] == 1 and shared_bytes({**p, "SB": 1}) <= Limits().max_shared_optin)
 
 
 def sum_rows(p: Params) -> int:
@@ -141,7 +149,7 @@ SKINNY = Family(
         Param("SA", (0, 1), default_staged, "KW > 1: 1 = each slice copies the rows of A its next piece needs into shared memory "
               "(cp.async) while it multiplies the current piece; 0 = A read from global memory in the FMAs' path",
               absent=0, named_at_absent=False),
-        Param("SB", (0, 1), 0, "SA = 1: 1 = B goes through shared memory too: each lane copies its own float4s of AH groups "
+        Param("SB", (0, 1), default_ring, "SA = 1: 1 = B goes through shared memory too: each lane copies its own float4s of AH groups "
               "ahead into a ring there (cp.async), so the loads in flight cost no registers; 0 = the ring in registers",
               absent=0, named_at_absent=False),
     ),
