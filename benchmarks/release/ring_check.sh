@@ -9,9 +9,10 @@ cp "$START_DB" "$OUT/suite.sqlite"
 [ -z "$NO_TESTS" ] && gpu_tests
 step "skinny SB=1 at the skinny shapes"
 # 16 rows: slices per block (KW) against splits (SPLITK), which set how evenly the blocks spread over the SMs
-family_measure skinny "$OUT/suite.sqlite" 16x8192x8192 MR=16 KT=32 SA=1 SB=1 AH=2 KW=2,4,8 SPLITK=4,8,16
-family_measure skinny "$OUT/suite.sqlite" 16x14336x4096 MR=16 KT=32 SA=1 SB=1 AH=2 KW=2,4,8 SPLITK=2,4,8
-family_measure skinny "$OUT/suite.sqlite" 16x4096x14336 MR=16 KT=32 SA=1 SB=1 AH=2 KW=2,4,8 SPLITK=4,8,16
+# and how long the splits' chain of turnstiles is (KW=16: one 512-thread block an SM)
+family_measure skinny "$OUT/suite.sqlite" 16x8192x8192 MR=16 KT=32 SA=1 SB=1 AH=2 KW=2,4,8,16 SPLITK=2,4,8,16
+family_measure skinny "$OUT/suite.sqlite" 16x14336x4096 MR=16 KT=32 SA=1 SB=1 AH=2 KW=2,4,8,16 SPLITK=1,2,4,8
+family_measure skinny "$OUT/suite.sqlite" 16x4096x14336 MR=16 KT=32 SA=1 SB=1 AH=2 KW=2,4,8,16 SPLITK=2,4,8,16
 for shape in 16x8192x8192 16x14336x4096 16x4096x14336; do  # two block-rows of 8, the second reading B from L2
   family_measure skinny "$OUT/suite.sqlite" $shape MR=8 KT=32 SA=1 SB=1 AH=2 KW=8 SPLITK=2,4
 done
