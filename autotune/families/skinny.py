@@ -57,7 +57,7 @@ def default_staged(p: Params) -> int:
 def default_ring(p: Params) -> int:
     """SB's default: 1 wherever SA is 1 and the rings fit, since at 16 rows the register ring cost a block an
     SM (0.080 ms against 0.090 at 16x8192x8192) and at 8 and 1 rows it was no slower (BENCHMARKS.md,
-    "Session 16: B through shared memory at 16 rows")."""
+    "B through shared memory at 16 rows, the tall family's stages")."""
     return int(p["SA"] == 1 and shared_bytes({**p, "SB": 1}) <= Limits().max_shared_optin)
 
 

@@ -30,7 +30,7 @@ hits) leave the FMAs' path too; one barrier a tile. The register limits on A and
 moot (the stages' bytes bound them). ST = 0 renders the register kernel unchanged, ST left out of its name.
 The default is ST = 4: at 8192 x 16 x 8192 it ran in 0.114 ms against the register kernel's 0.134 (ST = 3
 matched it, ST = 6 lost occupancy: 0.140), and at 8192 x 1 x 8192 (NR = 4) no slower (BENCHMARKS.md,
-"Session 16: the tall family's stages").
+"B through shared memory at 16 rows, the tall family's stages").
 """
 from __future__ import annotations
 

@@ -9,36 +9,34 @@ that say whether the loop waits on memory, on latency or on issue.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import re
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
 
-from autotune.api.profile import write_runner
+from _probe import HBM_BYTES_PER_S, Profiled, main
+
 from autotune.codegen.render import render
 from autotune.families import SKINNY
 from autotune.space import Config, make_config
 
-HBM_BYTES_PER_S = 4.8e12
-SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "SchedulerStats", "WarpStateStats", "ComputeWorkloadAnalysis",
-            "MemoryWorkloadAnalysis")
 # (shape, params, edits): edits may set AHEAD (the ring's groups, before AH was a parameter) and
 # MINB (blocks per SM asked of ptxas)
 M16 = ("THREADS=32 MR=8 KT=64 SPLITK=4 KW=8", "MR=16 AH=1", "MR=16 KT=32 SA=1 AH=1", "MR=16 KT=32 SA=1 AH=2",
        "MR=16 KT=16 SA=1 AH=1", "MR=16 KT=32 KW=4 SPLITK=8 SA=1 AH=1", "MR=16 KT=32 KW=4 SPLITK=8 SA=1 AH=2",
        "MR=16 KT=32 KW=4 SPLITK=4 SA=1 AH=2", "MR=16 KT=32 KW=8 SPLITK=2 SA=1 AH=1",
        "MR=16 KT=16 KW=4 SPLITK=16 SA=1 AH=2", "MR=8 KT=64 SA=1 AH=2")
-M8 = ("MR=8", "MR=8 KT=64 SA=1 AH=2", "MR=8 KT=64 SA=1 AH=3", "MR=8 KT=32 SA=1 AH=2", "MR=8 KT=64 KW=4 SPLITK=8 SA=1 AH=3",
+M8 = ("MR=8 KT=64", "MR=8 KT=64 SA=1 AH=2", "MR=8 KT=64 SA=1 AH=3", "MR=8 KT=32 SA=1 AH=2", "MR=8 KT=64 KW=4 SPLITK=8 SA=1 AH=3",
       "MR=8 KT=64 KW=4 SPLITK=4 SA=1 AH=3")
-M1 = ("MR=1", "MR=1 SA=1 AH=2", "MR=1 SA=1 AH=3", "MR=1 KW=16 SPLITK=2 SA=1 AH=3")
+M1 = ("MR=1 KT=64", "MR=1 SA=1 AH=2", "MR=1 SA=1 AH=3", "MR=1 KW=16 SPLITK=2 SA=1 AH=3")
 VARIANTS = tuple((shape, params, {}) for shapes, group in (
     (((16, 8192, 8192), (16, 14336, 4096), (16, 4096, 14336)), M16),
     (((8, 8192, 8192), (8, 14336, 4096)), M8),
     (((1, 8192, 8192),), M1)) for shape in shapes for params in group)
 PROFILED = (1, 2, 3, 5)  # indices of VARIANTS that --ncu profiles
+
+
+def config_of(params: str) -> Config:
+    """SA=0 and SB=0 unless named: the variants without them were measured before either was the
+    default (A read from global memory in the loop, B's ring in registers)."""
+    return make_config(SKINNY, {"SA": "0", "SB": "0", **dict(p.split("=") for p in params.split())})
 
 
 def edited(config: Config, edits: dict[str, int]) -> str:
@@ -65,7 +63,7 @@ def time_all() -> list[dict]:
     for shape, params, edits in VARIANTS:
         M, N, K = shape
         backend = backends.get(shape) or backends.setdefault(shape, CudaBackend(M, N, K))
-        config = make_config(SKINNY, dict(p.split("=") for p in params.split()))
+        config = config_of(params)
         outcome = backend.measure(config, edited(config, edits))
         ms = outcome.timing.median_ms if outcome.timing else None
         pct = 100 * K * N * 4 / (ms / 1e3) / HBM_BYTES_PER_S if ms else None
@@ -79,33 +77,13 @@ def time_all() -> list[dict]:
     return rows
 
 
-def profile(path: Path) -> None:
-    with path.open("w") as log, tempfile.TemporaryDirectory() as tmp:
-        for i in PROFILED:
-            shape, params, edits = VARIANTS[i]
-            config = make_config(SKINNY, dict(p.split("=") for p in params.split()))
-            folder = Path(tmp) / str(i)
-            folder.mkdir()
-            runner = write_runner(folder, config, config.name, edited(config, edits), shape, 0)
-            cmd = ["ncu", "--clock-control", "none", "--kernel-name", config.name, "--launch-skip", "1",
-                   "--launch-count", "1", *(a for s in SECTIONS for a in ("--section", s)), sys.executable, str(runner)]
-            log.write(f"\n##### {shape} {label(params, edits)}\n")
-            log.flush()
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-            log.write(proc.stdout[-20000:] + proc.stderr[-3000:])
-            print(f"profiled {label(params, edits)} at {shape}: exit {proc.returncode}", flush=True)
-
-
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True, help="JSON file for the timed rows")
-    ap.add_argument("--ncu", help="text file for Nsight Compute's sections (profiles a few variants)")
-    args = ap.parse_args()
-    Path(args.out).write_text(json.dumps(time_all(), indent=1) + "\n")
-    if args.ncu:
-        profile(Path(args.ncu))
-    return 0
+def profiled() -> list[Profiled]:
+    out: list[Profiled] = []
+    for shape, params, edits in (VARIANTS[i] for i in PROFILED):
+        config = config_of(params)
+        out.append((label(params, edits), config, edited(config, edits), shape))
+    return out
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(__doc__, time_all, profiled))

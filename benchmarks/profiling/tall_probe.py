@@ -9,25 +9,16 @@ loop waits on memory, on latency or on issue. The share of HBM counts A's bytes,
 """
 from __future__ import annotations
 
-import argparse
-import json
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
+from _probe import HBM_BYTES_PER_S, Profiled, main
 
-from autotune.api.profile import write_runner
 from autotune.codegen.render import render
 from autotune.families import TALL
 from autotune.space import Config, make_config
 
-HBM_BYTES_PER_S = 4.8e12
-SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "SchedulerStats", "WarpStateStats", "ComputeWorkloadAnalysis",
-            "MemoryWorkloadAnalysis")
 # the default's tiles (T256 L8 R2 KT64 SK4) without and with stages, then the splits, tiles and blocks
-N16 = ("", "ST=3", "ST=4", "ST=6", "ST=4 SPLITK=2", "ST=4 SPLITK=8", "ST=6 SPLITK=8", "ST=4 KT=32", "ST=6 KT=32",
+N16 = ("ST=0", "ST=3", "ST=4", "ST=6", "ST=4 SPLITK=2", "ST=4 SPLITK=8", "ST=6 SPLITK=8", "ST=4 KT=32", "ST=6 KT=32",
        "ST=4 THREADS=128", "ST=4 ROWS=1")
-N1 = ("NR=4", "NR=4 ST=4", "NR=4 ST=6", "NR=4 ST=4 ROWS=4", "NR=4 ST=4 SPLITK=8", "NR=4 ST=6 KT=32")
+N1 = ("NR=4 ST=0", "NR=4 ST=4", "NR=4 ST=6", "NR=4 ST=4 ROWS=4", "NR=4 ST=4 SPLITK=8", "NR=4 ST=6 KT=32")
 VARIANTS = tuple((shape, params) for shape, group in (((8192, 16, 8192), N16), ((8192, 1, 8192), N1))
                  for params in group)
 PROFILED = (0, 2, 11, 12)  # indices of VARIANTS that --ncu profiles: ST=0 and ST=4 at both shapes
@@ -60,33 +51,10 @@ def time_all() -> list[dict]:
     return rows
 
 
-def profile(path: Path) -> None:
-    with path.open("w") as log, tempfile.TemporaryDirectory() as tmp:
-        for i in PROFILED:
-            shape, params = VARIANTS[i]
-            config = config_of(params)
-            folder = Path(tmp) / str(i)
-            folder.mkdir()
-            runner = write_runner(folder, config, config.name, render(config), shape, 0)
-            cmd = ["ncu", "--clock-control", "none", "--kernel-name", config.name, "--launch-skip", "1",
-                   "--launch-count", "1", *(a for s in SECTIONS for a in ("--section", s)), sys.executable, str(runner)]
-            log.write(f"\n##### {shape} {params or 'default'}\n")
-            log.flush()
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-            log.write(proc.stdout[-20000:] + proc.stderr[-3000:])
-            print(f"profiled {params or 'default'} at {shape}: exit {proc.returncode}", flush=True)
-
-
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True, help="JSON file for the timed rows")
-    ap.add_argument("--ncu", help="text file for Nsight Compute's sections (profiles a few variants)")
-    args = ap.parse_args()
-    Path(args.out).write_text(json.dumps(time_all(), indent=1) + "\n")
-    if args.ncu:
-        profile(Path(args.ncu))
-    return 0
+def profiled() -> list[Profiled]:
+    return [(params or "default", config_of(params), render(config_of(params)), shape)
+            for shape, params in (VARIANTS[i] for i in PROFILED)]
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(__doc__, time_all, profiled))
