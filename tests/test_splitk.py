@@ -187,6 +187,9 @@ SKINNY_CONFIGS = (
     {"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 2, "KW": 4, "SA": 1, "SB": 1},
     {"THREADS": 32, "MR": 16, "KT": 16, "SPLITK": 1, "KW": 8, "SA": 1, "AH": 1, "SB": 1},
     {"THREADS": 32, "MR": 8, "KT": 32, "SPLITK": 4, "KW": 2, "SA": 1, "AH": 3, "SB": 1},
+    # RED = 1: each split's sum into a workspace slot, the tile's last split adds the slots in split order
+    {"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 8, "KW": 4, "SA": 1, "SB": 1, "RED": 1},  # empty chunks at small K
+    {"THREADS": 32, "MR": 16, "KT": 16, "SPLITK": 2, "KW": 4, "SA": 0, "RED": 1},  # rows past M: not in the slots
 )
 
 
@@ -287,6 +290,35 @@ def test_skinny_ring_whole_group_copy_past_the_tail_is_wrong():
     assert statuses(config, broken, (shape,)) == ["out_of_bounds"]
 
 
+SUMMED = {"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 4, "KW": 4, "SA": 1, "SB": 1}
+
+
+def test_skinny_workspace_sum_gives_the_turnstiles_bytes_whichever_split_is_last(monkeypatch):
+    """RED=1 adds the splits' sums in split order whichever split arrives last (the emulator runs the
+    splits first to last, then last to first): the bytes of RED=0's chain every time."""
+    red, chain = skinny({**SUMMED, "RED": 1}), skinny(SUMMED)
+    shape = (70, 300, 333)
+    expected = output(chain, render(chain), shape).tobytes()
+    assert output(red, render(red), shape).tobytes() == expected
+    monkeypatch.setenv("SIM_Z_DESCENDING", "1")
+    assert output(red, render(red), shape).tobytes() == expected
+
+
+@pytest.mark.parametrize(("old", "new"), (
+    # the last split leaves one split's slot out of the sum
+    ("const float4 q = __ldcg(p + s * MR * THREADS);", "const float4 q = s == 2 ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : __ldcg(p + s * MR * THREADS);"),
+    # every split writes its sum into split 0's slot
+    ("&slots[(split * MR + g + r) * THREADS * 4 + t * 4]", "&slots[(g + r) * THREADS * 4 + t * 4]"),
+    # a split that is not last stores C anyway (its own sum, which the last one overwrites only for its tile's rows)
+    ("if (*arrived != 3) return;", "if (*arrived != 3 && split != 1) return;"),
+), ids=("skipped-slot", "one-slot", "early-store"))
+def test_skinny_workspace_sum_broken_is_wrong(old, new):
+    config = skinny({**SUMMED, "RED": 1})
+    source = render(config)
+    assert statuses(config, source, (MUTATION_SHAPE,)) == ["ok"]
+    assert statuses(config, edit(source, old, new), (MUTATION_SHAPE,)) == ["wrong"]
+
+
 @pytest.mark.parametrize("sa", (0, 1))
 def test_skinny_slices_lost_tail_of_k_is_wrong(sa):
     """KW > 1: the last, partial group of four rows of B (K % 4 != 0) dropped."""
@@ -310,8 +342,10 @@ def test_skinny_space_constraints_and_shape_rules():
     staged = sum(w * 2 * mr * kt * 4 <= 48 * 1024 for w in slices for mr in rows for kt in depths)
     ringed = sum(w * (2 * mr * kt * 4 + 32 * ah * 64) <= 227 * 1024
                  for w in slices for mr in rows for kt in depths for ah in aheads)
-    valid = (len(threads) * tiles + sum(t * w <= 1024 for t in threads for w in slices) * tiles * sizes["AH"]
-             + staged * sizes["SPLITK"] * sizes["AH"] + ringed * sizes["SPLITK"])
+    # and RED (2 values) only where SPLITK > 1 and KW > 1: one split count of SPLITK's has RED=0 alone
+    splits = 2 * sizes["SPLITK"] - 1
+    valid = (len(threads) * tiles + sum(t * w <= 1024 for t in threads for w in slices) * tiles // sizes["SPLITK"] * splits
+             * sizes["AH"] + staged * splits * sizes["AH"] + ringed * splits)
     text = describe_space(SKINNY, Limits())
     assert "skinny:" in text and f"{valid} valid of {total} combinations" in text
     small = Limits(max_static_shared=8 * 1024)
@@ -328,6 +362,11 @@ def test_skinny_space_constraints_and_shape_rules():
     bad = shape_violations(skinny({"MR": 1, "THREADS": 64}), 40000, 512)  # 80000 tiles of 1 x 256
     assert len(bad) == 1 and "80000 output tiles of 1x256 exceed the 65536 split-K turnstiles" in bad[0]
     assert shape_violations(skinny({"MR": 1, "THREADS": 64, "SPLITK": 1}), 40000, 512) == []
+    assert violations(skinny({"SPLITK": 1, "RED": 1})) == violations(skinny({"KW": 1, "SA": 0, "SB": 0, "RED": 1})) == [
+        "RED=1 needs SPLITK > 1 (splits to sum) and KW > 1 (the sum through the slots is written for the sliced kernel)"]
+    summed = skinny({"MR": 16, "SPLITK": 64, "RED": 1})  # 16 x 128 floats per tile and split
+    assert summed.name.endswith("_SK64_KW8_AH2_SA1_SB1_RD1") and shape_violations(summed, 16, 8192) == []
+    assert "workspace" in shape_violations(summed, 16, 8192 + 128)[0]  # one tile more
 
 
 @pytest.mark.parametrize("shape, expected", [

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from autotune.families.splitk import MAX_TILES, fit_block, split_grid
+from autotune.families.splitk import MAX_TILES, WS_FLOATS, fit_block, split_grid
 from autotune.space import Constraint, Family, Launch, Limits, Param, Params, ceil_div
 
 COLUMNS_PER_THREAD = 4  # one float4 of a row of B
@@ -77,7 +77,7 @@ def ring_bytes(p: Params) -> int:
 
 
 def derive(p: Params) -> dict[str, int]:
-    return {"KQ": p["KT"] // 4, "MAX_TILES": MAX_TILES, "RG": sum_rows(p), "AH_BEFORE": ahead(p),
+    return {"KQ": p["KT"] // 4, "MAX_TILES": MAX_TILES, "WS_FLOATS": WS_FLOATS, "RG": sum_rows(p), "AH_BEFORE": ahead(p),
             "SMEM4": shared_bytes(p) // 16, "SMEM": shared_bytes(p), "A4": staged_floats(p) // 4}
 
 
@@ -116,8 +116,23 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     return {k: v for k, v in q.items() if v != p[k]}
 
 
-_split_geometry, _shape_rules = split_grid(tiles, lambda p: f"{p['MR']}x{COLUMNS_PER_THREAD * p['THREADS']}",
-                                           "use SPLITK=1 or larger MR")
+_split_geometry, _turnstile_rules = split_grid(tiles, lambda p: f"{p['MR']}x{COLUMNS_PER_THREAD * p['THREADS']}",
+                                               "use SPLITK=1 or larger MR")
+
+
+def slots(p: Params, M: int, N: int) -> int:
+    """RED=1: floats of the splits' sums kept in the workspace, tiles x SPLITK x MR x 4*THREADS."""
+    tiles_n, tiles_m = tiles(p, M, N)
+    return tiles_n * tiles_m * p["SPLITK"] * p["MR"] * COLUMNS_PER_THREAD * p["THREADS"]
+
+
+def _shape_rules(p: Params, M: int, N: int) -> list[str]:
+    rules = _turnstile_rules(p, M, N)
+    kept = slots(p, M, N)
+    if p["RED"] and kept > WS_FLOATS:
+        rules.append(f"RED=1 keeps {kept} floats of the splits' sums (tiles x SPLITK x MR x 4*THREADS), more than the "
+                     f"{WS_FLOATS}-float workspace in the module: use RED=0 or fewer splits")
+    return rules
 
 
 def _geometry(p: Params, M: int, N: int) -> Launch:
@@ -152,6 +167,9 @@ SKINNY = Family(
         Param("SB", (0, 1), default_ring, "SA = 1: 1 = B goes through shared memory too: each lane copies its own float4s of AH groups "
               "ahead into a ring there (cp.async), so the loads in flight cost no registers; 0 = the ring in registers",
               absent=0, named_at_absent=False),
+        Param("RED", (0, 1), 0, "SPLITK > 1, KW > 1: 0 = the splits of a tile add into C one after another (turnstiles); "
+              "1 = each writes its sum to a workspace slot, the last to arrive adds them in split order",
+              absent=0, named_at_absent=False),
     ),
     constraints=(
         Constraint("static shared memory MR*KT*4 bytes must fit the 48 KiB static __shared__ limit", ("MR", "KT", "KW"),
@@ -171,11 +189,13 @@ SKINNY = Family(
         Constraint("SB=1: the buffers of A and the rings of B, KW*(2*MR*KT*4 + THREADS*AH*64) bytes of dynamic shared "
                    "memory, must fit the device's per-block limit", ("MR", "KT", "KW", "THREADS", "AH", "SB"),
                    lambda p, lim: p["SB"] == 0 or shared_bytes(p) <= lim.max_shared_optin),
+        Constraint("RED=1 needs SPLITK > 1 (splits to sum) and KW > 1 (the sum through the slots is written for the "
+                   "sliced kernel)", ("RED", "SPLITK", "KW"), lambda p, lim: p["RED"] == 0 or (p["SPLITK"] > 1 and p["KW"] > 1)),
     ),
     template="skinny.cu.j2",
     geometry=_geometry,
     derive=derive,
-    tags={"THREADS": "T", "SPLITK": "SK"},
+    tags={"THREADS": "T", "SPLITK": "SK", "RED": "RD"},
     shape_rules=_shape_rules,
     fit=fit,
 )
