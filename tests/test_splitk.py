@@ -399,13 +399,13 @@ def test_a_search_measures_the_fitted_default_before_the_default(db):
 
 
 @pytest.mark.parametrize("family, shape, expected", [
-    ("skinny", (1, 8192, 8192), {"MR": 1}),  # one row: MR=8 would be seven rows of FMAs on zeros
-    ("skinny", (3, 8192, 8192), {"MR": 4}),
-    ("skinny", (8, 8192, 8192), {}),  # 64 tiles x 4 splits: 256 blocks, past 1.5 a SM
+    ("skinny", (1, 8192, 8192), {"MR": 1, "RED": 1}),  # one row: MR=8 would be seven rows of FMAs on zeros
+    ("skinny", (3, 8192, 8192), {"MR": 4, "RED": 1}),  # 4 splits: summed through the workspace
+    ("skinny", (8, 8192, 8192), {"RED": 1}),  # 64 tiles x 4 splits: 256 blocks, past 1.5 a SM
     # SA=1: 16 rows in one block-row (B read once), and the fewest splits that reach 1.5 blocks a SM
-    ("skinny", (16, 8192, 8192), {"MR": 16}),
-    ("skinny", (16, 14336, 4096), {"MR": 16, "SPLITK": 2}),
-    ("skinny", (16, 4096, 14336), {"MR": 16, "SPLITK": 8}),
+    ("skinny", (16, 8192, 8192), {"MR": 16, "RED": 1}),
+    ("skinny", (16, 14336, 4096), {"MR": 16, "SPLITK": 2}),  # 2 splits: the chain
+    ("skinny", (16, 4096, 14336), {"MR": 16, "SPLITK": 8, "RED": 1}),
     ("skinny", (12, 100, 50), {"MR": 16, "SPLITK": 1}),  # K = 50: no split gives each slice a piece
     ("tall", (8192, 1, 8192), {"NR": 4}),  # one float4 of B per row beat NR=1 on the H200
     ("tall", (8192, 16, 8192), {}),

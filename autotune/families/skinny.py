@@ -5,6 +5,9 @@ shared-memory tile of MR x KT, whose values all threads read at one address (a b
 runs ceil(M/MR) block-rows (each reads B again, mostly from L2 when the rows of a split are near
 in time). With SPLITK > 1 the grid's z blocks divide K and add their partials into C in split
 order behind the turnstiles of templates/_splitk.cu.j2, as the splitk family does: deterministic.
+With RED=1 (KW > 1) each split writes its sum into its own slot of a workspace instead, and the tile's
+last split to arrive adds the slots in split order: the same sum in the same order, without the chain
+of splits each waiting for the one before (which all finish together when they are resident at once).
 
 With KW > 1 a block is KW slices of THREADS column-threads: the block's rows of K are dealt to the
 slices in pieces of KT rows, each slice reads A straight from global memory (one address per warp:
@@ -31,6 +34,11 @@ from autotune.space import Constraint, Family, Launch, Limits, Param, Params, ce
 COLUMNS_PER_THREAD = 4  # one float4 of a row of B
 ROWS_PER_BLOCK = (1, 2, 4, 8, 16)  # MR
 SPLITS = (1, 2, 4, 8, 16, 32, 64)  # SPLITK
+# From this many splits on the fit sums them through the workspace (RED=1): on the H200 at 16 rows it took
+# 0.065 ms against the chain's 0.075 with 8 splits (16x4096x14336) and 0.073-0.074 against 0.075 with 4
+# (16x8192x8192); with 2 the chain was 3-4% faster at 16 rows and level at 8 and 1 (docs/BENCHMARKS.md,
+# "split-K sums through a workspace at 16 rows")
+RED_FROM = 4
 SUM_FLOAT4S = 2048  # KW > 1: the in-block sum's buffer, in float4s (32 KiB): RG rows of KW*THREADS
 
 
@@ -103,7 +111,8 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     """The default fitted to a shape. MR: the rows there are (M = 1: MR = 1), and with SA=1 up to 16 rows
     in one block-row, so that B is read once (16x8192x8192: MR=16 0.090 ms against two block-rows of 8,
     0.117). SPLITK: the fewest splits whose blocks reach 1.5 per SM; at the 16-row shapes measured that was
-    the fastest split (16 rows: 4 at N=8192, 2 at N=14336, 8 at N=4096, K = 8192, 4096, 14336)."""
+    the fastest split (16 rows: 4 at N=8192, 2 at N=14336, 8 at N=4096, K = 8192, 4096, 14336). RED=1 from
+    RED_FROM splits on, where the workspace holds the sums."""
     M, N, K = shape
     q = {**p, **fit_block(p, "MR", ROWS_PER_BLOCK, M)}
     if p["SA"] and q["MR"] < M:
@@ -113,6 +122,8 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     # at most as many splits as give each slice of a block one piece of K
     usable = [s for s in SPLITS if s == 1 or s * q["KW"] * q["KT"] <= K]
     q["SPLITK"] = next((s for s in usable if tiles_n * tiles_m * s * 2 >= 3 * limits.sms), usable[-1])
+    if q["SPLITK"] >= RED_FROM and q["KW"] > 1 and slots(q, M, N) <= WS_FLOATS:
+        q["RED"] = 1
     return {k: v for k, v in q.items() if v != p[k]}
 
 
