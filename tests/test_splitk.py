@@ -309,7 +309,8 @@ def test_skinny_workspace_sum_gives_the_turnstiles_bytes_whichever_split_is_last
     ("const float4 q = __ldcg(p + s * MR * THREADS);", "const float4 q = s == 2 ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : __ldcg(p + s * MR * THREADS);"),
     # every split writes its sum into split 0's slot
     ("&slots[(split * MR + g + r) * THREADS * 4 + t * 4]", "&slots[(g + r) * THREADS * 4 + t * 4]"),
-    # a split that is not last stores C anyway (its own sum, which the last one overwrites only for its tile's rows)
+    # a split that is not last goes on as if it were: it stores the slots there are so far and resets the
+    # tile's counter, so the split that really comes last never counts as last
     ("if (*arrived != 3) return;", "if (*arrived != 3 && split != 1) return;"),
 ), ids=("skipped-slot", "one-slot", "early-store"))
 def test_skinny_workspace_sum_broken_is_wrong(old, new):
