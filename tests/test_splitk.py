@@ -210,13 +210,18 @@ def test_skinny_gives_the_same_bytes_every_run(kw):
     assert first.tobytes() == second.tobytes()
 
 
-def test_skinny_slices_dropped_partial_is_wrong():
-    """The in-block sum leaves out the last slice's partials."""
-    config = skinny({"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 2, "KW": 4})
+def assert_breaks(params: dict, old: str, new: str) -> None:
+    """The config's kernel is right at MUTATION_SHAPE, and wrong there with `old` edited to `new`."""
+    config = skinny(params)
     source = render(config)
     assert statuses(config, source, (MUTATION_SHAPE,)) == ["ok"]
-    broken = edit(source, "for (int s = 1; s < KW; ++s) {", "for (int s = 1; s < KW - 1; ++s) {")
-    assert statuses(config, broken, (MUTATION_SHAPE,)) == ["wrong"]
+    assert statuses(config, edit(source, old, new), (MUTATION_SHAPE,)) == ["wrong"]
+
+
+def test_skinny_slices_dropped_partial_is_wrong():
+    """The in-block sum leaves out the last slice's partials."""
+    assert_breaks({"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 2, "KW": 4},
+                  "for (int s = 1; s < KW; ++s) {", "for (int s = 1; s < KW - 1; ++s) {")
 
 
 @pytest.mark.parametrize("kw", (1, 2))
@@ -243,10 +248,7 @@ STAGED = {"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 2, "KW": 4, "SA": 1, "SB":
 def test_skinny_staged_a_broken_is_wrong(old, new):
     """SA = 1: each slice copies its pieces of A into two buffers a piece ahead; each break of that
     hand-over gives a wrong product on the emulator (whose __syncwarp is a meeting of the lanes)."""
-    config = skinny(STAGED)
-    source = render(config)
-    assert statuses(config, source, (MUTATION_SHAPE,)) == ["ok"]
-    assert statuses(config, edit(source, old, new), (MUTATION_SHAPE,)) == ["wrong"]
+    assert_breaks(STAGED, old, new)
 
 
 def test_skinny_lost_tail_of_k_is_wrong():
@@ -273,10 +275,7 @@ RING = {**STAGED, "SB": 1}
 def test_skinny_ring_of_b_broken_is_wrong(old, new):
     """SB = 1: each lane copies its own rows of B into a ring of AH groups in shared memory and reads
     back only those; each break of that gives a wrong product on the emulator."""
-    config = skinny(RING)
-    source = render(config)
-    assert statuses(config, source, (MUTATION_SHAPE,)) == ["ok"]
-    assert statuses(config, edit(source, old, new), (MUTATION_SHAPE,)) == ["wrong"]
+    assert_breaks(RING, old, new)
 
 
 def test_skinny_ring_whole_group_copy_past_the_tail_is_wrong():
@@ -314,10 +313,7 @@ def test_skinny_workspace_sum_gives_the_turnstiles_bytes_whichever_split_is_last
     ("if (*arrived != 3) return;", "if (*arrived != 3 && split != 1) return;"),
 ), ids=("skipped-slot", "one-slot", "early-store"))
 def test_skinny_workspace_sum_broken_is_wrong(old, new):
-    config = skinny({**SUMMED, "RED": 1})
-    source = render(config)
-    assert statuses(config, source, (MUTATION_SHAPE,)) == ["ok"]
-    assert statuses(config, edit(source, old, new), (MUTATION_SHAPE,)) == ["wrong"]
+    assert_breaks({**SUMMED, "RED": 1}, old, new)
 
 
 @pytest.mark.parametrize("sa", (0, 1))

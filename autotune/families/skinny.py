@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from autotune.families.splitk import MAX_TILES, WS_FLOATS, fit_block, split_grid
+from autotune.families.splitk import MAX_TILES, WS_FLOATS, fit_block, split_grid, workspace_rule
 from autotune.space import Constraint, Family, Launch, Limits, Param, Params, ceil_div
 
 COLUMNS_PER_THREAD = 4  # one float4 of a row of B
@@ -138,12 +138,8 @@ def slots(p: Params, M: int, N: int) -> int:
 
 
 def _shape_rules(p: Params, M: int, N: int) -> list[str]:
-    rules = _turnstile_rules(p, M, N)
-    kept = slots(p, M, N)
-    if p["RED"] and kept > WS_FLOATS:
-        rules.append(f"RED=1 keeps {kept} floats of the splits' sums (tiles x SPLITK x MR x 4*THREADS), more than the "
-                     f"{WS_FLOATS}-float workspace in the module: use RED=0 or fewer splits")
-    return rules
+    return _turnstile_rules(p, M, N) + workspace_rule(p["RED"], slots(p, M, N),
+                                                      "the splits' sums (tiles x SPLITK x MR x 4*THREADS)")
 
 
 def _geometry(p: Params, M: int, N: int) -> Launch:

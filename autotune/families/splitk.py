@@ -97,13 +97,18 @@ def slots(p: Params, M: int, N: int) -> int:
     return tiles(p, M, N) * p["SPLITK"] * p["BM"] * p["BN"]
 
 
+def workspace_rule(red: int, kept: int, what: str) -> list[str]:
+    """The shape rule of every family that sums splits through the workspace (RED > 0): `kept` floats
+    of `what` must fit its WS_FLOATS, a fixed array in the module."""
+    if not red or kept <= WS_FLOATS:
+        return []
+    return [f"RED={red} keeps {kept} floats of {what}, more than the {WS_FLOATS}-float workspace in the module: "
+            "use RED=0 or fewer splits"]
+
+
 def _shape_rules(p: Params, M: int, N: int) -> list[str]:
-    rules = turnstile_rule(tiles(p, M, N), p["SPLITK"], f"{p['BM']}x{p['BN']}", "use larger BM/BN")
-    kept = slots(p, M, N)
-    if p["RED"] and kept > WS_FLOATS:
-        rules.append(f"RED={p['RED']} keeps {kept} floats of partial tiles (tiles x SPLITK x BM x BN), more than the "
-                     f"{WS_FLOATS}-float workspace in the module: use RED=0 or fewer splits")
-    return rules
+    return (turnstile_rule(tiles(p, M, N), p["SPLITK"], f"{p['BM']}x{p['BN']}", "use larger BM/BN")
+            + workspace_rule(p["RED"], slots(p, M, N), "partial tiles (tiles x SPLITK x BM x BN)"))
 
 
 REGISTERS_PER_THREAD = 256  # what a kernel of 128 accumulators per thread takes (255 measured): sets blocks per SM

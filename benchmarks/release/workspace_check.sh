@@ -2,8 +2,7 @@
 # Issue 13, skinny M = 16: the splits' sums through a workspace (RED=1, no chain of turnstiles) against the
 # chain (RED=0), over slices per block (KW) and splits (SPLITK), which set how evenly the blocks spread over
 # the SMs; then the 8- and 1-row shapes. With DEEP instead: the ring's depth (AH) and the pieces of A (KT) at
-# 16 rows only. GPU tests of TESTS first unless NO_TESTS; with LARGE, the tail split against blocked at the
-# large squares. From the repository root with OUT set:
+# 16 rows only. GPU tests of TESTS first unless NO_TESTS. From the repository root with OUT set:
 #   TESTS=tests/test_gpu_splitk.py OUT=out bash benchmarks/release/workspace_check.sh
 source benchmarks/release/common.sh
 DB="$OUT/workspace.sqlite"
@@ -31,13 +30,6 @@ done
 for shape in 1x8192x8192 1x14336x4096; do
   family_measure skinny "$DB" $shape MR=1 KT=64 SA=1 SB=1 AH=2 KW=8,16 SPLITK=2,4,8 RED=0,1
 done
-if [ -n "$LARGE" ]; then
-  step "large squares: tail split against blocked"
-  for n in 2048 4096 8192; do
-    family_measure blocked "$DB" ${n}x${n}x${n}
-    family_measure tailsplit "$DB" ${n}x${n}x${n} MAXS=8,16
-  done
-fi
 step "done"
 gzip -c "$DB" > "$OUT/workspace.sqlite.gz" && rm "$DB"
 tar czf "$OUT/work.tgz" -C "$WORK" .
