@@ -190,10 +190,6 @@ SKINNY_CONFIGS = (
     # RED = 1: each split's sum into a workspace slot, the tile's last split adds the slots in split order
     {"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 8, "KW": 4, "SA": 1, "SB": 1, "RED": 1},  # empty chunks at small K
     {"THREADS": 32, "MR": 16, "KT": 16, "SPLITK": 2, "KW": 4, "SA": 0, "RED": 1},  # rows past M: not in the slots
-    # WAVE: stream-K, a grid of WAVE blocks sharing all tiles' rows of K evenly (132 blocks: most of them
-    # without work at the smallest shapes, several to a tile at 70 x 70 x 333)
-    {"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 1, "KW": 4, "SA": 1, "SB": 1, "WAVE": 132},
-    {"THREADS": 32, "MR": 16, "KT": 16, "SPLITK": 1, "KW": 2, "SA": 1, "SB": 0, "WAVE": 132},
 )
 
 
@@ -320,44 +316,6 @@ def test_skinny_workspace_sum_broken_is_wrong(old, new):
     assert_breaks({**SUMMED, "RED": 1}, old, new)
 
 
-STREAMED = {"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 1, "KW": 4, "SA": 1, "SB": 1, "WAVE": 132}
-
-
-@pytest.mark.parametrize("shape", ((70, 1000, 5), (16, 1000, 1000), (33, 129, 4001)))
-def test_skinny_stream_k_matches_the_reference_where_blocks_cover_tiles_whole_or_in_part(shape):
-    """70 x 1000 x 5: 1260 tiles of 2 groups of K on 132 blocks, most tiles covered whole by one block
-    (stored by it); the others: a few blocks to a tile, summed through the slots."""
-    config = skinny(STREAMED)
-    assert statuses(config, render(config), (shape,)) == ["ok"]
-
-
-def test_skinny_stream_k_gives_the_same_bytes_whichever_block_of_a_tile_is_last(monkeypatch):
-    """The tile's last block to arrive adds the slots in block order: the emulator runs the blocks first to
-    last, then last to first, and the bytes are the same."""
-    config, shape = skinny(STREAMED), (70, 300, 333)
-    forward = output(config, render(config), shape).tobytes()
-    monkeypatch.setenv("SIM_X_DESCENDING", "1")
-    assert output(config, render(config), shape).tobytes() == forward
-
-
-@pytest.mark.parametrize(("old", "new"), (
-    # the last block leaves the tile's last block's slot out of the sum
-    ("for (long long b = first + 1; b <= last; ++b)", "for (long long b = first + 1; b < last; ++b)"),
-    # the tile's first block read from its slot for its first tile, where the tile is its second
-    ("(units * first / blocks < tileStart)", "0"),
-    # a block's second segment written over its first segment's slot
-    ("(2 * static_cast<size_t>(blockIdx.x) + (tileStart > u0))", "(2 * static_cast<size_t>(blockIdx.x))"),
-    # every block stores its part of a tile as if it covered the tile alone
-    ("const bool alone = first == last;", "const bool alone = true;"),
-    # a block that is not last stores the slots there are so far and resets the counter
-    ("if (*arrived == last - first)", "if (*arrived == last - first || blockIdx.x == first)"),
-    # the next segment starts a group into its tile: that group of K is never multiplied
-    ("u = tileStart + kGroups;", "u = tileStart + kGroups + 1;"),
-), ids=("skipped-slot", "first-blocks-slot", "one-slot-a-block", "all-alone", "early-store", "lost-group"))
-def test_skinny_stream_k_broken_is_wrong(old, new):
-    assert_breaks(STREAMED, old, new)
-
-
 @pytest.mark.parametrize("sa", (0, 1))
 def test_skinny_slices_lost_tail_of_k_is_wrong(sa):
     """KW > 1: the last, partial group of four rows of B (K % 4 != 0) dropped."""
@@ -381,11 +339,10 @@ def test_skinny_space_constraints_and_shape_rules():
     staged = sum(w * 2 * mr * kt * 4 <= 48 * 1024 for w in slices for mr in rows for kt in depths)
     ringed = sum(w * (2 * mr * kt * 4 + 32 * ah * 64) <= 227 * 1024
                  for w in slices for mr in rows for kt in depths for ah in aheads)
-    # and RED (2 values) only where SPLITK > 1 and KW > 1: one split count of SPLITK's has RED=0 alone; with
-    # SA = 1 that one (SPLITK = 1, RED = 0) has the stream-K waves too (their slots always fit with THREADS = 32)
-    splits, waves = 2 * sizes["SPLITK"] - 1, sizes["WAVE"] - 1
+    # and RED (2 values) only where SPLITK > 1 and KW > 1: one split count of SPLITK's has RED=0 alone
+    splits = 2 * sizes["SPLITK"] - 1
     valid = (len(threads) * tiles + sum(t * w <= 1024 for t in threads for w in slices) * tiles // sizes["SPLITK"] * splits
-             * sizes["AH"] + staged * (splits + waves) * sizes["AH"] + ringed * (splits + waves))
+             * sizes["AH"] + staged * splits * sizes["AH"] + ringed * splits)
     text = describe_space(SKINNY, Limits())
     assert "skinny:" in text and f"{valid} valid of {total} combinations" in text
     small = Limits(max_static_shared=8 * 1024)
@@ -404,13 +361,6 @@ def test_skinny_space_constraints_and_shape_rules():
     assert shape_violations(skinny({"MR": 1, "THREADS": 64, "SPLITK": 1}), 40000, 512) == []
     assert violations(skinny({"SPLITK": 1, "RED": 1})) == violations(skinny({"KW": 1, "SA": 0, "SB": 0, "RED": 1})) == [
         "RED=1 needs SPLITK > 1 (splits to sum) and KW > 1 (the sum through the slots is written for the sliced kernel)"]
-    assert violations(skinny({"WAVE": 264})) == violations(skinny({"SPLITK": 1, "SA": 0, "SB": 0, "WAVE": 264})) == [
-        "WAVE > 0 needs KW > 1 and SA = 1 (the contiguous runs of K are written for the staged, sliced kernel) and "
-        "SPLITK = 1, RED = 0 (the wave's blocks split K themselves)"]
-    streamed = skinny({"MR": 16, "SPLITK": 1, "WAVE": 264})
-    assert streamed.name.endswith("_SK1_KW8_AH2_SA1_SB1_WV264") and streamed.geometry(16, 14336).grid == (264, 1, 1)
-    bad = shape_violations(skinny({"MR": 1, "SPLITK": 1, "WAVE": 132}), 70000, 100)  # 70000 tiles of 1 x 128
-    assert len(bad) == 1 and "70000 output tiles of 1x128 exceed the 65536" in bad[0] and "use WAVE=0" in bad[0]
     summed = skinny({"MR": 16, "SPLITK": 64, "RED": 1})  # 16 x 128 floats per tile and split
     assert summed.name.endswith("_SK64_KW8_AH2_SA1_SB1_RD1") and shape_violations(summed, 16, 8192) == []
     assert "workspace" in shape_violations(summed, 16, 8192 + 128)[0]  # one tile more

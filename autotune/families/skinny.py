@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from autotune.families.splitk import MAX_TILES, WS_FLOATS, fit_block, split_grid, turnstile_rule, workspace_rule
+from autotune.families.splitk import MAX_TILES, WS_FLOATS, fit_block, split_grid, workspace_rule
 from autotune.space import Constraint, Family, Launch, Limits, Param, Params, ceil_div
 
 COLUMNS_PER_THREAD = 4  # one float4 of a row of B
@@ -39,8 +39,6 @@ SPLITS = (1, 2, 4, 8, 16, 32, 64)  # SPLITK
 # (16x8192x8192); with 2 the chain was 3-4% faster at 16 rows and level at 8 and 1 (docs/BENCHMARKS.md,
 # "split-K sums through a workspace at 16 rows")
 RED_FROM = 4
-# WAVE: blocks the GPU runs at once (SMs x resident blocks an SM: 132 SMs on the H200), as tailsplit's WAVE
-WAVES = (0, 132, 264, 396, 528)
 SUM_FLOAT4S = 2048  # KW > 1: the in-block sum's buffer, in float4s (32 KiB): RG rows of KW*THREADS
 
 
@@ -139,23 +137,14 @@ def slots(p: Params, M: int, N: int) -> int:
     return tiles_n * tiles_m * p["SPLITK"] * p["MR"] * COLUMNS_PER_THREAD * p["THREADS"]
 
 
-def wave_slots(p: Params) -> int:
-    """WAVE > 0: floats of the blocks' sums kept in the workspace, two slots of MR x 4*THREADS a block."""
-    return 2 * p["WAVE"] * p["MR"] * COLUMNS_PER_THREAD * p["THREADS"]
-
-
 def _shape_rules(p: Params, M: int, N: int) -> list[str]:
-    tiles_n, tiles_m = tiles(p, M, N)
-    counted = turnstile_rule(tiles_n * tiles_m, 2, f"{p['MR']}x{COLUMNS_PER_THREAD * p['THREADS']}",
-                             "use WAVE=0 or larger MR") if p["WAVE"] else []
-    return _turnstile_rules(p, M, N) + counted + workspace_rule(p["RED"], slots(p, M, N),
-                                                                "the splits' sums (tiles x SPLITK x MR x 4*THREADS)")
+    return _turnstile_rules(p, M, N) + workspace_rule(p["RED"], slots(p, M, N),
+                                                      "the splits' sums (tiles x SPLITK x MR x 4*THREADS)")
 
 
 def _geometry(p: Params, M: int, N: int) -> Launch:
     launch = _split_geometry(p, M, N)
-    grid = (p["WAVE"], 1, 1) if p["WAVE"] else launch.grid
-    return replace(launch, grid=grid, block=(p["THREADS"] * p["KW"], 1, 1), shared_bytes=shared_bytes(p) if p["SB"] else 0)
+    return replace(launch, block=(p["THREADS"] * p["KW"], 1, 1), shared_bytes=shared_bytes(p) if p["SB"] else 0)
 
 
 SKINNY = Family(
@@ -188,9 +177,6 @@ SKINNY = Family(
         Param("RED", (0, 1), 0, "SPLITK > 1, KW > 1: 0 = the splits of a tile add into C one after another (turnstiles); "
               "1 = each writes its sum to a workspace slot, the last to arrive adds them in split order",
               absent=0, named_at_absent=False),
-        Param("WAVE", WAVES, 0, "KW > 1, SA = 1: 0 = a grid of tiles x SPLITK blocks; else stream-K, a grid of WAVE blocks "
-              "(the GPU's resident blocks at once) sharing all tiles' rows of K evenly, partly covered tiles summed "
-              "through slots in block order", absent=0, named_at_absent=False),
     ),
     constraints=(
         Constraint("static shared memory MR*KT*4 bytes must fit the 48 KiB static __shared__ limit", ("MR", "KT", "KW"),
@@ -212,16 +198,11 @@ SKINNY = Family(
                    lambda p, lim: p["SB"] == 0 or shared_bytes(p) <= lim.max_shared_optin),
         Constraint("RED=1 needs SPLITK > 1 (splits to sum) and KW > 1 (the sum through the slots is written for the "
                    "sliced kernel)", ("RED", "SPLITK", "KW"), lambda p, lim: p["RED"] == 0 or (p["SPLITK"] > 1 and p["KW"] > 1)),
-        Constraint("WAVE > 0 needs KW > 1 and SA = 1 (the contiguous runs of K are written for the staged, sliced kernel) "
-                   "and SPLITK = 1, RED = 0 (the wave's blocks split K themselves)", ("WAVE", "KW", "SA", "SPLITK", "RED"),
-                   lambda p, lim: p["WAVE"] == 0 or (p["KW"] > 1 and p["SA"] == 1 and p["SPLITK"] == 1 and p["RED"] == 0)),
-        Constraint("WAVE > 0: the blocks' slots, 2*WAVE*MR*4*THREADS floats, must fit the workspace (WS_FLOATS)",
-                   ("WAVE", "MR", "THREADS"), lambda p, lim: wave_slots(p) <= WS_FLOATS),
     ),
     template="skinny.cu.j2",
     geometry=_geometry,
     derive=derive,
-    tags={"THREADS": "T", "SPLITK": "SK", "RED": "RD", "WAVE": "WV"},
+    tags={"THREADS": "T", "SPLITK": "SK", "RED": "RD"},
     shape_rules=_shape_rules,
     fit=fit,
 )

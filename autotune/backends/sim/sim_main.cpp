@@ -377,13 +377,11 @@ int main(int argc, char** argv) {
     // SIM_Z_DESCENDING set: the z blocks (split-K's splits) run last first, so a test can show that an
     // order-free reduction (RED=2) gives the same bytes whichever block of a pair arrives first. (The
     // turnstiles need the GPU's order, z ascending: under this one their waits never end.)
-    // SIM_X_DESCENDING likewise for x: a stream-K grid (skinny's WAVE) then meets each tile's blocks last first.
     const bool descending = std::getenv("SIM_Z_DESCENDING") != nullptr;
-    const bool x_descending = std::getenv("SIM_X_DESCENDING") != nullptr;
     for (unsigned i = 0; i < gridDim.z; ++i) {
         const unsigned z = descending ? gridDim.z - 1 - i : i;
         for (unsigned y = 0; y < gridDim.y; ++y)
-            for (unsigned j = 0; j < gridDim.x; ++j) run_block(uint3{x_descending ? gridDim.x - 1 - j : j, y, z}, blockDim);
+            for (unsigned x = 0; x < gridDim.x; ++x) run_block(uint3{x, y, z}, blockDim);
     }
 
     FILE* out = std::fopen(argv[2], "wb");
