@@ -19,15 +19,12 @@ Why the kernel is shaped as it is (measured on the H200, 128 x 256 tiles):
 - A whole tile runs family blocked's code. The kernel body is one function template instantiated
   twice, tile_body<false> (kBegin = 0, Kc = K, no turnstile: all of it folds away) and
   tile_body<true> (a piece), each in its own out-of-line function, and the kernel branches once per
-  block. With one body for both, the split-K bookkeeping lived across the main loop and took
-  registers (252 -> 255), and the same FFMAs came out with other registers: twice the operand
-  register-bank conflicts of blocked's loop (by nvdisasm: 319 -> 674 extra bank reads per 2048
-  FFMAs with banks = register mod 2). With the two instances inlined into the kernel, ptxas still
-  allocated them together (607 and 734 by the same count), and the tail split ran 2.95 ms at
-  4096^3 against blocked's 2.76. Out of line, with the tile index unsigned (a signed division gave
-  the loop twice the conflicts again), the count is 330 and the H200 ran it in 2.79 ms at 4096^3
-  and 21.75 ms at 8192^3, where blocked takes 21.95 (docs/BENCHMARKS.md, session 18). That
-  allocation turns on small changes of the PTX: a change here is for the H200 to time.
+  block. Out of line, so that ptxas allocates the whole-tile loop's registers alone: allocated with
+  the piece path (one body for both, or both instances inlined), the same FFMAs read other
+  registers, about twice the operand register-bank conflicts of blocked's loop by nvdisasm, and ran
+  about 7% slower than blocked at 4096^3. The tile index is unsigned because a signed division into row
+  and column did the same. That allocation turns on small changes of the PTX, so a change here is
+  for the H200 to time (docs/BENCHMARKS.md, sessions 17 and 18, has the counts and times).
 - Piece-major order. Tile-major (a tile's pieces at consecutive block indices) runs all pieces of a
   tile side by side, so they finish together and then add into C one after another, each waiting
   for the one before while holding its SM. Piece-major puts a tile's pieces `rest` blocks apart, in
