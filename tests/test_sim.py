@@ -115,6 +115,21 @@ def test_dynamic_shared_memory() -> None:
     assert caught.value.kind == "out_of_bounds" and "dynamic __shared__ memory" in str(caught.value)
 
 
+@pytest.mark.parametrize("order", [1, 2, 3])
+def test_fma_order_changes_the_instructions_not_the_sums(order: int) -> None:
+    """Each accumulator still adds its products in k order, so every ORDER's bytes are ORDER=0's, at a
+    shape with interior and edge tiles."""
+    M, N, K = 130, 257, 35
+    rng = np.random.default_rng(3)
+    A, B = rng.uniform(-1, 1, (M, K)).astype(np.float32), rng.uniform(-1, 1, (K, N)).astype(np.float32)
+    out = []
+    for value in (0, order):
+        config = make_config(FAMILIES["blocked"], {"ORDER": value})
+        out.append(run_kernel(render(config), config.name, config.geometry(M, N), A, B, M, N, K))
+    assert relative_error(out[1], reference(A, B)) <= TOLERANCE
+    assert np.array_equal(out[0], out[1])
+
+
 @pytest.mark.parametrize("bswap", [0, 1])
 def test_blocked_interior_and_edge_tiles(bswap: int) -> None:
     """The default blocked tile (128x256, BK=16) at shapes with whole interior tiles, where loads

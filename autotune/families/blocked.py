@@ -16,7 +16,11 @@ whose tiles all lie inside the matrices copies from pointers computed once, with
 Interior tiles of the register path likewise load through one pointer per matrix, advanced once
 per tile, and the inner loop reads fragments at constant offsets from per-thread origins, so
 the unrolled loop holds almost nothing but LDS and FFMA. BSWAP=1 stores B's columns swapped in
-pairs, which moves B fragments to registers of the other bank than their accumulators.
+pairs, which moves B fragments to registers of the other bank than their accumulators. ORDER picks
+the order of a thread's FMAs within a k-step (rows or columns, plain or serpentine): the same sums
+in the same k order, but another PTX, from which ptxas makes another allocation and schedule; which
+order is fastest depends on the rest of the kernel and is not predicted by counting register-bank
+collisions (docs/BENCHMARKS.md, session 19), so it is left to the search.
 TA=1 and TB=1 read A and B stored transposed (cuBLAS's T operands; nn.Linear is x * W^T, TB=1):
 the float4 loads then run along the stored rows, A's tile goes into shared memory as it is (no
 transpose on the way in) and B's goes in transposed, so everything after shared memory is the same.
@@ -247,6 +251,9 @@ BLOCKED = Family(
         Param("AL", (0, 1), 0, "1: A and B (NN) are first copied by a kernel of its own into a workspace with their "
               "rows padded to multiples of 4 floats, so the product's loads are 16-byte ones whatever K and N",
               absent=0, named_at_absent=False),
+        Param("ORDER", (0, 1, 2, 3), 0, "the order of a thread's FMAs within a k-step: 0 row by row, 1 rows in "
+              "serpentine (odd rows right to left), 2 column by column, 3 columns in serpentine; the same sums, "
+              "another instruction order and register allocation from ptxas", absent=0, named_at_absent=False),
     ),
     constraints=(
         Constraint("warp tiles must tile the block tile (BM % WM == 0 and BN % WN == 0)", TILE, lambda p, _: tiles_fit(p)),
@@ -279,7 +286,7 @@ BLOCKED = Family(
     template="blocked.cu.j2",
     geometry=_geometry,
     derive=derive,
-    tags={"WNITER": "WNI", "STAGES": "S", "ASYNC": "AS", "MINB": "LB", "BSWAP": "BSW"},
+    tags={"WNITER": "WNI", "STAGES": "S", "ASYNC": "AS", "MINB": "LB", "BSWAP": "BSW", "ORDER": "OR"},
     prologue=_prologue,
     fit=_fit,
 )
