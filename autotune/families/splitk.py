@@ -178,7 +178,9 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
 # (8 x 4 sub-tiles, 2 along N), which the fit widens to blocked's 128 x 256 where M and N fill it: on the
 # H200 the wide tile was 5-10% faster at 128 x 8192 x 8192, 1024 x 1024 x 65536 and 256 x 256 x 262144,
 # level at 1024^3; at 64 rows 64 x 128 beat 64 x 256 by 0-4% (docs/BENCHMARKS.md, "split-K's tile").
-DEFAULTS = {"BM": 128, "BN": 128, "WM": 64, "WN": 64}
+# ORDER=1 (rows in serpentine): 0.5-1.7% faster than ORDER=0 at 128 x 8192 x 8192, 1024 x 1024 x 65536 and
+# 4096 x 11008 x 4096, 1.4% at 64 rows (where ORDER=3 was 3%); session 19 in docs/BENCHMARKS.md.
+DEFAULTS = {"BM": 128, "BN": 128, "WM": 64, "WN": 64, "ORDER": 1}
 
 SPLITK = Family(
     name="splitk",

@@ -25,6 +25,8 @@ Why the kernel is shaped as it is (measured on the H200, 128 x 256 tiles):
   about 7% slower than blocked at 4096^3. The tile index is unsigned because a signed division into row
   and column did the same. That allocation turns on small changes of the PTX, so a change here is
   for the H200 to time (docs/BENCHMARKS.md, sessions 17 and 18, has the counts and times).
+- ORDER=1 by default (rows in serpentine): with it this kernel's whole-tile loop ran 2% faster at 4096^3 and
+  8192^3 than with ORDER=0, where blocked's own loop is fastest with ORDER=0 or 3 (session 19).
 - Piece-major order. Tile-major (a tile's pieces at consecutive block indices) runs all pieces of a
   tile side by side, so they finish together and then add into C one after another, each waiting
   for the one before while holding its SM. Piece-major puts a tile's pieces `rest` blocks apart, in
@@ -47,6 +49,7 @@ of the last wave is busy, the very case of 4096^3 above (rest = 116 of 132: WAVE
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 
 from autotune.families.blocked import BLOCKED, chunked_constraints, chunked_params, derive_tiles, shared_bytes, threads
 from autotune.space import Family, Launch, Param, Params, ceil_div
@@ -141,7 +144,7 @@ TAILSPLIT = Family(
     name="tailsplit",
     doc="register blocking (the blocked template) with the tiles of the last, partial wave split along K "
         "into pieces that fill it, added into C in piece order (deterministic)",
-    params=(*chunked_params(BLOCKED.params),
+    params=(*(replace(p, default=1) if p.name == "ORDER" else p for p in chunked_params(BLOCKED.params)),
             Param("WAVE", WAVES, 132, "blocks the GPU runs at once (SMs x resident blocks per SM): "
                                       "the tiles past the last whole wave are split"),
             Param("MAXS", MAXSES, 16, "pieces per tail tile at most (each piece adds a tile of C: "

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Issue 13, the main loop: the FMA orders (blocked's ORDER, default all four) of the configs that the shape
 # suite's compute-bound shapes use, each config's orders in one process with its cuBLAS, ROUNDS times.
-# From the repository root with OUT set:   OUT=out ORDERS=0,1 ROUNDS=2 bash benchmarks/release/order_check.sh
+# Rows go to DB (default $OUT/order.sqlite). From the repository root with OUT set:
+#   OUT=out ORDERS=0,1 ROUNDS=2 bash benchmarks/release/order_check.sh
 source benchmarks/release/common.sh
 O="ORDER=${ORDERS:-0,1,2,3}"
 order_round() {
-  local db="$WORK/order-$RANDOM.sqlite"
+  local db="${DB:-$OUT/order.sqlite}"  # kept: its rows can seed a suite pass (START_DB)
   for n in 2048 4096 8192; do family_measure blocked "$db" ${n}x${n}x${n} "$O"; done
   for n in 4096 8192; do family_measure tailsplit "$db" ${n}x${n}x${n} MAXS=16 "$O"; done
   family_measure blocked "$db" 4000x4000x4000 "$O"
