@@ -20,7 +20,7 @@ pairs, which moves B fragments to registers of the other bank than their accumul
 the order of a thread's FMAs within a k-step (rows or columns, plain or serpentine): the same sums
 in the same k order, but another PTX, from which ptxas makes another allocation and schedule; which
 order is fastest depends on the rest of the kernel and is not predicted by counting register-bank
-collisions (docs/BENCHMARKS.md, session 19), so it is left to the search.
+collisions (docs/BENCHMARKS.md, "the order of the FMAs"), so it is left to the search.
 TA=1 and TB=1 read A and B stored transposed (cuBLAS's T operands; nn.Linear is x * W^T, TB=1):
 the float4 loads then run along the stored rows, A's tile goes into shared memory as it is (no
 transpose on the way in) and B's goes in transposed, so everything after shared memory is the same.
@@ -193,11 +193,12 @@ def _fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     return {}
 
 
-def chunked_params(params: tuple[Param, ...]) -> tuple[Param, ...]:
+def chunked_params(params: tuple[Param, ...], defaults: dict[str, int]) -> tuple[Param, ...]:
     """Blocked's parameters for families splitk and tailsplit: without BLAS (their turnstiles are per
-    tile, not per (batch, tile)), and PB and AL fixed at 0 (where K is split the product is short beside
-    a transpose or copy of the whole of B)."""
-    return tuple(replace(p, values=(0,), default=0) if p.name in ("PB", "AL") else p for p in params if p.name != "BLAS")
+    tile, not per (batch, tile)), PB and AL fixed at 0 (where K is split the product is short beside
+    a transpose or copy of the whole of B), and the family's own `defaults` in place of blocked's."""
+    kept = (replace(p, values=(0,), default=0) if p.name in ("PB", "AL") else p for p in params if p.name != "BLAS")
+    return tuple(replace(p, default=defaults[p.name]) if p.name in defaults else p for p in kept)
 
 
 def chunked_constraints(constraints: tuple[Constraint, ...]) -> tuple[Constraint, ...]:

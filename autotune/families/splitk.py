@@ -20,7 +20,6 @@ fills it, splits that fill the SMs, a tile halved where M or N is half of it), t
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Callable
 
 from autotune.families.blocked import (
@@ -179,14 +178,14 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
 # H200 the wide tile was 5-10% faster at 128 x 8192 x 8192, 1024 x 1024 x 65536 and 256 x 256 x 262144,
 # level at 1024^3; at 64 rows 64 x 128 beat 64 x 256 by 0-4% (docs/BENCHMARKS.md, "split-K's tile").
 # ORDER=1 (rows in serpentine): 0.5-1.7% faster than ORDER=0 at 128 x 8192 x 8192, 1024 x 1024 x 65536 and
-# 4096 x 11008 x 4096, 1.4% at 64 rows (where ORDER=3 was 3%); session 19 in docs/BENCHMARKS.md.
+# 4096 x 11008 x 4096, 1.4% at 64 rows (where ORDER=3 was 3%) (docs/BENCHMARKS.md, "the order of the FMAs").
 DEFAULTS = {"BM": 128, "BN": 128, "WM": 64, "WN": 64, "ORDER": 1}
 
 SPLITK = Family(
     name="splitk",
     doc="register blocking (the blocked template) with K divided among SPLITK blocks per tile, "
         "added into C in split order (deterministic)",
-    params=(*(replace(p, default=DEFAULTS.get(p.name, p.default)) for p in chunked_params(BLOCKED.params)),
+    params=(*chunked_params(BLOCKED.params, DEFAULTS),
             Param("SPLITK", SPLITS, 8, "blocks per tile of C, each over its own chunk of K"),
             Param("RED", (0, 1, 2), 0, "0: the splits of a tile add into C one after another (turnstiles); 1: each "
                   "writes its partial to a workspace slot, the last to arrive sums them in split order; 2: the "

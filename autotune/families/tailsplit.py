@@ -24,9 +24,10 @@ Why the kernel is shaped as it is (measured on the H200, 128 x 256 tiles):
   registers, about twice the operand register-bank conflicts of blocked's loop by nvdisasm, and ran
   about 7% slower than blocked at 4096^3. The tile index is unsigned because a signed division into row
   and column did the same. That allocation turns on small changes of the PTX, so a change here is
-  for the H200 to time (docs/BENCHMARKS.md, sessions 17 and 18, has the counts and times).
-- ORDER=1 by default (rows in serpentine): with it this kernel's whole-tile loop ran 2% faster at 4096^3 and
-  8192^3 than with ORDER=0, where blocked's own loop is fastest with ORDER=0 or 3 (session 19).
+  for the H200 to time (docs/BENCHMARKS.md, "the tail split out of line", has the counts and times).
+- ORDER=1 by default (DEFAULTS, rows in serpentine): with it this kernel's whole-tile loop runs 2% faster at
+  4096^3 and 8192^3 than with ORDER=0, where blocked's own loop is fastest with ORDER=0 or 3
+  (docs/BENCHMARKS.md, "the order of the FMAs").
 - Piece-major order. Tile-major (a tile's pieces at consecutive block indices) runs all pieces of a
   tile side by side, so they finish together and then add into C one after another, each waiting
   for the one before while holding its SM. Piece-major puts a tile's pieces `rest` blocks apart, in
@@ -49,7 +50,6 @@ of the last wave is busy, the very case of 4096^3 above (rest = 116 of 132: WAVE
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
 
 from autotune.families.blocked import BLOCKED, chunked_constraints, chunked_params, derive_tiles, shared_bytes, threads
 from autotune.space import Family, Launch, Param, Params, ceil_div
@@ -140,11 +140,13 @@ def _geometry(p: Params, M: int, N: int) -> Launch:
     return Launch(grid=(blocks(p, M, N), 1, 1), block=(threads(p), 1, 1), shared_bytes=shared_bytes(p))
 
 
+DEFAULTS = {"ORDER": 1}  # blocked's defaults otherwise; the module docstring says why
+
 TAILSPLIT = Family(
     name="tailsplit",
     doc="register blocking (the blocked template) with the tiles of the last, partial wave split along K "
         "into pieces that fill it, added into C in piece order (deterministic)",
-    params=(*(replace(p, default=1) if p.name == "ORDER" else p for p in chunked_params(BLOCKED.params)),
+    params=(*chunked_params(BLOCKED.params, DEFAULTS),
             Param("WAVE", WAVES, 132, "blocks the GPU runs at once (SMs x resident blocks per SM): "
                                       "the tiles past the last whole wave are split"),
             Param("MAXS", MAXSES, 16, "pieces per tail tile at most (each piece adds a tile of C: "
