@@ -33,7 +33,9 @@ from autotune.space import Constraint, Family, Launch, Limits, Param, Params, ce
 
 COLUMNS_PER_THREAD = 4  # one float4 of a row of B
 ROWS_PER_BLOCK = (1, 2, 4, 8, 16)  # MR
-SPLITS = (1, 2, 4, 8, 16, 32, 64)  # SPLITK
+# SPLITK: powers of two. Other counts (3, 5, 6, 7; 9 of 2-warp blocks, to fill the SMs' warp slots) were no
+# faster at 16 rows on the H200 (docs/BENCHMARKS.md, "evener blocks, set aside" and "nine splits of two-warp blocks")
+SPLITS = (1, 2, 4, 8, 16, 32, 64)
 # From this many splits on the fit sums them through the workspace (RED=1): on the H200 at 16 rows it took
 # 0.065 ms against the chain's 0.075 with 8 splits (16x4096x14336) and 0.073-0.074 against 0.075 with 4
 # (16x8192x8192); with 2 the chain was 3-4% faster at 16 rows and level at 8 and 1 (docs/BENCHMARKS.md,

@@ -36,6 +36,9 @@ Why the kernel is shaped as it is (measured on the H200, 128 x 256 tiles):
 - Batched adds. A piece's read-add-write of C (a 128 x 256 tile) was one L2 round trip per 16 bytes
   (the compiler may not move a load of C past a store to C): 32 round trips per thread. An adding
   piece now reads a sub-tile row's old values (TM x WNITER x TN/4 float4s) before storing any.
+- Pieces, not stream-K. Dealing the tail's k-steps evenly to WAVE blocks (two segments a block at most,
+  added in the same turnstile order) ran 1-3% slower than these pieces at 2048^3, 4096^3 and 8192^3 in the
+  best of four forms that compiled without spills (docs/BENCHMARKS.md, "stream-K for the last wave").
 - MAXS caps the pieces per tail tile. Each piece pays a prologue and a read-add-write of a tile of
   C, so the best cap depends on the shape and is for the search to find (MAXS=8 at 4096^3 with
   WAVE=132 leaves the tail unsplit: there only 9 pieces beat one whole tile).
