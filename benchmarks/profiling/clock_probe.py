@@ -128,10 +128,15 @@ def main() -> int:
     parser.add_argument("--every", type=float, default=20.0, help="NVML sampling period, ms")
     parser.add_argument("--out", help="write the phases as JSON here")
     args = parser.parse_args()
+    try:
+        nvml = Nvml()
+    except (OSError, RuntimeError) as exc:  # no driver library, or NVML refused: one line, not a traceback
+        print(f"clock_probe: cannot read the GPU's clocks through NVML: {exc}", file=sys.stderr)
+        return 2
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = False
-    sampler = Sampler(Nvml(), args.every / 1000)
+    sampler = Sampler(nvml, args.every / 1000)
     thread = threading.Thread(target=sampler.run, daemon=True)
     thread.start()
     mm = autotune.load(db=args.db)
