@@ -50,6 +50,44 @@ class CaiArray:
                                          "strides": strides}
 
 
+class FakeTorch:
+    """Just enough of a `torch` module for read_array: its Tensor type and the current stream."""
+
+    class Tensor(DeviceArray):
+        is_cuda, requires_grad, dtype = True, False, "torch.float32"
+        device = type("device", (), {"index": 0})()
+
+        def data_ptr(self):
+            return self.ptr
+
+        def stride(self):
+            return tuple(self._tensor.strides[i] for i in range(len(self.shape))) if self._tensor.strides else None
+
+        def is_neg(self):
+            return False
+
+        def is_conj(self):
+            return False
+
+    Tensor.__module__ = "torch"
+
+    class cuda:
+        @staticmethod
+        def current_stream(device):
+            return type("Stream", (), {"cuda_stream": 5})()
+
+
+def test_torch_tensors_on_their_current_stream_are_read_without_dlpack(mm, launcher, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", FakeTorch)
+    a, b, c = (FakeTorch.Tensor(s, p, st) for s, p, st in (((8, 3), 0x1000, (4, 1)), ((3, 5), 0x2000, (5, 1)),
+                                                          ((8, 5), 0x3000, (5, 1))))
+    mm(a, b, out=c)  # the tensors' current stream: their attributes are read
+    assert launcher.launches[-1]["stream"] == 5 and launcher.launches[-1]["ops"].lda == 4
+    assert a.streams == b.streams == c.streams == []
+    mm(a, b, out=c, stream=9)  # another stream: DLPack, told the stream, makes them ready on it
+    assert a.streams == b.streams == c.streams == [9] and launcher.launches[-1]["stream"] == 9
+
+
 def refused(mm, *args, **kwargs) -> str:
     with pytest.raises(AutotuneError) as exc:
         mm(*args, **kwargs)
@@ -110,6 +148,17 @@ def test_the_choice_and_the_loaded_kernel_are_cached(mm, launcher):
         mm(a, b, out=c)
     assert len(launcher.launches) == 3 and len(launcher.loads) == 1
     assert mm.choose(64, 64, 64) is mm.choose(64, 64, 64)
+
+
+def test_a_repeated_call_reuses_its_plan_but_never_its_pointers(mm, launcher):
+    b, c = DeviceArray((64, 64), 0x2000), DeviceArray((64, 64), 0x3000)
+    mm(DeviceArray((64, 64), 0x1000), b, out=c)
+    mm(DeviceArray((64, 64), 0x5000), DeviceArray((64, 64), 0x6000), out=DeviceArray((64, 64), 0x7000))
+    assert launcher.launches[-1]["ptrs"] == (0x5000, 0x6000, 0x7000) and len(mm._plans) == 1
+    # the same shapes with what the plan did not check: checked and planned afresh
+    assert "A is float64" in refused(mm, DeviceArray((64, 64), 0x1000, bits=64), b, out=c)
+    mm(DeviceArray((64, 64), 0x1000), b, out=c, alpha=2.0)
+    assert launcher.launches[-1]["ops"].alpha == 2.0 and len(mm._plans) == 2
 
 
 def test_dispatch_picks_the_exact_then_the_nearest_shape_then_the_default(tmp_path, launcher):

@@ -171,3 +171,12 @@ def test_a_tensor_core_winner_runs_through_load_under_fp32_tc(torch, tmp_path):
         err = float(torch.linalg.norm(C.double() - exact) / torch.linalg.norm(exact))
         cublas = float(torch.linalg.norm(torch.matmul(A, B).double() - exact) / torch.linalg.norm(exact))
         assert err <= (TC_FACTOR * cublas if K >= 512 else 1e-6), (M, N, K, err, cublas)
+
+
+def test_a_torch_tensor_read_from_its_attributes_is_what_dlpack_exports(torch):
+    from autotune.api.arrays import _from_dlpack, _from_torch
+
+    base = torch.randn(4, 9, 11, device="cuda")
+    stream = torch.cuda.current_stream().cuda_stream
+    for x in (base[0], base[1, 2:, 3:], base[1:], base[2].t(), base.to(torch.bfloat16)[3, 1:], base[0, 0]):
+        assert _from_torch(x, "A") == _from_dlpack(x, "A", stream), tuple(x.shape)

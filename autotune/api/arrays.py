@@ -10,6 +10,11 @@ importing the library that made it (torch, CuPy, numba, ...):
 
 DLPack is asked first: it names the device itself, and it is what NumPy speaks too, so host
 memory is recognised (and refused by the caller) rather than mistaken for a pointer.
+
+A torch CUDA tensor read on its own current stream skips DLPack: torch's export costs the host
+tens of microseconds a call (a chain of device queries), as much as a skinny product's kernel, and
+on that stream the tensor is already ready, so there is nothing for the export to synchronise. Its
+attributes name the same pointer, shape, strides and device.
 """
 from __future__ import annotations
 
@@ -39,6 +44,11 @@ class ArrayView:
     where: str = "device memory"  # what kind of memory it is, for the host-memory error
 
 
+def signature(v: ArrayView) -> tuple:
+    """What a call's checks and kernel choice read of an operand: everything but its name and pointer."""
+    return v.shape, v.strides, v.dtype, v.device, v.where
+
+
 def library_of(x: Any) -> str:
     return type(x).__module__.partition(".")[0]
 
@@ -61,14 +71,18 @@ def _outside_autograd(x: Any) -> Any:
     return x
 
 
-def read_array(x: Any, name: str, stream: int, device_of: Callable[[int], int | None]) -> ArrayView:
+def read_array(x: Any, name: str, stream: int, device_of: Callable[[int], int | None],
+               current: bool = False) -> ArrayView:
     """The view of `x`; an object that speaks neither protocol, or whose producer refuses to
     export it (a torch tensor that requires grad), is one AutotuneError. `stream` is the handle
-    the kernel runs on (0: the legacy default stream); device_of(pointer) answers for
-    `__cuda_array_interface__`, which names no device."""
+    the kernel runs on (0: the legacy default stream); current: it is the current stream of x's
+    library on x's device (a torch tensor is then read from its attributes); device_of(pointer)
+    answers for `__cuda_array_interface__`, which names no device."""
     from autotune.errors import AutotuneError
 
     x = _outside_autograd(x)
+    if current and _exportable_torch_cuda(x):
+        return _from_torch(x, name)
     try:
         if hasattr(x, "__dlpack_device__") and hasattr(x, "__dlpack__"):
             return _from_dlpack(x, name, stream)
@@ -81,6 +95,18 @@ def read_array(x: Any, name: str, stream: int, device_of: Callable[[int], int | 
                             f"(this matmul records no gradients)") from None
     raise AutotuneError(f"{name} is a {type(x).__module__}.{type(x).__name__}, not a device array: pass an array "
                         f"with __dlpack__ or __cuda_array_interface__ (a CUDA torch tensor, a CuPy array)")
+
+
+def _exportable_torch_cuda(x: Any) -> bool:
+    """A CUDA tensor that DLPack would export as it lies (what it refuses, it refuses with its reason)."""
+    torch = sys.modules.get("torch")
+    return (torch is not None and isinstance(x, torch.Tensor) and x.is_cuda and not x.requires_grad
+            and not x.is_neg() and not x.is_conj())
+
+
+def _from_torch(x: Any, name: str) -> ArrayView:
+    dtype = str(x.dtype).removeprefix("torch.")  # float32, bfloat16, ...: DLPack's names for the float types
+    return ArrayView(name, int(x.data_ptr()), tuple(x.shape), tuple(x.stride()), dtype, int(x.device.index), "torch")
 
 
 class _DLDevice(ctypes.Structure):

@@ -2,20 +2,36 @@
 the best recorded kernel for the device's GPU model and the call's shape (api.dispatch).
 
 Launching goes through a Launcher: the GPU one (backends.cuda.launcher) compiles with NVRTC and
-launches with cuda.core; tests inject one that records what it was asked, so everything above
-the launch (the checks, the choice, the caches) runs without a GPU.
+launches with the driver's cuLaunchKernel; tests inject one that records what it was asked, so
+everything above the launch (the checks, the choice, the caches) runs without a GPU. Each kind of
+call (operands' shapes, strides, dtypes, devices; transposes, alpha, beta) is checked and planned
+once: a call that repeats one costs the host only its operands' reads and the launch
+(docs/BENCHMARKS.md, "the API's host time a call").
 """
 from __future__ import annotations
 
 import sys
 import threading
-from typing import Any, ContextManager, Protocol
+from typing import Any, ContextManager, NamedTuple, Protocol
 
-from autotune.api.arrays import ArrayView, read_array
+from autotune.api.arrays import ArrayView, read_array, signature
 from autotune.api.dispatch import Choice, Dispatcher
-from autotune.api.operands import Layout, describe
+from autotune.api.operands import Call, Layout, describe
 from autotune.errors import AutotuneError
-from autotune.space import PROLOGUE_SUFFIX, Launch, Operands, Shape, batched
+from autotune.space import PROLOGUE_SUFFIX, Launch, Operands, Prologue, Shape, batched
+
+MAX_PLANS = 1024
+
+
+class Plan(NamedTuple):
+    """A call's checked operands and launch, apart from the pointers: pre, pre_kernel are its prologue's."""
+
+    call: Call
+    choice: Choice
+    geometry: Launch
+    kernel: Any
+    pre: Prologue | None
+    pre_kernel: Any
 
 
 class Launcher(Protocol):
@@ -58,33 +74,55 @@ class Matmul:
         self.dispatcher, self.launcher = dispatcher, launcher
         self._kernels: dict[tuple[int, str, str, int], Any] = {}  # (device, source hash, name, opted-in shared bytes)
         self._names: dict[int, str] = {}
+        # the plan of each kind of call (operands' shapes, strides, dtypes, devices; transposes, alpha,
+        # beta): a repeated call skips the checks and the choice, whose Python cost a small product's kernel
+        self._plans: dict[tuple, Plan] = {}
         self._lock = threading.Lock()
 
     def __call__(self, A: Any, B: Any, out: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
                  trans_a: bool = False, trans_b: bool = False, stream: Any = None) -> Any:
         handle = stream_handle(stream) if stream is not None else current_stream(A)
-        views = [read_array(x, name, handle, self.launcher.device_of) for x, name in ((A, "A"), (B, "B"))]
-        c = read_array(out, "out", handle, self.launcher.device_of) if out is not None else None
-        call = describe(views[0], views[1], c, trans_a, trans_b, alpha, beta)
+        current = stream is None and _on_device_of(A, B, out)  # A's library's current stream is theirs too
+
+        def read(x: Any, name: str) -> ArrayView:
+            return read_array(x, name, handle, self.launcher.device_of, current)
+
+        views = [read(A, "A"), read(B, "B")]
+        c = read(out, "out") if out is not None else None
+        key = (signature(views[0]), signature(views[1]), signature(c) if c is not None else None, trans_a, trans_b,
+               alpha, beta)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plan(views[0], views[1], c, trans_a, trans_b, alpha, beta)
+            if len(self._plans) >= MAX_PLANS:  # a process that calls ever new shapes keeps a bounded cache
+                self._plans.clear()
+            self._plans[key] = plan
+        call, device, shape = plan.call, plan.call.device, plan.call.shape
+        if out is None:
+            out = new_output(A, views[0], call.out_shape)
+        c_ptr = c.ptr if c is not None else read(out, "out").ptr
+        a, b = views[0].ptr, views[1].ptr
+        if plan.pre is None:
+            self.launcher.launch(device, plan.kernel, plan.geometry, handle, a, b, c_ptr, shape, call.ops)
+            return out
+        with self.launcher.workspace(device, plan.pre.floats * 4, handle) as work:
+            self.launcher.launch(device, plan.pre_kernel, plan.pre.launch, handle, a, b, work, shape)
+            self.launcher.launch(device, plan.kernel, plan.geometry, handle, a, work, c_ptr, shape, call.ops)
+        return out
+
+    def _plan(self, a: ArrayView, b: ArrayView, c: ArrayView | None, trans_a: bool, trans_b: bool, alpha: float,
+              beta: float) -> Plan:
+        """Everything about a call but its pointers: checked operands, the kernel chosen and loaded, its launch."""
+        call = describe(a, b, c, trans_a, trans_b, alpha, beta)
         device, shape = call.device, call.shape
         choice = self.dispatcher.choose(self.gpu_name(device), shape, call.layout)
         geometry = choice.config.geometry(shape[0], shape[1])
         if call.ops is not None:
             geometry = batched(geometry, call.ops.batch)
         kernel = self._kernel(device, choice, choice.kernel, geometry.shared_bytes)
-        if out is None:
-            out = new_output(A, views[0], call.out_shape)
-        c_ptr = c.ptr if c is not None else read_array(out, "out", handle, self.launcher.device_of).ptr
-        a, b = views[0].ptr, views[1].ptr
         pre = choice.config.prologue(*shape)
-        if pre is None:
-            self.launcher.launch(device, kernel, geometry, handle, a, b, c_ptr, shape, call.ops)
-            return out
-        pre_kernel = self._kernel(device, choice, choice.kernel + PROLOGUE_SUFFIX, 0)
-        with self.launcher.workspace(device, pre.floats * 4, handle) as work:
-            self.launcher.launch(device, pre_kernel, pre.launch, handle, a, b, work, shape)
-            self.launcher.launch(device, kernel, geometry, handle, a, work, c_ptr, shape, call.ops)
-        return out
+        pre_kernel = self._kernel(device, choice, choice.kernel + PROLOGUE_SUFFIX, 0) if pre is not None else None
+        return Plan(call, choice, geometry, kernel, pre, pre_kernel)
 
     def choose(self, M: int, N: int, K: int, device: int = 0, *, trans_a: bool = False,
                trans_b: bool = False, blas: bool = False, batch: int = 1) -> Choice:
@@ -109,6 +147,13 @@ class Matmul:
                 if kernel is None:
                     kernel = self._kernels[key] = self.launcher.load(device, choice.source, name, shared_bytes)
         return kernel
+
+
+def _on_device_of(A: Any, *others: Any) -> bool:
+    """Whether every torch tensor among the others is on A's device (then the stream that is current for
+    A is current for them); other arrays are read through their protocols whatever this says."""
+    device = getattr(A, "device", None)
+    return all(getattr(x, "device", device) == device for x in others if x is not None)
 
 
 def stream_handle(stream: Any) -> int:

@@ -24,7 +24,7 @@ family_measure() {  # family_measure FAMILY DB MxNxK NAME=V1,V2 ...: one process
   local args=(); for kv in "$@"; do args+=(-p "$kv"); done
   echo "-- $family $shape $*" | tee -a "$LOG"
   read -r M N K <<<"${shape//x/ }"
-  timeout 150 $AT measure --M "$M" --N "$N" --K "$K" --family "$family" "${args[@]}" --db "$db" 2>&1 \
+  timeout "${MEASURE_TIMEOUT:-150}" $AT measure --M "$M" --N "$N" --K "$K" --family "$family" "${args[@]}" --db "$db" 2>&1 \
     | grep -v "no SASS" | tee -a "$LOG"
 }
 splitk_measure() { family_measure splitk "$@"; }

@@ -2,6 +2,7 @@
 launch, and before it, where the config has one (space.Prologue), its prologue's into a workspace."""
 from __future__ import annotations
 
+import ctypes
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -56,6 +57,34 @@ def launch_kernel(stream, kernel, geo, a, b, c, M: int, N: int, K: int, ops: Ope
 
     cfg = LaunchConfig(grid=geo.grid, block=geo.block, shmem_size=geo.shared_bytes)
     launch(stream, cfg, kernel, a, b, c, np.int32(M), np.int32(N), np.int32(K), *blas_args(ops))
+
+
+C_TYPES = {"int": ctypes.c_int32, "float": ctypes.c_float, "long long": ctypes.c_int64}  # BLAS_ARGS's C types
+
+
+def launch_function(stream: int, function: Any, geo, a: int, b: int, c: int, M: int, N: int, K: int,
+                    ops: Operands | None = None) -> None:
+    """One launch through the driver's cuLaunchKernel, for autotune.load()'s calls: a stream handle,
+    the kernel's CUfunction in the current context (kernel_function) and raw device pointers. A call
+    of the matmul cost the host about 0.14 ms, twice a skinny product's kernel (docs/BENCHMARKS.md,
+    "the API's host time a call"); this is the lighter launch. The search times its kernels behind a
+    head start, so it keeps launch_kernel."""
+    from cuda.bindings import driver
+
+    values = [ctypes.c_void_p(a), ctypes.c_void_p(b), ctypes.c_void_p(c), ctypes.c_int32(M), ctypes.c_int32(N),
+              ctypes.c_int32(K)]
+    if ops is not None:
+        values += [C_TYPES[ctype](v) for (_, ctype), v in zip(BLAS_ARGS[6:], ops.scalars())]
+    pointers = (ctypes.c_void_p * len(values))(*(ctypes.addressof(v) for v in values))
+    driver_result(driver.cuLaunchKernel(function, *geo.grid, *geo.block, geo.shared_bytes, stream,
+                                        ctypes.addressof(pointers), 0))
+
+
+def kernel_function(kernel: Any) -> Any:
+    """The CUfunction of a loaded kernel (cuda.core's Kernel holds a CUkernel) in the current context."""
+    from cuda.bindings import driver
+
+    return driver_result(driver.cuKernelGetFunction(kernel.handle))[0]
 
 
 def blas_args(ops: Operands | None) -> tuple:

@@ -1,7 +1,8 @@
 """The device side of `autotune.load()`'s matmul (api.matmul.Launcher): NVRTC for the device's
 own architecture through the cubin cache (codegen.nvrtc), the kernel loaded as the search loads
 it (backend.load_kernel: opted in above 48 KiB of dynamic shared memory), and launched with
-cuda.core on the caller's stream, on raw device pointers the caller's library owns.
+the driver's cuLaunchKernel on the caller's stream (launch.launch_function), on raw device pointers
+the caller's library owns.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any, Iterator
 
 from autotune.backends.cuda.backend import required_kernel
 from autotune.backends.cuda.device import device_info
-from autotune.backends.cuda.launch import launch_kernel
+from autotune.backends.cuda.launch import kernel_function, launch_function
 from autotune.backends.cuda.workspaces import Workspaces
 from autotune.errors import AutotuneError
 from autotune.space import Launch, Operands
@@ -19,7 +20,7 @@ from autotune.space import Launch, Operands
 class CudaLauncher:
     def __init__(self) -> None:
         device_info(0)  # no GPU (or no driver) is one clear error now, not a failure at the first call
-        self._streams: dict[int, Any] = {}
+        self._functions: dict[tuple[int, int], Any] = {}  # (device, CUkernel) -> its CUfunction there
         self._primary: dict[int, Any] = {}
         self._workspaces: dict[int, Workspaces] = {}  # per device: prologues' workspaces, one per stream
 
@@ -43,8 +44,7 @@ class CudaLauncher:
     def launch(self, device: int, kernel: Any, launch: Launch, stream: int, a: int, b: int, c: int,
                shape: tuple[int, int, int], ops: Operands | None = None) -> None:
         with self._current(device):
-            # a Python int is passed as a pointer-sized integer: the device addresses of A, B, C
-            launch_kernel(self._stream(stream), kernel, launch, a, b, c, *shape, ops)
+            launch_function(stream, self._function(device, kernel), launch, a, b, c, *shape, ops)
 
     @contextlib.contextmanager
     def workspace(self, device: int, nbytes: int, stream: int) -> Iterator[int]:
@@ -54,14 +54,12 @@ class CudaLauncher:
             with self._workspaces.setdefault(device, Workspaces()).use(stream, nbytes) as ptr:
                 yield ptr
 
-    def _stream(self, handle: int) -> Any:
-        stream = self._streams.get(handle)
-        if stream is None:
-            from cuda.core import LEGACY_DEFAULT_STREAM, Stream
-
-            # not owned: the caller's library keeps the stream alive while it is in use
-            stream = self._streams[handle] = LEGACY_DEFAULT_STREAM if handle == 0 else Stream.from_handle(handle)
-        return stream
+    def _function(self, device: int, kernel: Any) -> Any:
+        key = (device, int(kernel.handle))
+        function = self._functions.get(key)
+        if function is None:
+            function = self._functions[key] = kernel_function(kernel)
+        return function
 
     @contextlib.contextmanager
     def _current(self, device: int) -> Iterator[None]:
