@@ -263,14 +263,15 @@ RING = {**STAGED, "SB": 1}
 
 @pytest.mark.parametrize(("old", "new"), (
     # a group's rows of B copied into the slots of the group before it
-    ("float* dst = reinterpret_cast<float*>(&Bs[slice][g % AHEAD][0][tid]);",
-     "float* dst = reinterpret_cast<float*>(&Bs[slice][(g + 1) % AHEAD][0][tid]);"),
+    ("float* dst = reinterpret_cast<float*>(&Bs[slice][slot][0][tid]);",
+     "float* dst = reinterpret_cast<float*>(&Bs[slice][(slot + 1) % AHEAD][0][tid]);"),
     # the lane reads its neighbour's slots, which that lane copied (no meeting makes them seen)
-    ("bk[j] = Bs[slice][g % AHEAD][j][tid];", "bk[j] = Bs[slice][g % AHEAD][j][tid ^ 1];"),
+    ("bk[j] = Bs[slice][s][j][tid];", "bk[j] = Bs[slice][s][j][tid ^ 1];"),
     # the last, partial group of four rows (K's tail) never copied: its slots keep an older group
     ("const int groups = (kc + 3) / 4;", "const int groups = kc / 4;"),
     # the next piece of A copied over the buffer before every lane is done with the piece it held
-    ("                __syncwarp();\n                stage(g / (KT / 4) + 1);", "                stage(g / (KT / 4) + 1);"),
+    ("                        __syncwarp();\n                        stage(g / (KT / 4) + 1);",
+     "                        stage(g / (KT / 4) + 1);"),
 ), ids=("slot-off-by-one", "neighbours-slots", "lost-tail-of-k", "no-meeting-before-the-copy"))
 def test_skinny_ring_of_b_broken_is_wrong(old, new):
     """SB = 1: each lane copies its own rows of B into a ring of AH groups in shared memory and reads
