@@ -87,28 +87,34 @@ class Matmul:
         def read(x: Any, name: str) -> ArrayView:
             return read_array(x, name, handle, self.launcher.device_of, current)
 
-        views = [read(A, "A"), read(B, "B")]
+        a, b = read(A, "A"), read(B, "B")
         c = read(out, "out") if out is not None else None
-        key = (signature(views[0]), signature(views[1]), signature(c) if c is not None else None, trans_a, trans_b,
-               alpha, beta)
+        plan = self._planned(a, b, c, trans_a, trans_b, alpha, beta)
+        if out is None:
+            out = new_output(A, a, plan.call.out_shape)
+        self._launch(plan, handle, a.ptr, b.ptr, c.ptr if c is not None else read(out, "out").ptr)
+        return out
+
+    def _planned(self, a: ArrayView, b: ArrayView, c: ArrayView | None, trans_a: bool, trans_b: bool, alpha: float,
+                 beta: float) -> Plan:
+        key = (signature(a), signature(b), signature(c) if c is not None else None, trans_a, trans_b, alpha, beta)
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plan(views[0], views[1], c, trans_a, trans_b, alpha, beta)
+            plan = self._plan(a, b, c, trans_a, trans_b, alpha, beta)
             if len(self._plans) >= MAX_PLANS:  # a process that calls ever new shapes keeps a bounded cache
                 self._plans.clear()
             self._plans[key] = plan
-        call, device, shape = plan.call, plan.call.device, plan.call.shape
-        if out is None:
-            out = new_output(A, views[0], call.out_shape)
-        c_ptr = c.ptr if c is not None else read(out, "out").ptr
-        a, b = views[0].ptr, views[1].ptr
+        return plan
+
+    def _launch(self, plan: Plan, stream: int, a: int, b: int, c: int) -> None:
+        """The plan's launches on the stream: with a prologue, first its kernel into the stream's workspace."""
+        call = plan.call
         if plan.pre is None:
-            self.launcher.launch(device, plan.kernel, plan.geometry, handle, a, b, c_ptr, shape, call.ops)
-            return out
-        with self.launcher.workspace(device, plan.pre.floats * 4, handle) as work:
-            self.launcher.launch(device, plan.pre_kernel, plan.pre.launch, handle, a, b, work, shape)
-            self.launcher.launch(device, plan.kernel, plan.geometry, handle, a, work, c_ptr, shape, call.ops)
-        return out
+            self.launcher.launch(call.device, plan.kernel, plan.geometry, stream, a, b, c, call.shape, call.ops)
+            return
+        with self.launcher.workspace(call.device, plan.pre.floats * 4, stream) as work:
+            self.launcher.launch(call.device, plan.pre_kernel, plan.pre.launch, stream, a, b, work, call.shape)
+            self.launcher.launch(call.device, plan.kernel, plan.geometry, stream, a, work, c, call.shape, call.ops)
 
     def _plan(self, a: ArrayView, b: ArrayView, c: ArrayView | None, trans_a: bool, trans_b: bool, alpha: float,
               beta: float) -> Plan:
