@@ -27,7 +27,6 @@ class Plan(NamedTuple):
     """A call's checked operands and launch, apart from the pointers: pre, pre_kernel are its prologue's."""
 
     call: Call
-    choice: Choice
     geometry: Launch
     kernel: Any
     pre: Prologue | None
@@ -128,7 +127,7 @@ class Matmul:
         kernel = self._kernel(device, choice, choice.kernel, geometry.shared_bytes)
         pre = choice.config.prologue(*shape)
         pre_kernel = self._kernel(device, choice, choice.kernel + PROLOGUE_SUFFIX, 0) if pre is not None else None
-        return Plan(call, choice, geometry, kernel, pre, pre_kernel)
+        return Plan(call, geometry, kernel, pre, pre_kernel)
 
     def choose(self, M: int, N: int, K: int, device: int = 0, *, trans_a: bool = False,
                trans_b: bool = False, blas: bool = False, batch: int = 1) -> Choice:

@@ -65,10 +65,10 @@ C_TYPES = {"int": ctypes.c_int32, "float": ctypes.c_float, "long long": ctypes.c
 def launch_function(stream: int, function: Any, geo, a: int, b: int, c: int, M: int, N: int, K: int,
                     ops: Operands | None = None) -> None:
     """One launch through the driver's cuLaunchKernel, for autotune.load()'s calls: a stream handle,
-    the kernel's CUfunction in the current context (kernel_function) and raw device pointers. A call
-    of the matmul cost the host about 0.14 ms, twice a skinny product's kernel (docs/BENCHMARKS.md,
-    "the API's host time a call"); this is the lighter launch. The search times its kernels behind a
-    head start, so it keeps launch_kernel."""
+    the kernel's CUfunction in the current context (kernel_function) and raw device pointers. It costs
+    the host less than launch_kernel (docs/BENCHMARKS.md, "the API's host time a call"), which matters
+    where a call's kernel is short; the search times its kernels behind a head start, so it keeps
+    launch_kernel."""
     from cuda.bindings import driver
 
     values = [ctypes.c_void_p(a), ctypes.c_void_p(b), ctypes.c_void_p(c), ctypes.c_int32(M), ctypes.c_int32(N),
