@@ -81,3 +81,18 @@ def test_the_templates_are_the_running_checkouts_own():
     from autotune.codegen.render import templates_dir
 
     assert templates_dir() == Path(__file__).resolve().parent.parent / "templates"
+
+
+# A lambda with an `auto` parameter (a generic lambda, a template) in a kernel's source.
+GENERIC_LAMBDA = re.compile(r"\[[^\]]*\]\s*\([^)]*\bauto\b")
+
+
+def test_no_template_writes_a_generic_lambda():
+    """NVRTC 13.0 (the H200's) takes a generic lambda in device code for a host function and refuses
+    the whole kernel ("host functions are not allowed in JIT mode"), where a newer NVRTC compiles it:
+    every lambda of a template names its parameters' types."""
+    from autotune.codegen.render import templates_dir
+
+    found = [f"{path.name}: {m.group(0)}" for path in sorted(templates_dir().glob("*.j2"))
+             for m in GENERIC_LAMBDA.finditer(path.read_text())]
+    assert found == []

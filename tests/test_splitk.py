@@ -270,8 +270,7 @@ RING = {**STAGED, "SB": 1}
     # the last, partial group of four rows (K's tail) never copied: its slots keep an older group
     ("const int groups = (kc + 3) / 4;", "const int groups = kc / 4;"),
     # the next piece of A copied over the buffer before every lane is done with the piece it held
-    ("                        __syncwarp();\n                        stage(g / (KT / 4) + 1);",
-     "                        stage(g / (KT / 4) + 1);"),
+    ("            __syncwarp();\n            stage(g / (KT / 4) + 1);", "            stage(g / (KT / 4) + 1);"),
 ), ids=("slot-off-by-one", "neighbours-slots", "lost-tail-of-k", "no-meeting-before-the-copy"))
 def test_skinny_ring_of_b_broken_is_wrong(old, new):
     """SB = 1: each lane copies its own rows of B into a ring of AH groups in shared memory and reads
@@ -288,6 +287,22 @@ def test_skinny_ring_whole_group_copy_past_the_tail_is_wrong():
     assert statuses(config, source, (shape,)) == ["ok"]
     broken = edit(source, "if (vec && 4 * g + 4 <= kc)", "if (vec && 4 * g < kc)")
     assert statuses(config, broken, (shape,)) == ["out_of_bounds"]
+
+
+@pytest.mark.parametrize(("old", "new"), (
+    # run one round of groups further, while the refills are the tail's: rows of B past the slice's
+    # rows are copied (past the end of B in the last chunk, another slice's rows elsewhere)
+    ("for (; g0 + 2 * AHEAD <= kc / 4; g0 += AHEAD)", "for (; g0 + AHEAD <= kc / 4; g0 += AHEAD)"),
+    # the pointer to B's rows moved on three rows a group instead of four
+    ("                    b += 4 * N;", "                    b += 3 * N;"),
+), ids=("past-the-whole-groups", "rows-of-b-skipped"))
+def test_skinny_ring_hot_loop_broken_is_wrong(old, new):
+    """SB = 1 with 16-byte copies (N a multiple of the block's 128 columns): the hot loop refills its
+    slots with four whole rows from a pointer moved on a group at a time, testing nothing."""
+    config, shape = skinny(RING), (70, 128, 333)
+    source = render(config)
+    assert statuses(config, source, (shape,)) == ["ok"]
+    assert statuses(config, edit(source, old, new), (shape,))[0] in ("out_of_bounds", "wrong")
 
 
 SUMMED = {"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 4, "KW": 4, "SA": 1, "SB": 1}

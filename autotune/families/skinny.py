@@ -10,7 +10,7 @@ last split to arrive adds the slots in split order: the same sum in the same ord
 of splits each waiting for the one before (which all finish together when they are resident at once).
 
 With KW > 1 a block is KW slices of THREADS column-threads: the block's rows of K are dealt to the
-slices in pieces of KT rows, each slice reads A straight from global memory (one address per warp:
+slices in contiguous runs of whole pieces of KT rows, each slice reads A straight from global memory (one address per warp:
 a broadcast) so its loop has no barrier and keeps 4*AH loads of B in flight, and at the end the
 slices' partials are added in slice order through shared memory, RG rows of C at a time. Many
 threads on one tile of C replace many blocks on it, so SPLITK (a serial chain of turnstiles) stays
