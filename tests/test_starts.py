@@ -193,3 +193,15 @@ def test_another_layouts_winner_with_a_prologue_starts_a_search_of_nn(db):
     run_search(db, backend, [nn], Limits(), sampler="random", trials=1, note=notes.append)
     assert backend.measured[0] == make_config(FAMILIES["blocked"], {"BM": 64, "BN": 64}).name
     assert notes[0].startswith("autotune: starting from 1 config recorded at 256x256x256")
+
+
+def test_a_row_is_stale_only_when_its_config_renders_another_source_today():
+    from autotune.search.plan import stale_source
+
+    config, limits = make_config(TILED, {}), Limits()
+    row = {"kernel": config.name, "family": "tiled", **dict(config.values)}
+    stale = stale_source([TILED], limits)
+    assert not stale({**row, "source_hash": sha256(render(config, limits))})  # today's source
+    assert stale({**row, "source_hash": "0" * 64})  # an older template's
+    assert not stale({**row, "source_hash": ""})  # refused: no source, nothing to measure in its place
+    assert not stale_source([NAIVE], limits)({**row, "source_hash": "0" * 64})  # a family not searched

@@ -78,7 +78,7 @@ def test_a_suite_on_the_emulator_writes_json_markdown_and_png(tmp_path):
     data = json.loads((out / "shape-suite-sim-cpu-emulator.json").read_text())
     assert data["device"] == "CPU emulator" and data["backend"] == "sim"
     assert data["budget"] == {"trials": 2, "timeout_s": 30.0, "total_timeout_s": None, "sampler": "tpe-mv",
-                              "families": ["naive", "tiled"], "precision": "fp32", "seed": 0, "devices": None}
+                              "families": ["naive", "tiled"], "precision": "fp32", "seed": 0, "remeasure": None, "devices": None}
     assert data["tuning_s"] > 0 and data["geomean_cublas_over_ours"] is None and data["worst"] is None
     assert [(s["M"], s["N"], s["K"], s["group"]) for s in data["shapes"]] == shapes
     for s in data["shapes"]:
@@ -106,6 +106,25 @@ def test_a_suite_on_the_emulator_writes_json_markdown_and_png(tmp_path):
     assert "Nothing tuned in this run (`--no-tune`)" in (tmp_path / "again" / "shape-suite-sim-cpu-emulator.md").read_text()
     assert [s["ours_ms"] for s in redo["shapes"]] == [s["ours_ms"] for s in data["shapes"]]
 
+
+
+def test_a_suite_with_remeasure_stale_measures_todays_source_of_a_recorded_best(tmp_path):
+    """After a template changed (planted: a best row's source hash), --remeasure stale has the shape's
+    search measure today's source of that config; the budget says the suite was asked to."""
+    shapes, db = [(24, 20, 9, "tiny")], tmp_path / "s.sqlite"
+    first = invoke("--shapes", shapes_file(tmp_path, *shapes), "--backend", "sim", "--family", "naive,tiled",
+                   "--trials", 2, "--timeout", 30, "--db", db, "-o", tmp_path / "one")
+    assert first.exit_code == 0, first.output
+    best = min(ok_rows(db, (24, 20, 9)), key=lambda r: r["time_ms"])
+    with sqlite3.connect(db) as conn:
+        conn.execute("update results set source_hash = ? where id = ?", ("0" * 64, best["id"]))
+    conn.close()
+    again = invoke("--shapes", shapes_file(tmp_path, *shapes), "--backend", "sim", "--family", "naive,tiled",
+                   "--trials", 1, "--timeout", 30, "--remeasure", "stale", "--db", db, "-o", tmp_path / "two")
+    assert again.exit_code == 0, again.output
+    assert [r["source_hash"] for r in ok_rows(db, (24, 20, 9)) if r["kernel"] == best["kernel"]][-1] == best["source_hash"]
+    data = json.loads((tmp_path / "two" / "shape-suite-sim-cpu-emulator.json").read_text())
+    assert data["budget"]["remeasure"] == "stale"
 
 def test_a_replayed_suite_pairs_each_time_with_cublas_from_the_same_row(tmp_path):
     dataset = tmp_path / "h200.sqlite"

@@ -181,6 +181,27 @@ def test_remeasure_failed_measures_a_failed_row_again(tmp_path):
     assert json.loads(best.stdout)["kernel"] == naive["kernel"]
 
 
+
+def test_remeasure_stale_measures_a_row_of_an_older_source_again_first(tmp_path):
+    """After a template changed, a recorded row measured another kernel under today's name. A search
+    takes a config with a row at its shape for measured when it picks its starts; with --remeasure
+    stale it measures today's source of such a row first, and keeps the old row beside the new one."""
+    db = tmp_path / "r.sqlite"
+    assert invoke("search", *REMEASURE, "--trials", "2", "--db", str(db)).exit_code == 0
+    [naive] = rows(db, "family = 'naive' and status = 'ok'")
+    today = naive["source_hash"]
+    with sqlite3.connect(db) as conn:  # as if the row had been measured before a template changed
+        conn.execute("update results set source_hash = ? where id = ?", ("0" * 64, naive["id"]))
+    conn.close()
+
+    redo = invoke("search", *REMEASURE, "--trials", "1", "--remeasure", "stale", "--db", str(db))
+    assert redo.exit_code == 0, redo.output
+    assert "starting from 1 config recorded at 24x20x9" in redo.output, redo.output
+    kept = rows(db, f"kernel = '{naive['kernel']}'")
+    assert sorted(r["source_hash"] for r in kept) == sorted(["0" * 64, today]), kept
+    newest = max(rows(db, "status = 'ok'"), key=lambda r: r["id"])
+    assert (newest["kernel"], newest["source_hash"]) == (naive["kernel"], today)  # the one new trial: today's source
+
 # ---------------------------------------------------------------------------------------------
 # 6. an empty search says so and fails
 

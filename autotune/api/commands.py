@@ -42,7 +42,8 @@ class SearchOptions:
     kernel_timeout: float | None = None
     replay_db: str | None = None  # --backend replay: the recorded database that answers
     compile_jobs: int | None = None  # processes compiling ahead for GPU workers (None: pipeline.default_jobs())
-    remeasure: str | None = None  # "failed": measure again the configs whose recorded row is a kernel's failure
+    remeasure: str | None = None  # "failed": the configs whose recorded row is a kernel's failure measured again;
+    # "stale": those whose recorded row was measured from another source than today's (a template changed)
     batch: int = 1  # > 1: a strided batch of this many products per launch (BLAS=1 kernels only)
 
 
@@ -108,7 +109,7 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None) -> int
             result = run_search(db, workers, o.families, first.limits, sampler=o.sampler, trials=o.trials,
                                 timeout=o.timeout, seed=o.seed, peak_tflops=first.peak_tflops,
                                 progress=bar.update_with, storage=storage, study=o.study, stop=stop,
-                                compile_jobs=o.compile_jobs, remeasure=FAILED if o.remeasure == "failed" else (),
+                                compile_jobs=o.compile_jobs, remeasure=remeasured(o.remeasure),
                                 note=bar.note)
     finally:
         if bar:
@@ -117,6 +118,13 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None) -> int
             w.close()
     print(summary(db, first, result), flush=True)
     return exit_status(stop, result.interrupted)
+
+
+def remeasured(choice: str | None) -> tuple[str, ...]:
+    """--remeasure's choice as run_search's `remeasure`: the failures' statuses, or "stale"."""
+    from autotune.search.plan import STALE
+
+    return FAILED if choice == "failed" else (STALE,) if choice == STALE else ()
 
 
 def check_replay(o: SearchOptions) -> SearchOptions:

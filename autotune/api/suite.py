@@ -46,6 +46,7 @@ class SuiteOptions:
     groups: tuple[str, ...] = ()  # only these groups of the file (all when empty)
     tune: bool = True  # False: write the outputs from the database as it is
     precision: str = "fp32"  # the contract whose rows count (fp32-tc: the tensor-core families' too)
+    remeasure: str | None = None  # each shape's search's --remeasure ("stale": after a template changed)
 
     def budget(self) -> dict[str, Any]:
         """What the suite spent per shape, and on what: `devices` are the GPUs each search used (one
@@ -55,7 +56,7 @@ class SuiteOptions:
             return {"tuned": False, "families": [f.name for f in self.families], "precision": self.precision}
         return {"trials": self.trials, "timeout_s": self.timeout, "total_timeout_s": self.total_timeout,
                 "sampler": self.sampler, "families": [f.name for f in self.families], "precision": self.precision,
-                "seed": self.seed,
+                "seed": self.seed, "remeasure": self.remeasure,
                 "devices": list(self.devices) if self.devices is not None else None}
 
 
@@ -176,7 +177,7 @@ def tune_shape(o: SuiteOptions, s: SuiteShape, timeout: float, stop: threading.E
           file=sys.stderr, flush=True)
     options = SearchOptions(shape=s.shape, families=o.families, db_path=o.db_path, sampler=o.sampler,
                             trials=o.trials, timeout=timeout, seed=o.seed, kind=o.kind, devices=o.devices,
-                            replay_db=o.replay_db)
+                            replay_db=o.replay_db, remeasure=o.remeasure)
     try:
         search_command(options, stop)
     except NoDeviceError:

@@ -21,6 +21,7 @@ from autotune.cli.options import (
     parse_families,
     parse_shape,
     precision_option,
+    remeasure_option,
     resolve_config,
     resolve_shape,
     results_options,
@@ -79,9 +80,7 @@ def cli() -> None:
               help="CPU processes that compile (NVRTC) and disassemble the next trials' kernels while the GPU "
                    "measures; as many trials are asked ahead (default: one per CPU core but one, at most 8; "
                    "GPU backend only)")
-@click.option("--remeasure", type=click.Choice(["failed"]),
-              help="failed: measure again the configs whose recorded result is compile_error, wrong, launch_error "
-                   "or timeout (after fixing what made them fail); the new row is kept beside the old one")
+@remeasure_option
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
 @friendly
 def search(M, N, K, family_text, precision, params, layout, batch, sampler, trials, timeout, seed, device, devices_text, workers, backend,
@@ -296,12 +295,13 @@ def suite_families(precision: str) -> list[str]:
 @click.option("--replay-db", type=click.Path(dir_okay=False), help="recorded database for --backend replay")
 @click.option("--devices", "devices_text", metavar="0,1",
               help="CUDA devices each shape's search uses, one worker each (default: every visible GPU)")
+@remeasure_option
 @click.option("--no-tune", is_flag=True, help="tune nothing: write the outputs from --db as it is")
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
 @click.option("-o", "--out", default="benchmarks/data", show_default=True, help="folder for the JSON, .md and .png")
 @friendly
 def suite(shapes_path, groups, trials, timeout, total_timeout, family_text, precision, backend, replay_db, devices_text,
-          no_tune, db_path, out) -> None:
+          remeasure, no_tune, db_path, out) -> None:
     """Tune every shape of a shapes file with one budget; write each shape's best against cuBLAS (same
     process) and its roofline as JSON, a markdown table and a plot."""
     from autotune.api.suite import SuiteOptions, run_suite
@@ -310,7 +310,8 @@ def suite(shapes_path, groups, trials, timeout, total_timeout, family_text, prec
     families = parse_families(family_text or ",".join(suite_families(precision)), precision)
     sys.exit(run_suite(SuiteOptions(shapes_path, db_path, out, narrow_to(families, {}), trials, timeout,
                                     total_timeout, kind=backend, devices=parse_devices(devices_text, None),
-                                    replay_db=replay_db, groups=groups, tune=not no_tune, precision=precision)))
+                                    replay_db=replay_db, groups=groups, tune=not no_tune, precision=precision,
+                                    remeasure=remeasure)))
 
 
 def main() -> None:

@@ -132,6 +132,14 @@ def layout_option(fn):
                              "stored transposed (NT: nn.Linear's x * W^T); the same as -p TA=0/1 -p TB=0/1")(fn)
 
 
+def remeasure_option(fn):
+    return click.option("--remeasure", type=click.Choice(["failed", "stale"]),
+                        help="failed: measure again the configs whose recorded result is compile_error, wrong, "
+                             "launch_error or timeout (after fixing what made them fail); stale: those whose recorded "
+                             "row was measured from another source than the config renders today (after a template "
+                             "changed), the best of them first; the new row is kept beside the old one")(fn)
+
+
 def resolve_config(db_path: str, family: str | None, params: tuple[str, ...], result_id: int | None) -> Config | None:
     if result_id is not None and (family or params):
         raise AutotuneError("give either --id or --family/-p, not both")

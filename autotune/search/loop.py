@@ -31,7 +31,7 @@ from autotune.backends.base import Backend
 from autotune.backends.outcome import INVALID, OK
 from autotune.search.fresh import Fresh
 from autotune.search.measure import Evaluated, evaluate
-from autotune.search.plan import plan
+from autotune.search.plan import STALE, plan, stale_source
 from autotune.search.samplers import make_sampler
 from autotune.search.starts import Starts, shape_starts
 from autotune.search.study import (
@@ -134,10 +134,13 @@ def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], fam
     start_from_defaults: measure first the best configs recorded at the nearest shapes
     (search.starts), then each family's default config (the sampler benchmark turns it off to
     compare samplers alone). remeasure: statuses whose rows recorded before this search are
-    measured again when proposed, rather than reused (outcome.FAILED). note: receives the line
+    measured again when proposed, rather than reused (outcome.FAILED), and "stale" for rows measured
+    from a source other than today's rendering (plan.stale_source). note: receives the line
     that says where the search starts. fresh: enqueue a new valid config next to each wasted
     proposal (search.fresh; the sampler benchmark turns it off, as the defaults)."""
-    redo = store.Redo(tuple(remeasure), store.now()) if remeasure else None
+    statuses = tuple(r for r in remeasure if r != STALE)
+    stale = stale_source(families, limits) if STALE in remeasure else None
+    redo = store.Redo(statuses, store.now(), stale) if remeasure else None
     optuna.logging.set_verbosity(logging.WARNING)
     backends = backends if isinstance(backends, list) else [backends]
     first = backends[0]
@@ -154,7 +157,7 @@ def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], fam
     if sampler == "grid":
         budget = _enqueue_grid(opt, families, limits, measured, trials, shared)
     elif start_from_defaults:
-        _enqueue_starts(opt, shape_starts(db, first, families, limits, measured), families, limits, measured, shared,
+        _enqueue_starts(opt, shape_starts(db, first, families, limits, measured, redo), families, limits, measured, shared,
                         note, first.shape)
     result = SearchResult(study=name, workers=len(backends))
     run = _Run(opt, families, limits, peak_tflops, result, trials, budget,

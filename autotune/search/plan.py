@@ -7,13 +7,16 @@ measures, and search.measure records what the plan decided.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable
 
 import sqlite_utils
 
 from autotune import store
 from autotune.backends.base import Backend
 from autotune.codegen.render import render, sha256
-from autotune.space import Config, Limits, shape_violations, takes_blas, violations
+from autotune.errors import SpaceError
+from autotune.families import config_of_row
+from autotune.space import Config, Family, Limits, shape_violations, takes_blas, violations
 
 
 @dataclass(frozen=True)
@@ -51,3 +54,27 @@ def refusals(backend: Backend, config: Config, limits: Limits) -> list[str]:
 def measurement_key(backend: Backend, config: Config, source_hash: str) -> store.Key:
     M, N, K = backend.shape
     return (backend.name, backend.provenance["gpu_name"], M, N, K, backend.batch, config.name, source_hash)
+
+
+STALE = "stale"  # a --remeasure choice: rows of another source than today's (stale_source)
+
+
+def stale_source(families: list[Family], limits: Limits) -> Callable[[dict[str, Any]], bool]:
+    """`--remeasure stale`: is a row's source other than what its config renders today? (A template
+    changed since: the row measured another kernel under the same name.) Rows without a source
+    (refused), of families not searched or of configs outside today's space are not stale: there is
+    nothing of today's to measure in their place."""
+    searched = {f.name for f in families}
+    today: dict[str, str] = {}  # kernel name -> the hash of today's source
+
+    def stale(row: dict[str, Any]) -> bool:
+        if not row.get("source_hash") or row.get("family") not in searched:
+            return False
+        if row["kernel"] not in today:
+            try:
+                today[row["kernel"]] = sha256(render(config_of_row(row), limits))
+            except SpaceError:
+                today[row["kernel"]] = row["source_hash"]
+        return row["source_hash"] != today[row["kernel"]]
+
+    return stale

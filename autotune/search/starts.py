@@ -55,8 +55,10 @@ class Starts:
 
 
 def shape_starts(db: sqlite_utils.Database, backend: Backend, families: list[Family], limits: Limits,
-                 measured: set[str]) -> Starts:
-    """The neighbours' winners to measure first at the backend's shape (see the module doc)."""
+                 measured: set[str], redo: store.Redo | None = None) -> Starts:
+    """The neighbours' winners to measure first at the backend's shape (see the module doc); with
+    `redo`, a winner here whose row is to be measured again (`--remeasure stale` after a template
+    changed) as well."""
     gpu = backend.provenance["gpu_name"]
     searched = {f.name: f for f in families}
     starts, chosen, refused = Starts(), set(), set()
@@ -64,7 +66,8 @@ def shape_starts(db: sqlite_utils.Database, backend: Backend, families: list[Fam
         done: set[str] = set()  # families whose winner at this shape is found
         for row in sorted(store.results(db, shape, backend.name, gpu, OK), key=lambda r: r["time_ms"]):
             config = None if row["family"] in done else _as_searched(row, searched, backend.shape, limits)
-            if config is None or (shape == backend.shape and config.name == row["kernel"]):
+            here = shape == backend.shape and config is not None and config.name == row["kernel"]
+            if config is None or (here and not (redo and redo.redoes(row))):
                 continue  # here, only other layouts' winners are news: the study was told this layout's rows
             if refusals(backend, config, limits):  # the family's next fastest there may do
                 refused.add(config.name)

@@ -7,7 +7,7 @@ wrong kernel can never be best.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import sqlite_utils
 
@@ -26,15 +26,19 @@ def key_of(row: dict[str, Any]) -> Key:
 
 @dataclass(frozen=True)
 class Redo:
-    """Rows a search measures again instead of reusing them (`--remeasure failed`): those of these
-    statuses written before the search began (`since`, a now() string). What the search writes
-    itself is reused as usual, so a kernel that fails again is not measured over and over."""
+    """Rows a search measures again instead of reusing them (`--remeasure`): those of these statuses
+    written before the search began (`since`, a now() string; `--remeasure failed`), and those that
+    `stale` finds measured from a source other than the one their config renders today (`--remeasure
+    stale`, after a template changed). What the search writes itself is reused as usual, so a kernel
+    that fails again is not measured over and over."""
 
     statuses: tuple[str, ...]
     since: str
+    stale: Callable[[dict[str, Any]], bool] | None = None
 
     def redoes(self, row: dict[str, Any]) -> bool:
-        return row["status"] in self.statuses and (row.get("created_at") or "") < self.since
+        failed = row["status"] in self.statuses and (row.get("created_at") or "") < self.since
+        return failed or (self.stale is not None and self.stale(row))
 
 
 def find_key(db: sqlite_utils.Database, key: Key, redo: Redo | None = None) -> dict | None:

@@ -4,7 +4,7 @@
 # (the CLI as a command that `timeout` can run: device_setup.sh's `autotune` may be a shell function),
 # step (a timestamped heading in the log), fp32_tc_search (issue 15's default search at 4096^3, its
 # summary and best in the log, its database $WORK/tc.sqlite), family_measure (named configs of a family), splitk_measure (of splitk)
-# suite_pass (the shape suite with TRIALS, TIMEOUT and TOTAL on $OUT/suite.sqlite, its outputs in $OUT) and gpu_tests
+# suite_pass (the shape suite with TRIALS, TIMEOUT and TOTAL, and REMEASURE if set, on $OUT/suite.sqlite, its outputs in $OUT) and gpu_tests
 # (the GPU tests under TESTS, default all of tests/; the summary in the log, the whole output in $WORK/gpu_tests.txt).
 set -o pipefail
 OUT="${OUT:-out}"; mkdir -p "$OUT"
@@ -31,7 +31,7 @@ splitk_measure() { family_measure splitk "$@"; }
 suite_pass() {
   step "autotune suite --trials $TRIALS --timeout $TIMEOUT --total-timeout $TOTAL"
   ( time timeout $((TOTAL + 120)) $AT suite --shapes benchmarks/shapes.toml --trials "$TRIALS" --timeout "$TIMEOUT" \
-      --total-timeout "$TOTAL" --db "$OUT/suite.sqlite" --out "$OUT" ) >"$WORK/suite-log.txt" 2>&1
+      --total-timeout "$TOTAL" ${REMEASURE:+--remeasure "$REMEASURE"} --db "$OUT/suite.sqlite" --out "$OUT" ) >"$WORK/suite-log.txt" 2>&1
   grep -v "^autotune: suite: .*new trials" "$WORK/suite-log.txt" | grep -v "it/s\]\|s/it\]" | tail -40 | tee -a "$LOG"
 }
 gpu_tests() {
