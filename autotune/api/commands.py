@@ -109,8 +109,8 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None) -> int
             result = run_search(db, workers, o.families, first.limits, sampler=o.sampler, trials=o.trials,
                                 timeout=o.timeout, seed=o.seed, peak_tflops=first.peak_tflops,
                                 progress=bar.update_with, storage=storage, study=o.study, stop=stop,
-                                compile_jobs=o.compile_jobs, remeasure=remeasured(o.remeasure),
-                                note=bar.note)
+                                compile_jobs=o.compile_jobs, remeasure=FAILED if o.remeasure == "failed" else (),
+                                remeasure_stale=o.remeasure == "stale", note=bar.note)
     finally:
         if bar:
             bar.close()
@@ -118,13 +118,6 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None) -> int
             w.close()
     print(summary(db, first, result), flush=True)
     return exit_status(stop, result.interrupted)
-
-
-def remeasured(choice: str | None) -> tuple[str, ...]:
-    """--remeasure's choice as run_search's `remeasure`: the failures' statuses, or "stale"."""
-    from autotune.search.plan import STALE
-
-    return FAILED if choice == "failed" else (STALE,) if choice == STALE else ()
 
 
 def check_replay(o: SearchOptions) -> SearchOptions:

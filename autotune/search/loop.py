@@ -31,7 +31,7 @@ from autotune.backends.base import Backend
 from autotune.backends.outcome import INVALID, OK
 from autotune.search.fresh import Fresh
 from autotune.search.measure import Evaluated, evaluate
-from autotune.search.plan import STALE, plan, stale_source
+from autotune.search.plan import plan, stale_source
 from autotune.search.samplers import make_sampler
 from autotune.search.starts import Starts, shape_starts
 from autotune.search.study import (
@@ -126,21 +126,20 @@ def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], fam
                storage: str | Storage | None = None,
                study: str | None = None, stop: threading.Event | None = None,
                compile_jobs: int | None = None, start_from_defaults: bool = True,
-               remeasure: tuple[str, ...] = (), note: Callable[[str], None] | None = None,
-               fresh: bool = True) -> SearchResult:
+               remeasure: tuple[str, ...] = (), remeasure_stale: bool = False,
+               note: Callable[[str], None] | None = None, fresh: bool = True) -> SearchResult:
     """Search until `trials` new measurements, `timeout` seconds, or `stop` is set (the
     trials in flight finish first). KeyboardInterrupt ends it at once, marked interrupted.
     compile_jobs: processes compiling ahead for GPU workers (default pipeline.default_jobs(): 8 per GPU).
     start_from_defaults: measure first the best configs recorded at the nearest shapes
     (search.starts), then each family's default config (the sampler benchmark turns it off to
     compare samplers alone). remeasure: statuses whose rows recorded before this search are
-    measured again when proposed, rather than reused (outcome.FAILED), and "stale" for rows measured
-    from a source other than today's rendering (plan.stale_source). note: receives the line
+    measured again when proposed, rather than reused (outcome.FAILED). remeasure_stale: so are rows
+    measured from a source other than today's rendering (plan.stale_source). note: receives the line
     that says where the search starts. fresh: enqueue a new valid config next to each wasted
     proposal (search.fresh; the sampler benchmark turns it off, as the defaults)."""
-    statuses = tuple(r for r in remeasure if r != STALE)
-    stale = stale_source(families, limits) if STALE in remeasure else None
-    redo = store.Redo(statuses, store.now(), stale) if remeasure else None
+    stale = stale_source(families, limits) if remeasure_stale else None
+    redo = store.Redo(tuple(remeasure), store.now(), stale) if remeasure or stale else None
     optuna.logging.set_verbosity(logging.WARNING)
     backends = backends if isinstance(backends, list) else [backends]
     first = backends[0]

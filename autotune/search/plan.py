@@ -56,9 +56,6 @@ def measurement_key(backend: Backend, config: Config, source_hash: str) -> store
     return (backend.name, backend.provenance["gpu_name"], M, N, K, backend.batch, config.name, source_hash)
 
 
-STALE = "stale"  # a --remeasure choice: rows of another source than today's (stale_source)
-
-
 def stale_source(families: list[Family], limits: Limits) -> Callable[[dict[str, Any]], bool]:
     """`--remeasure stale`: is a row's source other than what its config renders today? (A template
     changed since: the row measured another kernel under the same name.) Rows without a source
