@@ -295,7 +295,11 @@ def test_skinny_ring_whole_group_copy_past_the_tail_is_wrong():
     ("for (; g0 + 2 * AHEAD <= kc / 4; g0 += AHEAD)", "for (; g0 + AHEAD <= kc / 4; g0 += AHEAD)"),
     # the pointer to B's rows moved on three rows a group instead of four
     ("                    b += 4 * N;", "                    b += 3 * N;"),
-), ids=("past-the-whole-groups", "rows-of-b-skipped"))
+    # the refill ahead of the FMAs taken one step too early, before the slot's group is read out of it: the
+    # FMAs get group g + AHEAD's rows (the emulator's copies land at once)
+    ("                        take(g, s, bk);\n                        copy4_whole(b, s);",
+     "                        copy4_whole(b, s);\n                        take(g, s, bk);"),
+), ids=("past-the-whole-groups", "rows-of-b-skipped", "refill-before-the-read"))
 def test_skinny_ring_hot_loop_broken_is_wrong(old, new):
     """SB = 1 with 16-byte copies (N a multiple of the block's 128 columns): the hot loop refills its
     slots with four whole rows from a pointer moved on a group at a time, testing nothing."""
@@ -412,14 +416,17 @@ def test_a_search_measures_the_fitted_default_before_the_default(db):
 
 
 @pytest.mark.parametrize("family, shape, expected", [
-    ("skinny", (1, 8192, 8192), {"MR": 1, "RED": 1}),  # one row: MR=8 would be seven rows of FMAs on zeros
-    ("skinny", (3, 8192, 8192), {"MR": 4, "RED": 1}),  # 4 splits: summed through the workspace
-    ("skinny", (8, 8192, 8192), {"RED": 1}),  # 64 tiles x 4 splits: 256 blocks, past 1.5 a SM
-    # SA=1: 16 rows in one block-row (B read once), and the fewest splits that reach 1.5 blocks a SM
-    ("skinny", (16, 8192, 8192), {"MR": 16, "RED": 1}),
-    ("skinny", (16, 14336, 4096), {"MR": 16, "SPLITK": 2}),  # 2 splits: the chain
-    ("skinny", (16, 4096, 14336), {"MR": 16, "SPLITK": 8, "RED": 1}),
+    # The fewest splits of 8-slice blocks that reach 1.5 blocks a SM, then 16 slices and half the splits,
+    # their sums through the workspace (RED=1 from 2 splits with 16 slices)
+    ("skinny", (1, 8192, 8192), {"MR": 1, "KW": 16, "SPLITK": 2, "RED": 1}),  # one row: MR=8 would be seven rows of zeros
+    ("skinny", (3, 8192, 8192), {"MR": 4, "KW": 16, "SPLITK": 2, "RED": 1}),
+    ("skinny", (8, 8192, 8192), {"KW": 16, "SPLITK": 2, "RED": 1}),  # 64 tiles x 4 splits of 8 slices: 256 blocks
+    # SA=1: 16 rows in one block-row (B read once)
+    ("skinny", (16, 8192, 8192), {"MR": 16, "KW": 16, "SPLITK": 2, "RED": 1}),
+    ("skinny", (16, 14336, 4096), {"MR": 16, "KW": 16, "SPLITK": 1}),  # 112 tiles x 2 splits of 8 slices: one of 16
+    ("skinny", (16, 4096, 14336), {"MR": 16, "KW": 16, "RED": 1}),  # 8 splits of 8 slices: 4 of 16
     ("skinny", (12, 100, 50), {"MR": 16, "SPLITK": 1}),  # K = 50: no split gives each slice a piece
+    ("skinny", (64, 8192, 8192), {"MR": 16, "SPLITK": 1}),  # 4 block-rows x 64 tiles: 1.5 blocks a SM unsplit
     ("tall", (8192, 1, 8192), {"NR": 4}),  # one float4 of B per row beat NR=1 on the H200
     ("tall", (8192, 16, 8192), {}),
 ])

@@ -36,11 +36,13 @@ ROWS_PER_BLOCK = (1, 2, 4, 8, 16)  # MR
 # SPLITK: powers of two. Other counts (3, 5, 6, 7; 9 of 2-warp blocks, to fill the SMs' warp slots) were no
 # faster at 16 rows on the H200 (docs/BENCHMARKS.md, "evener blocks, set aside" and "nine splits of two-warp blocks")
 SPLITS = (1, 2, 4, 8, 16, 32, 64)
-# From this many splits on the fit sums them through the workspace (RED=1): on the H200 at 16 rows it took
-# 0.065 ms against the chain's 0.075 with 8 splits (16x4096x14336) and 0.073-0.074 against 0.075 with 4
-# (16x8192x8192); with 2 the chain was 3-4% faster at 16 rows and level at 8 and 1 (docs/BENCHMARKS.md,
-# "split-K sums through a workspace at 16 rows")
-RED_FROM = 4
+# From this many splits on the fit sums them through the workspace (RED=1), by slices a block. 8 slices: on
+# the H200 at 16 rows it took 0.065 ms against the chain's 0.075 with 8 splits (16x4096x14336) and
+# 0.073-0.074 against 0.075 with 4 (16x8192x8192); with 2 the chain was 3-4% faster at 16 rows and level at
+# 8 and 1 (docs/BENCHMARKS.md, "split-K sums through a workspace at 16 rows"). 16 slices: the workspace won
+# at 2 splits too, 0.069-0.070 ms against 0.072 at 16x8192x8192 and 0.064-0.065 against 0.066 at 1x8192x8192
+# (BENCHMARKS.md, session 23).
+RED_FROM = {8: 4, 16: 2}
 SUM_FLOAT4S = 2048  # KW > 1: the in-block sum's buffer, in float4s (32 KiB): RG rows of KW*THREADS
 
 
@@ -113,8 +115,10 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     """The default fitted to a shape. MR: the rows there are (M = 1: MR = 1), and with SA=1 up to 16 rows
     in one block-row, so that B is read once (16x8192x8192: MR=16 0.090 ms against two block-rows of 8,
     0.117). SPLITK: the fewest splits whose blocks reach 1.5 per SM; at the 16-row shapes measured that was
-    the fastest split (16 rows: 4 at N=8192, 2 at N=14336, 8 at N=4096, K = 8192, 4096, 14336). RED=1 from
-    RED_FROM splits on, where the workspace holds the sums."""
+    the fastest split (16 rows: 4 at N=8192, 2 at N=14336, 8 at N=4096, K = 8192, 4096, 14336). Then, where
+    that took two splits or more, 16 slices and half the splits (the same warps in half as many blocks, and
+    fewer sums): with the refill ahead of the FMAs that beat 8 slices by 1-3.5% at every M <= 16 shape
+    measured (BENCHMARKS.md, session 23). RED=1 from RED_FROM splits on, where the workspace holds the sums."""
     M, N, K = shape
     q = {**p, **fit_block(p, "MR", ROWS_PER_BLOCK, M)}
     if p["SA"] and q["MR"] < M:
@@ -124,7 +128,10 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     # at most as many splits as give each slice of a block one piece of K
     usable = [s for s in SPLITS if s == 1 or s * q["KW"] * q["KT"] <= K]
     q["SPLITK"] = next((s for s in usable if tiles_n * tiles_m * s * 2 >= 3 * limits.sms), usable[-1])
-    if q["SPLITK"] >= RED_FROM and q["KW"] > 1 and slots(q, M, N) <= WS_FLOATS:
+    wide = {**q, "KW": 16, "SPLITK": q["SPLITK"] // 2}
+    if q["KW"] == 8 and q["SPLITK"] > 1 and all(c.holds(wide, limits) for c in SKINNY.constraints):
+        q = wide
+    if q["SPLITK"] >= RED_FROM.get(q["KW"], RED_FROM[8]) and q["KW"] > 1 and slots(q, M, N) <= WS_FLOATS:
         q["RED"] = 1
     return {k: v for k, v in q.items() if v != p[k]}
 
@@ -157,7 +164,7 @@ SKINNY = Family(
     params=(
         # The defaults: 8 slices of one warp (SA=1), 4 splits, pieces of 32 rows; 8 x 8192 x 8192 on the H200
         # runs them in 0.073 ms (77% of HBM). The fit takes MR to the rows there are (up to 16: B read once)
-        # and SPLITK to what fills the SMs. SPLITK stays small: the splits' turnstiles are a serial chain
+        # and SPLITK to what fills the SMs (and, where that splits, KW to 16 with half the splits). SPLITK stays small: the splits' turnstiles are a serial chain
         # (32 splits: 0.23 ms at 16 x 8192 x 8192). KT=32 is the deepest piece at which MR=16's buffers of A
         # fit 48 KiB with 8 slices.
         Param("THREADS", (32, 64, 128, 256, 512), 32,
