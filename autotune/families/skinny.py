@@ -14,12 +14,12 @@ slices in contiguous runs of whole pieces of KT rows, each slice reads A straigh
 a broadcast) so its loop has no barrier and keeps 4*AH loads of B in flight, and at the end the
 slices' partials are added in slice order through shared memory, RG rows of C at a time. Many
 threads on one tile of C replace many blocks on it, so SPLITK (a serial chain of turnstiles) stays
-small. KW = 1 is the kernel from before, byte for byte. SA = 1 (one warp per slice) copies the rows
+small. KW = 1 is one slice reading A from a shared-memory tile (no sum between slices). SA = 1 (one warp per slice) copies the rows
 of A each piece needs into shared memory with cp.async a piece ahead instead: every block reads all
 of A's rows from L2, and loaded in the FMAs' path they stall them for L2's latency. SB = 1 sends B
 through shared memory as well: each lane copies its own rows of B AH groups ahead into a ring there
-and reads back only what it copied (no meeting of lanes), so the bytes in flight no longer cost
-registers; at MR=16 the register ring held 137 registers a thread, one 256-thread block an SM. SB = 1
+and reads back only what it copied (no meeting of lanes), so the bytes in flight cost no registers
+(at MR=16 a ring in registers takes 137 registers a thread: one 256-thread block an SM). SB = 1
 is the default wherever SA = 1 is.
 A search first measures the default with MR cut to the rows there are (fit: MR=1 at M=1), then the
 default.
@@ -36,19 +36,20 @@ ROWS_PER_BLOCK = (1, 2, 4, 8, 16)  # MR
 # SPLITK: powers of two. Other counts (3, 5, 6, 7; 9 of 2-warp blocks, to fill the SMs' warp slots) were no
 # faster at 16 rows on the H200 (docs/BENCHMARKS.md, "evener blocks, set aside" and "nine splits of two-warp blocks")
 SPLITS = (1, 2, 4, 8, 16, 32, 64)
-# From this many splits on the fit sums them through the workspace (RED=1), by slices a block. 8 slices: on
-# the H200 at 16 rows it took 0.065 ms against the chain's 0.075 with 8 splits (16x4096x14336) and
-# 0.073-0.074 against 0.075 with 4 (16x8192x8192); with 2 the chain was 3-4% faster at 16 rows and level at
-# 8 and 1 (docs/BENCHMARKS.md, "split-K sums through a workspace at 16 rows"). 16 slices: the workspace won
-# at 2 splits too, 0.069-0.070 ms against 0.072 at 16x8192x8192 and 0.064-0.065 against 0.066 at 1x8192x8192
-# (BENCHMARKS.md, session 23).
-RED_FROM = {8: 4, 16: 2}
+# From this many splits on the fit sums them through the workspace (RED=1). With 8 slices (and any KW but 16):
+# on the H200 at 16 rows the workspace takes 0.065 ms against the chain's 0.075 with 8 splits (16x4096x14336)
+# and 0.073-0.074 against 0.075 with 4 (16x8192x8192); with 2 the chain is 3-4% faster at 16 rows and level at
+# 8 and 1 (docs/BENCHMARKS.md, "split-K sums through a workspace at 16 rows").
+RED_FROM = 4
+# With 16 slices the workspace wins at 2 splits too: 0.069-0.070 ms against 0.072 at 16x8192x8192, 0.064-0.065
+# against 0.066 at 1x8192x8192 (BENCHMARKS.md, "16 slices at every M <= 16 shape").
+RED_FROM_16_SLICES = 2
 SUM_FLOAT4S = 2048  # KW > 1: the in-block sum's buffer, in float4s (32 KiB): RG rows of KW*THREADS
 
 
 def ahead(p: Params) -> int:
-    """The depth every KW > 1 kernel had before AH was a parameter (AH's `absent`, and KW = 1's only
-    value): 3 at MR=16 and 2 below (measured with A loaded from global memory)."""
+    """AH's `absent` value (a config without AH in its name has this depth) and KW = 1's only value: 3
+    at MR=16 and 2 below (the best depths with A loaded from global memory)."""
     return 3 if p["MR"] == 16 else 2
 
 
@@ -116,9 +117,10 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     in one block-row, so that B is read once (16x8192x8192: MR=16 0.090 ms against two block-rows of 8,
     0.117). SPLITK: the fewest splits whose blocks reach 1.5 per SM; at the 16-row shapes measured that was
     the fastest split (16 rows: 4 at N=8192, 2 at N=14336, 8 at N=4096, K = 8192, 4096, 14336). Then, where
-    that took two splits or more, 16 slices and half the splits (the same warps in half as many blocks, and
-    fewer sums): with the refill ahead of the FMAs that beat 8 slices by 1-3.5% at every M <= 16 shape
-    measured (BENCHMARKS.md, session 23). RED=1 from RED_FROM splits on, where the workspace holds the sums."""
+    that takes two splits or more, 16 slices and half the splits: the same warps in half as many blocks, and
+    half the partial sums, 1-3.5% faster than 8 slices at six of the seven M <= 16 shapes measured on the
+    H200 (BENCHMARKS.md, "16 slices at every M <= 16 shape"). RED=1 from RED_FROM (RED_FROM_16_SLICES)
+    splits on, where the workspace holds the sums."""
     M, N, K = shape
     q = {**p, **fit_block(p, "MR", ROWS_PER_BLOCK, M)}
     if p["SA"] and q["MR"] < M:
@@ -131,7 +133,8 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     wide = {**q, "KW": 16, "SPLITK": q["SPLITK"] // 2}
     if q["KW"] == 8 and q["SPLITK"] > 1 and all(c.holds(wide, limits) for c in SKINNY.constraints):
         q = wide
-    if q["SPLITK"] >= RED_FROM.get(q["KW"], RED_FROM[8]) and q["KW"] > 1 and slots(q, M, N) <= WS_FLOATS:
+    red_from = RED_FROM_16_SLICES if q["KW"] == 16 else RED_FROM
+    if q["SPLITK"] >= red_from and q["KW"] > 1 and slots(q, M, N) <= WS_FLOATS:
         q["RED"] = 1
     return {k: v for k, v in q.items() if v != p[k]}
 
@@ -164,9 +167,9 @@ SKINNY = Family(
     params=(
         # The defaults: 8 slices of one warp (SA=1), 4 splits, pieces of 32 rows; 8 x 8192 x 8192 on the H200
         # runs them in 0.073 ms (77% of HBM). The fit takes MR to the rows there are (up to 16: B read once)
-        # and SPLITK to what fills the SMs (and, where that splits, KW to 16 with half the splits). SPLITK stays small: the splits' turnstiles are a serial chain
-        # (32 splits: 0.23 ms at 16 x 8192 x 8192). KT=32 is the deepest piece at which MR=16's buffers of A
-        # fit 48 KiB with 8 slices.
+        # and SPLITK to what fills the SMs (where that splits, KW to 16 with half the splits). SPLITK stays
+        # small: the splits' turnstiles are a serial chain (32 splits: 0.23 ms at 16 x 8192 x 8192). KT=32 is
+        # the deepest piece at which MR=16's buffers of A fit 48 KiB with 8 slices.
         Param("THREADS", (32, 64, 128, 256, 512), 32,
               "column-threads per block (per slice with KW > 1); a block covers 4*THREADS columns of C"),
         Param("MR", ROWS_PER_BLOCK, 8, "rows of C per block (each thread keeps MR x 4 accumulators)"),
