@@ -59,7 +59,9 @@ def launch_kernel(stream, kernel, geo, a, b, c, M: int, N: int, K: int, ops: Ope
     launch(stream, cfg, kernel, a, b, c, np.int32(M), np.int32(N), np.int32(K), *blas_args(ops))
 
 
-C_TYPES = {"int": ctypes.c_int32, "float": ctypes.c_float, "long long": ctypes.c_int64}  # BLAS_ARGS's C types
+# BLAS_ARGS's C types, as cuda.core's launch (NumPy scalars) and the driver's (ctypes values) take them
+NP_TYPES = {"int": np.int32, "float": np.float32, "long long": np.int64}
+C_TYPES = {"int": ctypes.c_int32, "float": ctypes.c_float, "long long": ctypes.c_int64}
 
 
 def launch_function(stream: int, function: Any, geo, a: int, b: int, c: int, M: int, N: int, K: int,
@@ -74,7 +76,7 @@ def launch_function(stream: int, function: Any, geo, a: int, b: int, c: int, M: 
     values = [ctypes.c_void_p(a), ctypes.c_void_p(b), ctypes.c_void_p(c), ctypes.c_int32(M), ctypes.c_int32(N),
               ctypes.c_int32(K)]
     if ops is not None:
-        values += [C_TYPES[ctype](v) for (_, ctype), v in zip(BLAS_ARGS[6:], ops.scalars())]
+        values += typed_scalars(ops, C_TYPES)
     pointers = (ctypes.c_void_p * len(values))(*(ctypes.addressof(v) for v in values))
     driver_result(driver.cuLaunchKernel(function, *geo.grid, *geo.block, geo.shared_bytes, stream,
                                         ctypes.addressof(pointers), 0))
@@ -89,7 +91,9 @@ def kernel_function(kernel: Any) -> Any:
 
 def blas_args(ops: Operands | None) -> tuple:
     """The arguments after M, N, K of a BLAS=1 kernel, typed as BLAS_ARGS declares them (none: a plain kernel)."""
-    if ops is None:
-        return ()
-    types = {"int": np.int32, "float": np.float32, "long long": np.int64}
-    return tuple(types[ctype](v) for (_, ctype), v in zip(BLAS_ARGS[6:], ops.scalars()))
+    return tuple(typed_scalars(ops, NP_TYPES)) if ops is not None else ()
+
+
+def typed_scalars(ops: Operands, types: dict[str, Any]) -> list:
+    """ops' scalars (the arguments after M, N, K), each made by `types` from its C type in BLAS_ARGS."""
+    return [types[ctype](v) for (_, ctype), v in zip(BLAS_ARGS[6:], ops.scalars())]
