@@ -107,7 +107,6 @@ def test_a_suite_on_the_emulator_writes_json_markdown_and_png(tmp_path):
     assert [s["ours_ms"] for s in redo["shapes"]] == [s["ours_ms"] for s in data["shapes"]]
 
 
-
 def test_a_suite_with_remeasure_stale_measures_todays_source_of_a_recorded_best(tmp_path):
     """After a template changed (planted: a best row's source hash), --remeasure stale has the shape's
     search measure today's source of that config; the budget says the suite was asked to."""
