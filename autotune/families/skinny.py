@@ -62,14 +62,14 @@ def default_ahead(p: Params) -> int:
 
 def default_staged(p: Params) -> int:
     """SA's default: 1 wherever it can run (a warp per slice, the buffers within the 48 KiB), since A read
-    from global memory in the FMAs' path is what held the loop back (BENCHMARKS.md, "skinny M at 16 rows,
+    from global memory in the FMAs' path is what holds the loop back (BENCHMARKS.md, "skinny M at 16 rows,
     A off the FMAs' path")."""
     return int(p["KW"] > 1 and p["THREADS"] == 32 and staged_floats({**p, "SA": 1}) * 4 <= Limits().max_static_shared)
 
 
 def default_ring(p: Params) -> int:
-    """SB's default: 1 wherever SA is 1 and the rings fit, since at 16 rows the register ring cost a block an
-    SM (0.080 ms against 0.090 at 16x8192x8192) and at 8 and 1 rows it was no slower (BENCHMARKS.md,
+    """SB's default: 1 wherever SA is 1 and the rings fit, since at 16 rows the register ring costs a block an
+    SM (0.080 ms against 0.090 at 16x8192x8192) and at 8 and 1 rows it is no slower (BENCHMARKS.md,
     "B through shared memory at 16 rows, the tall family's stages")."""
     return int(p["SA"] == 1 and shared_bytes({**p, "SB": 1}) <= Limits().max_shared_optin)
 
