@@ -152,3 +152,17 @@ def test_every_constraint_reads_only_what_it_declares(family):
         values = {p.name: rng.choice(p.values) for p in family.params}
         for c in family.constraints:
             c.ok({name: values[name] for name in c.reads}, Limits())  # KeyError: it reads an undeclared one
+
+
+@pytest.mark.parametrize("family", list(FAMILIES.values()), ids=list(FAMILIES))
+def test_a_family_allows_exactly_the_values_with_no_violation(family):
+    """Family.allows (what the fits check a candidate with) agrees with violations() on random draws,
+    refused ones among them."""
+    rng = random.Random(1)
+    seen = set()
+    for _ in range(300):
+        config = make_config(family, {p.name: rng.choice(p.values) for p in family.params})
+        allowed = family.allows(config.values, Limits())
+        assert allowed == (not violations(config, Limits()))
+        seen.add(allowed)
+    assert seen == {True, False} or len(family.constraints) == 0

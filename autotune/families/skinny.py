@@ -131,7 +131,7 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     usable = [s for s in SPLITS if s == 1 or s * q["KW"] * q["KT"] <= K]
     q["SPLITK"] = next((s for s in usable if tiles_n * tiles_m * s * 2 >= 3 * limits.sms), usable[-1])
     wide = {**q, "KW": 16, "SPLITK": q["SPLITK"] // 2}
-    if q["KW"] == 8 and q["SPLITK"] > 1 and all(c.holds(wide, limits) for c in SKINNY.constraints):
+    if q["KW"] == 8 and q["SPLITK"] > 1 and SKINNY.allows(wide, limits):
         q = wide
     red_from = RED_FROM_16_SLICES if q["KW"] == 16 else RED_FROM
     if q["SPLITK"] >= red_from and q["KW"] > 1 and slots(q, M, N) <= WS_FLOATS:

@@ -138,7 +138,7 @@ def _shrunk(q: Params, M: int, N: int, K: int, limits: Limits) -> Params:
     """SMALL_TILE where q's tiles with the most usable splits fill fewer than half the SMs."""
     small = {**q, **SMALL_TILE}
     most = max(usable_splits(q, K), default=1)
-    if tiles(q, M, N) * most < limits.sms // 2 and all(c.holds(small, limits) for c in BLOCKED.constraints):
+    if tiles(q, M, N) * most < limits.sms // 2 and BLOCKED.allows(small, limits):
         return small
     return q
 
@@ -155,12 +155,12 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     M, N, K = shape
     q = dict(p)
     wide = {**q, "BN": 2 * q["BN"]}
-    if M >= q["BM"] and N >= wide["BN"] and all(c.holds(wide, limits) for c in BLOCKED.constraints):
+    if M >= q["BM"] and N >= wide["BN"] and BLOCKED.allows(wide, limits):
         q = wide
     q = _shrunk(q, M, N, K, limits)
     for size, tile, warp in ((M, "BM", "WM"), (N, "BN", "WN")):
         halved = {**q, tile: q[tile] // 2, warp: q[warp] // 2}
-        if size <= halved[tile] and all(c.holds(halved, limits) for c in BLOCKED.constraints):
+        if size <= halved[tile] and BLOCKED.allows(halved, limits):
             q = halved
     per_sm = max(1, min(MAX_THREADS_PER_SM // threads(q), 65536 // (threads(q) * REGISTERS_PER_THREAD)))
     at_once, t = limits.sms * per_sm, tiles(q, M, N)

@@ -152,6 +152,10 @@ class Family:
                 raise ValueError(f"family {self.name}: constraint {c.reason!r} reads {unknown or 'nothing'}; "
                                  f"its parameters are {sorted(names)}")
 
+    def allows(self, values: Params, limits: Limits) -> bool:
+        """Whether values keep every constraint: a fit checks a candidate this way before taking it."""
+        return all(c.holds(values, limits) for c in self.constraints)
+
     def param(self, name: str) -> Param:
         for p in self.params:
             if p.name == name:
