@@ -125,6 +125,7 @@ def test_a_suite_with_remeasure_stale_measures_todays_source_of_a_recorded_best(
     data = json.loads((tmp_path / "two" / "shape-suite-sim-cpu-emulator.json").read_text())
     assert data["budget"]["remeasure"] == "stale"
 
+
 def test_a_replayed_suite_pairs_each_time_with_cublas_from_the_same_row(tmp_path):
     dataset = tmp_path / "h200.sqlite"
     shutil.copyfile(H200_DB, dataset)

@@ -181,7 +181,6 @@ def test_remeasure_failed_measures_a_failed_row_again(tmp_path):
     assert json.loads(best.stdout)["kernel"] == naive["kernel"]
 
 
-
 def test_remeasure_stale_measures_a_row_of_an_older_source_again_first(tmp_path):
     """After a template changed, a recorded row measured another kernel under today's name. A search
     takes a config with a row at its shape for measured when it picks its starts; with --remeasure
@@ -201,6 +200,7 @@ def test_remeasure_stale_measures_a_row_of_an_older_source_again_first(tmp_path)
     assert sorted(r["source_hash"] for r in kept) == sorted(["0" * 64, today]), kept
     newest = max(rows(db, "status = 'ok'"), key=lambda r: r["id"])
     assert (newest["kernel"], newest["source_hash"]) == (naive["kernel"], today)  # the one new trial: today's source
+
 
 # ---------------------------------------------------------------------------------------------
 # 6. an empty search says so and fails
