@@ -130,6 +130,24 @@ def test_fma_order_changes_the_instructions_not_the_sums(order: int) -> None:
     assert np.array_equal(out[0], out[1])
 
 
+@pytest.mark.parametrize("family", ["blocked", "tailsplit"])
+@pytest.mark.parametrize("loading", [{"ASYNC": 0, "STAGES": 2}, {"ASYNC": 1, "STAGES": 2}, {"ASYNC": 1, "STAGES": 4}])
+def test_early_barrier_moves_the_barrier_not_the_sums(family: str, loading: dict[str, int]) -> None:
+    """EARLY=1 reads the next tile's first fragments before a tile's last FMAs: the same products, added in
+    the same order, so its bytes are EARLY=0's, over interior and edge tiles and K of several tiles (the
+    tail split's two pieces a tile: five tiles of K each)."""
+    M, N, K = 130, 257, 75
+    rng = np.random.default_rng(4)
+    A, B = rng.uniform(-1, 1, (M, K)).astype(np.float32), rng.uniform(-1, 1, (K, N)).astype(np.float32)
+    out = []
+    for early in (0, 1):
+        pieces = {"MAXS": 2} if family == "tailsplit" else {}
+        config = make_config(FAMILIES[family], {"EARLY": early, "BK": 8, **loading, **pieces})
+        out.append(run_kernel(render(config), config.name, config.geometry(M, N), A, B, M, N, K))
+    assert relative_error(out[1], reference(A, B)) <= TOLERANCE
+    assert np.array_equal(out[0], out[1])
+
+
 @pytest.mark.parametrize("bswap", [0, 1])
 def test_blocked_interior_and_edge_tiles(bswap: int) -> None:
     """The default blocked tile (128x256, BK=16) at shapes with whole interior tiles, where loads

@@ -20,7 +20,10 @@ pairs, which moves B fragments to registers of the other bank than their accumul
 the order of a thread's FMAs within a k-step (rows or columns, plain or serpentine): the same sums
 in the same k order, but another PTX, from which ptxas makes another allocation and schedule; which
 order is fastest depends on the rest of the kernel and is not predicted by counting register-bank
-collisions (docs/BENCHMARKS.md, "the order of the FMAs"), so it is left to the search.
+collisions (docs/BENCHMARKS.md, "the order of the FMAs"), so it is left to the search. EARLY=1 moves the
+tile's barrier into its last k-step, after the last reads of its fragments, so that the next tile's first
+fragments load from shared memory while the last FMAs run (two sets of fragments in registers), as cuBLAS's
+loop does: the same sums in the same order, and like ORDER another allocation for ptxas, so also searched.
 TA=1 and TB=1 read A and B stored transposed (cuBLAS's T operands; nn.Linear is x * W^T, TB=1):
 the float4 loads then run along the stored rows, A's tile goes into shared memory as it is (no
 transpose on the way in) and B's goes in transposed, so everything after shared memory is the same.
@@ -38,9 +41,10 @@ padded rows with their strides.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
-from autotune.space import Constraint, Family, Launch, Limits, Param, Params, Prologue, ceil_div
+from autotune.space import Constraint, Family, Launch, Limits, Param, Params, Prologue, Value, ceil_div
 
 MAX_ACCUMULATORS = 128  # per thread; beyond it the kernel cannot stay within 255 registers
 MAX_THREADS_PER_SM = 2048
@@ -193,7 +197,8 @@ def _fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     return {}
 
 
-def chunked_params(params: tuple[Param, ...], defaults: dict[str, int]) -> tuple[Param, ...]:
+def chunked_params(params: tuple[Param, ...],
+                   defaults: Mapping[str, Value | Callable[[Params], Value]]) -> tuple[Param, ...]:
     """Blocked's parameters for families splitk and tailsplit: without BLAS (their turnstiles are per
     tile, not per (batch, tile)), PB and AL fixed at 0 (where K is split the product is short beside
     a transpose or copy of the whole of B), and the family's own `defaults` in place of blocked's."""
@@ -255,6 +260,8 @@ BLOCKED = Family(
         Param("ORDER", (0, 1, 2, 3), 0, "the order of a thread's FMAs within a k-step: 0 row by row, 1 rows in "
               "serpentine (odd rows right to left), 2 column by column, 3 columns in serpentine; the same sums, "
               "another instruction order and register allocation from ptxas", absent=0, named_at_absent=False),
+        Param("EARLY", (0, 1), 0, "1: the barrier in each tile's last k-step, so that the next tile's first fragments "
+              "load while the last FMAs run (two sets of register fragments)", absent=0, named_at_absent=False),
     ),
     constraints=(
         Constraint("warp tiles must tile the block tile (BM % WM == 0 and BN % WN == 0)", TILE, lambda p, _: tiles_fit(p)),
@@ -281,13 +288,15 @@ BLOCKED = Family(
                    (*TILE, "BK", "RT", "ASYNC", "TA", "TB", "PB"), lambda p, _: _regroups(p)),
         Constraint("PB=1 needs TB=1 (a B stored N x K to transpose first) and BLAS=0 (its prologue transposes "
                    "a tight B: no leading dimension, no batches)", ("PB", "TB", "BLAS"), lambda p, _: _prologue_fits(p)),
+        Constraint("EARLY=1 needs 2 or more stages (the next tile is written while this one is read)",
+                   ("EARLY", "STAGES"), lambda p, _: p["EARLY"] == 0 or p["STAGES"] >= 2),
         Constraint("AL=1 needs TA=0, TB=0 and BLAS=0 (its prologue copies A and B stored as NN, tight: no leading "
                    "dimension, no batches)", ("AL", "TA", "TB", "BLAS"), lambda p, _: _aligns(p)),
     ),
     template="blocked.cu.j2",
     geometry=_geometry,
     derive=derive,
-    tags={"WNITER": "WNI", "STAGES": "S", "ASYNC": "AS", "MINB": "LB", "BSWAP": "BSW", "ORDER": "OR"},
+    tags={"WNITER": "WNI", "STAGES": "S", "ASYNC": "AS", "MINB": "LB", "BSWAP": "BSW", "ORDER": "OR", "EARLY": "EB"},
     prologue=_prologue,
     fit=_fit,
 )

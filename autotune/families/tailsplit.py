@@ -28,6 +28,9 @@ Why the kernel is shaped as it is (measured on the H200, 128 x 256 tiles):
 - ORDER=1 by default (DEFAULTS, rows in serpentine): with it this kernel's whole-tile loop runs 2% faster at
   4096^3 and 8192^3 than with ORDER=0, where blocked's own loop is fastest with ORDER=0 or 3
   (docs/BENCHMARKS.md, "the order of the FMAs").
+- EARLY=1 by default (the next tile's first fragments loaded across the barrier, blocked.py): with ORDER=1
+  the whole-tile loop runs 2.2-2.4% faster at 4096^3, 2.4% at 4000^3, 3.2% at 8192^3 and 2.8% at
+  4096 x 11008 x 4096 than with EARLY=0 (docs/BENCHMARKS.md, "Session 25").
 - Piece-major order. Tile-major (a tile's pieces at consecutive block indices) runs all pieces of a
   tile side by side, so they finish together and then add into C one after another, each waiting
   for the one before while holding its SM. Piece-major puts a tile's pieces `rest` blocks apart, in
@@ -53,9 +56,10 @@ of the last wave is busy, the very case of 4096^3 above (rest = 116 of 132: WAVE
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 from autotune.families.blocked import BLOCKED, chunked_constraints, chunked_params, derive_tiles, shared_bytes, threads
-from autotune.space import Family, Launch, Param, Params, ceil_div
+from autotune.space import Family, Launch, Param, Params, Value, ceil_div
 from autotune.space.expr import Helper, call, is_expr
 
 WAVES = (132, 264, 396, 528)  # 1 to 4 resident blocks on each of the H200's 132 SMs
@@ -143,7 +147,12 @@ def _geometry(p: Params, M: int, N: int) -> Launch:
     return Launch(grid=(blocks(p, M, N), 1, 1), block=(threads(p), 1, 1), shared_bytes=shared_bytes(p))
 
 
-DEFAULTS = {"ORDER": 1}  # blocked's defaults otherwise; the module docstring says why
+def _early(p: Params) -> int:
+    """EARLY's default: 1 wherever it can be (2 stages or more)."""
+    return int(p["STAGES"] >= 2)
+
+
+DEFAULTS: dict[str, Value | Callable[[Params], Value]] = {"ORDER": 1, "EARLY": _early}  # blocked's defaults otherwise; the module docstring says why
 
 TAILSPLIT = Family(
     name="tailsplit",
