@@ -260,8 +260,8 @@ BLOCKED = Family(
         Param("ORDER", (0, 1, 2, 3), 0, "the order of a thread's FMAs within a k-step: 0 row by row, 1 rows in "
               "serpentine (odd rows right to left), 2 column by column, 3 columns in serpentine; the same sums, "
               "another instruction order and register allocation from ptxas", absent=0, named_at_absent=False),
-        Param("EARLY", (0, 1), 0, "1: the barrier in each tile's last k-step, so that the next tile's first fragments "
-              "load while the last FMAs run (two sets of register fragments)", absent=0, named_at_absent=False),
+        Param("EARLY", (0, 1), 0, "1: the barrier in each tile's last k-step, so that the next tile's first "
+              "fragments load while the last FMAs run (two sets of register fragments)", absent=0, named_at_absent=False),
     ),
     constraints=(
         Constraint("warp tiles must tile the block tile (BM % WM == 0 and BN % WN == 0)", TILE, lambda p, _: tiles_fit(p)),

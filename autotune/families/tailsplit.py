@@ -30,7 +30,7 @@ Why the kernel is shaped as it is (measured on the H200, 128 x 256 tiles):
   (docs/BENCHMARKS.md, "the order of the FMAs").
 - EARLY=1 by default (the next tile's first fragments loaded across the barrier, blocked.py): with ORDER=1
   the whole-tile loop runs 2.2-2.4% faster at 4096^3, 2.4% at 4000^3, 3.2% at 8192^3 and 2.8% at
-  4096 x 11008 x 4096 than with EARLY=0 (docs/BENCHMARKS.md, "Session 25").
+  4096 x 11008 x 4096 than with EARLY=0 (docs/BENCHMARKS.md, "the barrier one k-step early").
 - Piece-major order. Tile-major (a tile's pieces at consecutive block indices) runs all pieces of a
   tile side by side, so they finish together and then add into C one after another, each waiting
   for the one before while holding its SM. Piece-major puts a tile's pieces `rest` blocks apart, in
@@ -152,7 +152,8 @@ def _early(p: Params) -> int:
     return int(p["STAGES"] >= 2)
 
 
-DEFAULTS: dict[str, Value | Callable[[Params], Value]] = {"ORDER": 1, "EARLY": _early}  # blocked's defaults otherwise; the module docstring says why
+# blocked's defaults otherwise; the module docstring says why
+DEFAULTS: dict[str, Value | Callable[[Params], Value]] = {"ORDER": 1, "EARLY": _early}
 
 TAILSPLIT = Family(
     name="tailsplit",
