@@ -16,6 +16,7 @@ import autotune
 from autotune.api.arrays import DL_CUDA, _DLTensor
 from autotune.errors import AutotuneError
 from tests.fakes import GPU
+from tests.names import tags
 from tests.test_starts import record
 
 _capsule_new = ctypes.pythonapi.PyCapsule_New
@@ -202,7 +203,7 @@ def test_transposed_operands_run_kernels_of_their_layout(tmp_path, launcher):
     assert nearest is not None and launcher.launches[-1]["kernel"] == f"loaded {nt}"
     tn = autotune.load(launcher=launcher, defaults_only=True)
     tn(DeviceArray((32, 64), 0x1000), DeviceArray((32, 64), 0x2000), out=y, trans_a=True)  # nothing recorded
-    assert launcher.launches[-1]["kernel"].endswith("_TA1")  # blocked's default, transposed A
+    assert "TA1" in tags(launcher.launches[-1]["kernel"])  # blocked's default, transposed A
 
 
 def test_the_api_loads_lazily_and_the_package_import_stays_light():

@@ -197,6 +197,11 @@ def _fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     return {}
 
 
+def _early(p: Params) -> int:
+    """EARLY's default: 1 wherever it can be (2 stages or more)."""
+    return int(p["STAGES"] >= 2)
+
+
 def chunked_params(params: tuple[Param, ...],
                    defaults: Mapping[str, Value | Callable[[Params], Value]]) -> tuple[Param, ...]:
     """Blocked's parameters for families splitk and tailsplit: without BLAS (their turnstiles are per
@@ -257,10 +262,12 @@ BLOCKED = Family(
         Param("AL", (0, 1), 0, "1: A and B (NN) are first copied by a kernel of its own into a workspace with their "
               "rows padded to multiples of 4 floats, so the product's loads are 16-byte ones whatever K and N",
               absent=0, named_at_absent=False),
-        Param("ORDER", (0, 1, 2, 3), 0, "the order of a thread's FMAs within a k-step: 0 row by row, 1 rows in "
+        # ORDER=3 with EARLY=1: 2.2-2.3% faster than ORDER=0 EARLY=0 at 4096^3 in NN and NT, within 0.2% in TN and
+        # TT, 2% faster at 2048^3 (docs/BENCHMARKS.md, "blocked's default against ORDER=3 EARLY=1")
+        Param("ORDER", (0, 1, 2, 3), 3, "the order of a thread's FMAs within a k-step: 0 row by row, 1 rows in "
               "serpentine (odd rows right to left), 2 column by column, 3 columns in serpentine; the same sums, "
               "another instruction order and register allocation from ptxas", absent=0, named_at_absent=False),
-        Param("EARLY", (0, 1), 0, "1: the barrier in each tile's last k-step, so that the next tile's first "
+        Param("EARLY", (0, 1), _early, "1: the barrier in each tile's last k-step, so that the next tile's first "
               "fragments load while the last FMAs run (two sets of register fragments)", absent=0, named_at_absent=False),
     ),
     constraints=(

@@ -179,7 +179,8 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
 # level at 1024^3; at 64 rows 64 x 128 beat 64 x 256 by 0-4% (docs/BENCHMARKS.md, "split-K's tile").
 # ORDER=1 (rows in serpentine): 0.5-1.7% faster than ORDER=0 at 128 x 8192 x 8192, 1024 x 1024 x 65536 and
 # 4096 x 11008 x 4096, 1.4% at 64 rows (where ORDER=3 was 3%) (docs/BENCHMARKS.md, "the order of the FMAs").
-DEFAULTS = {"BM": 128, "BN": 128, "WM": 64, "WN": 64, "ORDER": 1}
+# EARLY=0: split-K's loops ran 1-26% slower with EARLY=1 (docs/BENCHMARKS.md, "the barrier one k-step early").
+DEFAULTS = {"BM": 128, "BN": 128, "WM": 64, "WN": 64, "ORDER": 1, "EARLY": 0}
 
 SPLITK = Family(
     name="splitk",

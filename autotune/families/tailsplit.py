@@ -56,10 +56,9 @@ of the last wave is busy, the very case of 4096^3 above (rest = 116 of 132: WAVE
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 
 from autotune.families.blocked import BLOCKED, chunked_constraints, chunked_params, derive_tiles, shared_bytes, threads
-from autotune.space import Family, Launch, Param, Params, Value, ceil_div
+from autotune.space import Family, Launch, Param, Params, ceil_div
 from autotune.space.expr import Helper, call, is_expr
 
 WAVES = (132, 264, 396, 528)  # 1 to 4 resident blocks on each of the H200's 132 SMs
@@ -147,13 +146,8 @@ def _geometry(p: Params, M: int, N: int) -> Launch:
     return Launch(grid=(blocks(p, M, N), 1, 1), block=(threads(p), 1, 1), shared_bytes=shared_bytes(p))
 
 
-def _early(p: Params) -> int:
-    """EARLY's default: 1 wherever it can be (2 stages or more)."""
-    return int(p["STAGES"] >= 2)
-
-
 # blocked's defaults otherwise; the module docstring says why
-DEFAULTS: dict[str, Value | Callable[[Params], Value]] = {"ORDER": 1, "EARLY": _early}
+DEFAULTS = {"ORDER": 1}
 
 TAILSPLIT = Family(
     name="tailsplit",
