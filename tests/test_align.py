@@ -1,7 +1,7 @@
 """AL=1: a register-blocked NN kernel whose A and B are first copied by a second kernel of the same
 module (its prologue, space.Prologue) into a workspace with their rows padded to multiples of 4 floats,
 so that the product's loads are 16-byte ones whatever K and N (4097 x 4095 x 4093's rows are not
-16-byte aligned). Checked without a GPU: on the emulator at odd shapes, mutations of the prologue and
+16-byte aligned). AL=2: padded to whole tiles, rows and columns, so that no block loads at an edge. Checked without a GPU: on the emulator at odd shapes, mutations of the prologue and
 of the kernel's strides that must fail, the constraint, and the launchers' formulas."""
 from __future__ import annotations
 
@@ -30,15 +30,16 @@ CASES = {
 }
 
 
-def al(params: dict):
-    c = make_config(BLOCKED, {**params, "AL": 1})
+def al(params: dict, level: int = 1):
+    c = make_config(BLOCKED, {**params, "AL": level})
     assert not violations(c) and c.has_prologue
     return c
 
 
+@pytest.mark.parametrize("level", (1, 2))
 @pytest.mark.parametrize("case", CASES)
-def test_copying_into_aligned_rows_first_matches_the_reference(case):
-    c = al(CASES[case])
+def test_copying_into_aligned_rows_first_matches_the_reference(case, level):
+    c = al(CASES[case], level)
     assert statuses(c, render(c), SHAPES) == ["ok"] * len(SHAPES), c.name
 
 
@@ -55,6 +56,19 @@ def test_a_wrong_copy_is_wrong(old, new):
     assert statuses(c, edit(render(c), old, new), ((17, 33, 9), (131, 67, 93))) != ["ok", "ok"]
 
 
+@pytest.mark.parametrize("old, new", [
+    # B's rows past K and A's past M copied from past the operands' ends instead of written as zeros
+    ("const int cols = r < (ofB ? K : M) ? (ofB ? N : K) : 0;", "const int cols = ofB ? N : K;"),
+    # A read where B's rows end unpadded: the kernel's A starts K rows into the workspace, not Kp
+    ("A = B + static_cast<size_t>(Kp) * Np;", "A = B + static_cast<size_t>(K) * Np;"),
+    # the kernel's loads bounded by the padded rows of B but a stored row length of A
+    ("const int Kp = (K + BK - 1) / BK * BK, Np", "const int Kp = (K + 3) / 4 * 4, Np"),
+])
+def test_a_wrong_copy_to_whole_tiles_is_wrong(old, new):
+    c = al(CASES["small tiling"], 2)
+    assert statuses(c, edit(render(c), old, new), ((17, 33, 9), (131, 67, 93))) != ["ok", "ok"]
+
+
 def test_al_needs_nn_operands_and_the_plain_signature():
     for params in ({"TA": 1}, {"TB": 1, "PB": 0}, {"BLAS": 1}):
         assert any("AL=1" in v for v in violations(make_config(BLOCKED, {**params, "AL": 1}))), params
@@ -65,12 +79,17 @@ def test_al_needs_nn_operands_and_the_plain_signature():
     assert batched.param("AL").values == (0,) and batched.param("BLAS").values == (1,)
 
 
-def test_the_prologue_writes_both_padded_operands_on_a_one_dimensional_grid(tmp_path):
-    c = al({})
+@pytest.mark.parametrize("level", (1, 2))
+def test_the_prologue_writes_both_padded_operands_on_a_one_dimensional_grid(tmp_path, level):
+    c = al({}, level)
     formula = derive_prologue(c)
     for M, N, K in ((1, 1, 1), (5, 64, 65), (4097, 4095, 4093), (3, 1, 2**20 + 1)):
         pre = c.prologue(M, N, K)
-        floats = K * ceil_div(N, 4) * 4 + M * ceil_div(K, 4) * 4
+        if level == 1:  # B as K x Np, A as M x Kp: rows a multiple of 4 long
+            floats = K * ceil_div(N, 4) * 4 + M * ceil_div(K, 4) * 4
+        else:  # B as Kp x Np, A as Mp x Kp: whole tiles
+            kp, (bm, bn) = ceil_div(K, c.values["BK"]) * c.values["BK"], (c.values["BM"], c.values["BN"])
+            floats = kp * ceil_div(N, bn) * bn + ceil_div(M, bm) * bm * kp
         assert pre.floats == floats and pre.launch.block == (ALIGN_THREADS, 1, 1)
         assert pre.launch.grid == (ceil_div(floats // 4, ALIGN_THREADS), 1, 1)
         assert formula.evaluate(M, N, K) == (pre.launch.grid[0], pre.floats)  # what the launchers compute

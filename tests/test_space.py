@@ -110,11 +110,11 @@ def test_blocked_space_is_counted_without_materialising_it():
     # every config of one layout in the four of TA and TB, each with either signature (BLAS), and each
     # again with RT=1 where a layout has an operand stored along K and the loads regroup evenly; then
     # NT and TT with the plain signature again with PB=1, as the NN and TN kernels they run after the
-    # prologue (NN's with RT=1 too: 189040 of them regroup A); and NN's plain ones once more with AL=1;
+    # prologue (NN's with RT=1 too: 189040 of them regroup A); and NN's plain ones twice more, with AL=1 and 2;
     # all of that in each of the four FMA orders (ORDER); and all of it again with the early barrier (EARLY=1)
     # except the single-stage kernels, which have no next tile to load early
-    assert combinations(BLOCKED) == 2 * 256 * 4718592
-    one_barrier = 4 * (8 * 490976 + 798656 + 2 * 490976 + 189040 + (490976 + 189040))
+    assert combinations(BLOCKED) == 3 * 256 * 4718592
+    one_barrier = 4 * (8 * 490976 + 798656 + 2 * 490976 + 189040 + 2 * (490976 + 189040))
     single_stage = count_valid(narrow(BLOCKED, {"EARLY": ["0"], "STAGES": ["1"]}))
     assert 0 < single_stage < one_barrier
     assert count_valid(BLOCKED) == 2 * one_barrier - single_stage

@@ -98,17 +98,29 @@ ALIGN_THREADS = 256  # AL=1's prologue: a float4 of the workspace per thread (te
 
 def _prologue(p: Params, M: int, N: int, K: int) -> Prologue | None:
     """PB=1: B (N x K) transposed into a K x N workspace before the product (one-dimensional grid).
-    AL=1: B and A copied into a workspace with their rows padded to multiples of 4 floats."""
+    AL=1: B and A copied into a workspace with their rows padded to multiples of 4 floats; AL=2: padded to whole
+    tiles, rows and columns (multiples of BK, BN, BM)."""
     if p.get("AL", 0):
-        floats = K * (ceil_div(N, 4) * 4) + M * (ceil_div(K, 4) * 4)
+        if p["AL"] == 2:  # B as Kp x Np, A as Mp x Kp
+            kp, np_, rows_a = _whole(K, p["BK"]), _whole(N, p["BN"]), _whole(M, p["BM"])
+            rows_b = kp
+        else:  # B as K x Np, A as M x Kp
+            kp, np_, rows_a, rows_b = _whole(K, 4), _whole(N, 4), M, K
+        floats = rows_b * np_ + rows_a * kp
+        padded = "rows and columns padded to whole tiles" if p["AL"] == 2 else "rows padded to multiples of 4 floats"
         return Prologue(Launch(grid=(ceil_div(floats, 4 * ALIGN_THREADS), 1, 1), block=(ALIGN_THREADS, 1, 1)),
-                        floats=floats, does="B (K x N) and then A (M x K) copied into a workspace with their rows "
-                                            "padded to multiples of 4 floats, read by the kernel as its operands")
+                        floats=floats, does=f"B (K x N) and then A (M x K) copied into a workspace with their {padded}, "
+                                            "read by the kernel as its operands")
     if not p.get("PB", 0):
         return None
     tiles = ceil_div(N, XPOSE_TILE) * ceil_div(K, XPOSE_TILE)
     return Prologue(Launch(grid=(tiles, 1, 1), block=(256, 1, 1)), floats=K * N,
                     does="B (stored N x K) transposed into a K x N workspace, read by the kernel as B")
+
+
+def _whole(n: int, unit: int) -> int:
+    """n rounded up to a multiple of unit."""
+    return ceil_div(n, unit) * unit
 
 
 def derive(p: Params) -> dict[str, int]:
@@ -259,8 +271,9 @@ BLOCKED = Family(
               absent=0, named_at_absent=False),
         Param("BLAS", (0, 1), 0, "1: cuBLAS-style arguments (lda, ldb, ldc, alpha, beta, batch strides; "
                                  "autotune/space/blas.py), batch = grid z", absent=0, named_at_absent=False),
-        Param("AL", (0, 1), 0, "1: A and B (NN) are first copied by a kernel of its own into a workspace with their "
-              "rows padded to multiples of 4 floats, so the product's loads are 16-byte ones whatever K and N",
+        Param("AL", (0, 1, 2), 0, "1: A and B (NN) are first copied by a kernel of its own into a workspace with their "
+              "rows padded to multiples of 4 floats, so the product's loads are 16-byte ones whatever K and N; 2: "
+              "padded to whole tiles (rows and columns), so that besides no block of the product loads at an edge",
               absent=0, named_at_absent=False),
         # ORDER=3 with EARLY=1: 2.2-2.3% faster than ORDER=0 EARLY=0 at 4096^3 in NN and NT, within 0.2% in TN and
         # TT, 2% faster at 2048^3 (docs/BENCHMARKS.md, "blocked's default against ORDER=3 EARLY=1")
@@ -297,7 +310,7 @@ BLOCKED = Family(
                    "a tight B: no leading dimension, no batches)", ("PB", "TB", "BLAS"), lambda p, _: _prologue_fits(p)),
         Constraint("EARLY=1 needs 2 or more stages (the next tile is written while this one is read)",
                    ("EARLY", "STAGES"), lambda p, _: p["EARLY"] == 0 or p["STAGES"] >= 2),
-        Constraint("AL=1 needs TA=0, TB=0 and BLAS=0 (its prologue copies A and B stored as NN, tight: no leading "
+        Constraint("AL=1 or 2 needs TA=0, TB=0 and BLAS=0 (its prologue copies A and B stored as NN, tight: no leading "
                    "dimension, no batches)", ("AL", "TA", "TB", "BLAS"), lambda p, _: _aligns(p)),
     ),
     template="blocked.cu.j2",
