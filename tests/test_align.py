@@ -61,6 +61,8 @@ def test_a_wrong_copy_is_wrong(old, new):
     ("const int cols = r < (ofB ? K : M) ? (ofB ? N : K) : 0;", "const int cols = ofB ? N : K;"),
     # A read where B's rows end unpadded: the kernel's A starts K rows into the workspace, not Kp
     ("A = B + static_cast<size_t>(Kp) * Np;", "A = B + static_cast<size_t>(K) * Np;"),
+    # A's rows written into W at B's row length
+    ("static_cast<size_t>(r) * width + c", "static_cast<size_t>(r) * Np + c"),
     # the kernel's loads bounded by the padded rows of B but a stored row length of A
     ("const int Kp = (K + BK - 1) / BK * BK, Np", "const int Kp = (K + 3) / 4 * 4, Np"),
 ])
@@ -85,13 +87,16 @@ def test_the_prologue_writes_both_padded_operands_on_a_one_dimensional_grid(tmp_
     formula = derive_prologue(c)
     for M, N, K in ((1, 1, 1), (5, 64, 65), (4097, 4095, 4093), (3, 1, 2**20 + 1)):
         pre = c.prologue(M, N, K)
-        if level == 1:  # B as K x Np, A as M x Kp: rows a multiple of 4 long
+        if level == 1:  # B as K x Np, A as M x Kp, rows a multiple of 4 long; a thread a float4 of W, in order
             floats = K * ceil_div(N, 4) * 4 + M * ceil_div(K, 4) * 4
-        else:  # B as Kp x Np, A as Mp x Kp: whole tiles
+            blocks = ceil_div(floats // 4, ALIGN_THREADS)
+        else:  # B as Kp x Np, A as Mp x Kp, whole tiles; each row of W a run of blocks of 256 float4s
             kp, (bm, bn) = ceil_div(K, c.values["BK"]) * c.values["BK"], (c.values["BM"], c.values["BN"])
-            floats = kp * ceil_div(N, bn) * bn + ceil_div(M, bm) * bm * kp
+            np_, mp = ceil_div(N, bn) * bn, ceil_div(M, bm) * bm
+            floats = kp * np_ + mp * kp
+            blocks = kp * ceil_div(np_ // 4, ALIGN_THREADS) + mp * ceil_div(kp // 4, ALIGN_THREADS)
         assert pre.floats == floats and pre.launch.block == (ALIGN_THREADS, 1, 1)
-        assert pre.launch.grid == (ceil_div(floats // 4, ALIGN_THREADS), 1, 1)
+        assert pre.launch.grid == (blocks, 1, 1)
         assert formula.evaluate(M, N, K) == (pre.launch.grid[0], pre.floats)  # what the launchers compute
     made = launchers(c, c.name, c.geometry(96, 80), (96, 80, 40), None, tmp_path / "best.cu")
     (tmp_path / "best.py").write_text(made.python)
@@ -100,13 +105,13 @@ def test_the_prologue_writes_both_padded_operands_on_a_one_dimensional_grid(tmp_
 
 
 @pytest.mark.parametrize("shape, given, want", [
-    ((4097, 4095, 4093), {}, 1), ((1024, 4096, 4093), {}, 1), ((1024, 4095, 4096), {}, 1),
+    ((4097, 4095, 4093), {}, 2), ((1024, 4096, 4093), {}, 2), ((1024, 4095, 4096), {}, 2),
     ((4096, 4096, 4096), {}, 0),  # aligned rows: nothing to copy
     ((1023, 4095, 4093), {}, 0),  # below AL_MIN_ROWS
     ((4097, 4095, 4093), {"TB": 1}, 0),  # not NN: AL=1 is refused there
     ((4097, 4095, 4093), {"BLAS": 1}, 0),
 ])
-def test_the_default_copies_into_aligned_rows_where_rows_are_misaligned_and_m_is_large(shape, given, want):
+def test_the_default_copies_to_whole_tiles_where_rows_are_misaligned_and_m_is_large(shape, given, want):
     from autotune.space import Limits, fitted
 
     config = fitted(make_config(BLOCKED, given), shape, Limits(), given)

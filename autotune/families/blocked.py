@@ -101,16 +101,16 @@ def _prologue(p: Params, M: int, N: int, K: int) -> Prologue | None:
     AL=1: B and A copied into a workspace with their rows padded to multiples of 4 floats; AL=2: padded to whole
     tiles, rows and columns (multiples of BK, BN, BM)."""
     if p.get("AL", 0):
-        if p["AL"] == 2:  # B as Kp x Np, A as Mp x Kp
-            kp, np_, rows_a = _whole(K, p["BK"]), _whole(N, p["BN"]), _whole(M, p["BM"])
-            rows_b = kp
-        else:  # B as K x Np, A as M x Kp
-            kp, np_, rows_a, rows_b = _whole(K, 4), _whole(N, 4), M, K
-        floats = rows_b * np_ + rows_a * kp
-        padded = "rows and columns padded to whole tiles" if p["AL"] == 2 else "rows padded to multiples of 4 floats"
-        return Prologue(Launch(grid=(ceil_div(floats, 4 * ALIGN_THREADS), 1, 1), block=(ALIGN_THREADS, 1, 1)),
-                        floats=floats, does=f"B (K x N) and then A (M x K) copied into a workspace with their {padded}, "
-                                            "read by the kernel as its operands")
+        if p["AL"] == 2:  # B as Kp x Np, A as Mp x Kp; each row of W a run of blocks
+            kp, np_, mp = _whole(K, p["BK"]), _whole(N, p["BN"]), _whole(M, p["BM"])
+            floats, grid = kp * np_ + mp * kp, kp * ceil_div(np_, 4 * ALIGN_THREADS) + mp * ceil_div(kp, 4 * ALIGN_THREADS)
+            padded = "rows and columns padded to whole tiles"
+        else:  # B as K x Np, A as M x Kp; W's float4s in order
+            floats = K * _whole(N, 4) + M * _whole(K, 4)
+            grid, padded = ceil_div(floats, 4 * ALIGN_THREADS), "rows padded to multiples of 4 floats"
+        return Prologue(Launch(grid=(grid, 1, 1), block=(ALIGN_THREADS, 1, 1)), floats=floats,
+                        does=f"B (K x N) and then A (M x K) copied into a workspace with their {padded}, "
+                             "read by the kernel as its operands")
     if not p.get("PB", 0):
         return None
     tiles = ceil_div(N, XPOSE_TILE) * ceil_div(K, XPOSE_TILE)
@@ -192,20 +192,22 @@ def _prologue_fits(p: Params) -> bool:
 PB_MIN_ROWS = 1024
 
 
-# AL=1 pays where rows of A or B are not 16-byte aligned (K or N not a multiple of 4) from this many rows
-# of C on: at 4097 x 4095 x 4093 on the H200 the copies and the product took 3.03 ms against AL=0's 3.19
-# (docs/BENCHMARKS.md, "the launch path's share, AL=1, small tiles"); the copies move A and B whatever M is, so below this it is not assumed
+# Copying A and B pays where their rows are not 16-byte aligned (K or N not a multiple of 4) from this many
+# rows of C on: at 4097 x 4095 x 4093 on the H200 AL=1's copies and product took 3.03 ms against AL=0's 3.19
+# (docs/BENCHMARKS.md, "the launch path's share, AL=1, small tiles"); the copies move A and B whatever M is,
+# so below this they are not assumed. The default copies to whole tiles (AL=2), so that no block loads at
+# an edge: 2.886 ms there against AL=1's 2.961 (docs/BENCHMARKS.md, "AL=2: operands padded to whole tiles").
 AL_MIN_ROWS = 1024
 
 
 def _fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
-    """The default at a shape: no prologue below PB_MIN_ROWS rows of C; aligned copies (AL=1) of NN
+    """The default at a shape: no prologue below PB_MIN_ROWS rows of C; copies to whole tiles (AL=2) of NN
     operands whose rows are not 16-byte aligned, from AL_MIN_ROWS rows."""
     M, N, K = shape
     if p.get("PB", 0) and M < PB_MIN_ROWS:
         return {"PB": 0}
-    if not p.get("AL", 0) and (K % 4 or N % 4) and M >= AL_MIN_ROWS and _aligns({**p, "AL": 1}):
-        return {"AL": 1}
+    if not p.get("AL", 0) and (K % 4 or N % 4) and M >= AL_MIN_ROWS and _aligns({**p, "AL": 2}):
+        return {"AL": 2}
     return {}
 
 
