@@ -1,22 +1,22 @@
 """On a GPU: blocked AL=1 and AL=2 (A and B copied first into rows padded to multiples of 4 floats, or to
-whole tiles) verify against cuBLAS and time, prologue and product as one config, at shapes whose rows are
-not 16-byte aligned and at one whose rows are."""
+whole tiles), and the tail split's AL=2, verify against cuBLAS and time, prologue and product as one config,
+at shapes whose rows are not 16-byte aligned and at one whose rows are."""
 import pytest
 
 from autotune.codegen.render import render
-from autotune.families import BLOCKED
+from autotune.families import FAMILIES
 from autotune.space import make_config
 
 pytestmark = pytest.mark.gpu
 SHAPES = ((4097, 4095, 4093), (1001, 999, 997), (512, 512, 512))
 
 
-@pytest.mark.parametrize("level", (1, 2))
+@pytest.mark.parametrize("family, level", (("blocked", 1), ("blocked", 2), ("tailsplit", 2)))
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_aligned_copies_verify_and_time(shape, level):
+def test_aligned_copies_verify_and_time(shape, family, level):
     from autotune.backends.cuda.backend import CudaBackend
 
-    config = make_config(BLOCKED, {"AL": level})
+    config = make_config(FAMILIES[family], {"AL": level})
     outcome = CudaBackend(*shape, seed=5).measure(config, render(config))
     assert outcome.status == "ok", outcome.reason
     assert outcome.timing.reps >= 3

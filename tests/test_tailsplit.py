@@ -31,6 +31,9 @@ CONFIGS = (
     {**SMALL, "WAVE": 4},  # 9 tiles: 8 whole, the ninth in 4 pieces
     {**SMALL, "WAVE": 5, "GM": 8, "STAGES": 1, "BK": 8},  # 4 tail tiles of 5 pieces, block-rows grouped
     {**SMALL, "WAVE": 2, "ASYNC": 1, "STAGES": 3, "BSWAP": 0},
+    # A and B copied first into a workspace padded to whole tiles (rows not 16-byte aligned: K, N odd)
+    {**SMALL, "WAVE": 4, "AL": 2},
+    {**SMALL, "WAVE": 2, "ASYNC": 1, "STAGES": 3, "BSWAP": 0, "AL": 2},
 )
 MUTATION_SHAPE = (70, 70, 333)
 
@@ -93,6 +96,12 @@ def test_a_dropped_tail_piece_is_wrong():
     broken = edit(source, "const bool add = PIECE && piece > 0;",
                   "const bool add = PIECE && piece > 0;\n    if (piece == 1) for (auto& row : acc) for (float& x : row) x = 0.0f;")
     assert statuses(config, broken, (MUTATION_SHAPE,)) == ["wrong"]
+
+
+def test_pieces_reading_b_at_its_stored_row_length_in_the_padded_workspace_are_wrong():
+    config = small({**SMALL, "WAVE": 4, "AL": 2})
+    source = edit(render(config), "B += kBegin * Np;", "B += kBegin * N;")
+    assert statuses(config, source, (MUTATION_SHAPE,)) == ["wrong"]
 
 
 def test_pieces_storing_instead_of_adding_are_wrong():

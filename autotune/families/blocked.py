@@ -175,9 +175,18 @@ def accumulators(p: Params) -> int:
     return wmiter(p) * p["TM"] * p["WNITER"] * p["TN"]
 
 
+def _copies_nn(p: Params) -> bool:
+    """AL=1 and 2 copy operands stored as NN (TA=0, TB=0, so no PB)."""
+    return p["AL"] == 0 or (p["TA"] == 0 and p["TB"] == 0)
+
+
+def _copies_tight(p: Params) -> bool:
+    """AL=1 and 2 copy tight operands (BLAS=0: no leading dimensions, no batches)."""
+    return p["AL"] == 0 or p.get("BLAS", 0) == 0
+
+
 def _aligns(p: Params) -> bool:
-    """AL=1 copies operands stored as NN (TA=0, TB=0, so no PB) into tight padded rows (BLAS=0)."""
-    return p.get("AL", 0) == 0 or (p.get("TA", 0) == 0 and p.get("TB", 0) == 0 and p.get("BLAS", 0) == 0)
+    return _copies_nn(p) and _copies_tight(p)
 
 
 def _prologue_fits(p: Params) -> bool:
@@ -216,12 +225,14 @@ def _early(p: Params) -> int:
     return int(p["STAGES"] >= 2)
 
 
-def chunked_params(params: tuple[Param, ...],
-                   defaults: Mapping[str, Value | Callable[[Params], Value]]) -> tuple[Param, ...]:
+def chunked_params(params: tuple[Param, ...], defaults: Mapping[str, Value | Callable[[Params], Value]],
+                   al: tuple[int, ...] = (0,)) -> tuple[Param, ...]:
     """Blocked's parameters for families splitk and tailsplit: without BLAS (their turnstiles are per
-    tile, not per (batch, tile)), PB and AL fixed at 0 (where K is split the product is short beside
-    a transpose or copy of the whole of B), and the family's own `defaults` in place of blocked's."""
-    kept = (replace(p, values=(0,), default=0) if p.name in ("PB", "AL") else p for p in params if p.name != "BLAS")
+    tile, not per (batch, tile)), PB fixed at 0 and AL to the values `al` (where every tile's K is split
+    the product is short beside a transpose or copy of the whole of B), and the family's own `defaults`
+    in place of blocked's."""
+    fixed = {"PB": (0,), "AL": al}
+    kept = (replace(p, values=fixed[p.name], default=0) if p.name in fixed else p for p in params if p.name != "BLAS")
     return tuple(replace(p, default=defaults[p.name]) if p.name in defaults else p for p in kept)
 
 
@@ -312,8 +323,10 @@ BLOCKED = Family(
                    "a tight B: no leading dimension, no batches)", ("PB", "TB", "BLAS"), lambda p, _: _prologue_fits(p)),
         Constraint("EARLY=1 needs 2 or more stages (the next tile is written while this one is read)",
                    ("EARLY", "STAGES"), lambda p, _: p["EARLY"] == 0 or p["STAGES"] >= 2),
-        Constraint("AL=1 or 2 needs TA=0, TB=0 and BLAS=0 (its prologue copies A and B stored as NN, tight: no leading "
-                   "dimension, no batches)", ("AL", "TA", "TB", "BLAS"), lambda p, _: _aligns(p)),
+        Constraint("AL=1 or 2 needs TA=0 and TB=0 (its prologue copies A and B stored as NN)", ("AL", "TA", "TB"),
+                   lambda p, _: _copies_nn(p)),
+        Constraint("AL=1 or 2 needs BLAS=0 (its prologue copies tight A and B: no leading dimension, no batches)",
+                   ("AL", "BLAS"), lambda p, _: _copies_tight(p)),
     ),
     template="blocked.cu.j2",
     geometry=_geometry,

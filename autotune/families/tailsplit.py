@@ -42,6 +42,10 @@ Why the kernel is shaped as it is (measured on the H200, 128 x 256 tiles):
 - Pieces, not stream-K. Dealing the tail's k-steps evenly to WAVE blocks (two segments a block at most,
   added in the same turnstile order) ran 1-3% slower than these pieces at 2048^3, 4096^3 and 8192^3 in the
   best of four forms that compiled without spills (docs/BENCHMARKS.md, "stream-K for the last wave").
+- AL=2 as in blocked (the operands copied first into a workspace padded to whole tiles, where their rows are
+  not 16-byte aligned: the fit's default from 1024 rows), so that the whole tiles, nearly all of the work,
+  load without an edge; not AL=1, which AL=2 beat at every misaligned shape measured (docs/BENCHMARKS.md,
+  "AL=2: operands padded to whole tiles").
 - MAXS caps the pieces per tail tile. Each piece pays a prologue and a read-add-write of a tile of
   C, so the best cap depends on the shape and is for the search to find (MAXS=8 at 4096^3 with
   WAVE=132 leaves the tail unsplit: there only 9 pieces beat one whole tile).
@@ -153,7 +157,7 @@ TAILSPLIT = Family(
     name="tailsplit",
     doc="register blocking (the blocked template) with the tiles of the last, partial wave split along K "
         "into pieces that fill it, added into C in piece order (deterministic)",
-    params=(*chunked_params(BLOCKED.params, DEFAULTS),
+    params=(*chunked_params(BLOCKED.params, DEFAULTS, al=(0, 2)),
             Param("WAVE", WAVES, 132, "blocks the GPU runs at once (SMs x resident blocks per SM): "
                                       "the tiles past the last whole wave are split"),
             Param("MAXS", MAXSES, 16, "pieces per tail tile at most (each piece adds a tile of C: "
@@ -163,4 +167,6 @@ TAILSPLIT = Family(
     geometry=_geometry,
     derive=derive,
     tags={**BLOCKED.tags, "WAVE": "WV", "MAXS": "MS"},
+    prologue=BLOCKED.prologue,
+    fit=BLOCKED.fit,
 )
