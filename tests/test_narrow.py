@@ -77,3 +77,19 @@ def test_measure_list_on_the_emulator(tmp_path):
     kernels = {r["kernel"] for r in store.open_db(db_path)["results"].rows}
     assert kernels == {"sgemm_tiled_T8_bx8_by8_xcols_pad0", "sgemm_tiled_T16_bx16_by16_xcols_pad0"}
 
+
+
+def test_measure_takes_unnamed_values_at_the_shape_and_named_ones_as_named(tmp_path):
+    """The parameters not named take the family's default at the shape (its fit, as a search's first trial
+    has them): NT below PB_MIN_ROWS rows reads B as stored, without a prologue. A named PB=1 stays."""
+    from tests.test_transposes import SMALL
+
+    db_path = tmp_path / "r.sqlite"
+    tiling = [arg for name, value in SMALL.items() for arg in ("-p", f"{name}={value}")]
+    args = ["measure", "--M", "64", "--N", "48", "--K", "40", "--family", "blocked", "--layout", "NT", *tiling,
+            "--backend", "sim", "--db", str(db_path)]
+    for extra in ([], ["-p", "PB=1"]):
+        result = CliRunner().invoke(cli, args + extra)
+        assert result.exit_code == 0, result.output
+    rows = list(store.open_db(db_path)["results"].rows)
+    assert [(r["TB"], r["PB"], r["status"]) for r in rows] == [(1, 0, "ok"), (1, 1, "ok")]

@@ -33,7 +33,7 @@ from autotune.explain.model import PRESETS
 from autotune.families import FAMILIES, families_for
 from autotune.families.layouts import for_batch, narrow_to
 from autotune.search import SAMPLERS
-from autotune.space import Limits, expand
+from autotune.space import Limits, expand, fitted
 
 
 @click.group(cls=Cli, context_settings={"help_option_names": ["-h", "--help"]})
@@ -130,18 +130,20 @@ def best(M, N, K, family, gpu, backend, precision, as_json, db_path) -> None:
 @friendly
 def measure(M, N, K, family, params, result_id, layout, seed, device, backend, kernel_timeout, db_path) -> None:
     """Verify and time named configs in a worker process (recorded like search trials).
-    -p NAME=V1,V2 measures every combination of the listed values (others at their defaults)."""
+    -p NAME=V1,V2 measures every combination of the listed values (others at their defaults at the
+    shape, as a search's first trial has them)."""
     from autotune.api.commands import measure_command
 
-    params = with_layout(params, layout)
+    params, shape = with_layout(params, layout), resolve_shape(M, N, K)
     if family and result_id is None:
-        configs = expand(FAMILIES[family], parse_choices(params))
+        choices = parse_choices(params)
+        configs = [fitted(c, shape, Limits(), {k: c.values[k] for k in choices}) for c in expand(FAMILIES[family], choices)]
     else:
         config = resolve_config(db_path, family, params, result_id)
         if config is None:
             raise AutotuneError("name a config: --family tiled -p T=32 ..., or --id N")
         configs = [config]
-    click.echo(measure_command(resolve_shape(M, N, K), configs, seed, device, db_path, backend, kernel_timeout))
+    click.echo(measure_command(shape, configs, seed, device, db_path, backend, kernel_timeout))
 
 
 @cli.command()

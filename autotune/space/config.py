@@ -223,10 +223,12 @@ def make_config(family: Family, given: dict[str, Value]) -> Config:
 
 def fitted(default: Config, shape: tuple[int, int, int], limits: Limits, given: dict[str, Value] | None = None) -> Config:
     """The default config `default` (made from `given`) fitted to the shape where its family has a fit
-    (Family.fit), as a search's first trial; `given` is passed again so that defaults which depend on
-    other values (blocked's RT on PB) follow what the fit changed."""
+    (Family.fit), as a search's first trial; the fit changes no value in `given`, which is passed again so
+    that defaults which depend on other values (blocked's RT on PB) follow what the fit changed."""
+    given = given or {}
     fit = default.family.fit
-    return make_config(default.family, {**(given or {}), **fit(default.values, shape, limits)}) if fit else default
+    changes = {k: v for k, v in fit(default.values, shape, limits).items() if k not in given} if fit else {}
+    return make_config(default.family, {**given, **changes}) if changes else default
 
 
 def narrow(family: Family, choices: dict[str, list[str]]) -> Family:
