@@ -93,7 +93,7 @@ def reads_b_transposed(p: Params) -> bool:
 
 
 XPOSE_TILE = 64  # PB=1's prologue moves 64 x 64 tiles of B with 256 threads (templates/_transpose.cu.j2)
-ALIGN_THREADS = 256  # AL=1's prologue: a float4 of the workspace per thread (templates/_align.cu.j2)
+ALIGN_THREADS = 256  # AL's prologues: a float4 of the workspace per thread (templates/_align.cu.j2)
 
 
 def _prologue(p: Params, M: int, N: int, K: int) -> Prologue | None:
@@ -205,7 +205,7 @@ PB_MIN_ROWS = 1024
 # rows of C on: at 4097 x 4095 x 4093 on the H200 AL=1's copies and product took 3.03 ms against AL=0's 3.19
 # (docs/BENCHMARKS.md, "the launch path's share, AL=1, small tiles"); the copies move A and B whatever M is,
 # so below this they are not assumed. The default copies to whole tiles (AL=2), so that no block loads at
-# an edge: 2.886 ms there against AL=1's 2.961 (docs/BENCHMARKS.md, "AL=2: operands padded to whole tiles").
+# an edge: 2.886 ms there against AL=1's 2.961 (docs/BENCHMARKS.md, "AL=2, operands padded to whole tiles").
 AL_MIN_ROWS = 1024
 
 

@@ -45,7 +45,7 @@ Why the kernel is shaped as it is (measured on the H200, 128 x 256 tiles):
 - AL=2 as in blocked (the operands copied first into a workspace padded to whole tiles, where their rows are
   not 16-byte aligned: the fit's default from 1024 rows), so that the whole tiles, nearly all of the work,
   load without an edge; not AL=1, which AL=2 beat at every misaligned shape measured (docs/BENCHMARKS.md,
-  "AL=2: operands padded to whole tiles").
+  "AL=2, operands padded to whole tiles").
 - MAXS caps the pieces per tail tile. Each piece pays a prologue and a read-add-write of a tile of
   C, so the best cap depends on the shape and is for the search to find (MAXS=8 at 4096^3 with
   WAVE=132 leaves the tail unsplit: there only 9 pieces beat one whole tile).
