@@ -37,14 +37,15 @@ GM groups block-rows for L2 reuse; MINB is the `__launch_bounds__` minimum of re
 (a register cap). AL=1 (NN, plain signature) first copies A and B, by a prologue kernel, into a
 workspace whose rows are padded to multiples of 4 floats, so that the product's loads are 16-byte
 ones where K or N is not a multiple of 4 (4097 x 4095 x 4093): the kernel is the same, reading the
-padded rows with their strides.
+padded rows with their strides. AL=2 pads them to whole tiles, rows and columns, so that besides no block
+loads at an edge (the kernel's load bounds are the padded ones; C is stored within M x N).
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
-from autotune.space import Constraint, Family, Launch, Limits, Param, Params, Prologue, Value, ceil_div
+from autotune.space import Constraint, Family, Launch, Limits, Param, Params, Prologue, Value, ceil_div, round_up
 
 MAX_ACCUMULATORS = 128  # per thread; beyond it the kernel cannot stay within 255 registers
 MAX_THREADS_PER_SM = 2048
@@ -102,11 +103,11 @@ def _prologue(p: Params, M: int, N: int, K: int) -> Prologue | None:
     tiles, rows and columns (multiples of BK, BN, BM)."""
     if p.get("AL", 0):
         if p["AL"] == 2:  # B as Kp x Np, A as Mp x Kp; each row of W a run of blocks
-            kp, np_, mp = _whole(K, p["BK"]), _whole(N, p["BN"]), _whole(M, p["BM"])
+            kp, np_, mp = round_up(K, p["BK"]), round_up(N, p["BN"]), round_up(M, p["BM"])
             floats, grid = kp * np_ + mp * kp, kp * ceil_div(np_, 4 * ALIGN_THREADS) + mp * ceil_div(kp, 4 * ALIGN_THREADS)
             padded = "rows and columns padded to whole tiles"
         else:  # B as K x Np, A as M x Kp; W's float4s in order
-            floats = K * _whole(N, 4) + M * _whole(K, 4)
+            floats = K * round_up(N, 4) + M * round_up(K, 4)
             grid, padded = ceil_div(floats, 4 * ALIGN_THREADS), "rows padded to multiples of 4 floats"
         return Prologue(Launch(grid=(grid, 1, 1), block=(ALIGN_THREADS, 1, 1)), floats=floats,
                         does=f"B (K x N) and then A (M x K) copied into a workspace with their {padded}, "
@@ -116,11 +117,6 @@ def _prologue(p: Params, M: int, N: int, K: int) -> Prologue | None:
     tiles = ceil_div(N, XPOSE_TILE) * ceil_div(K, XPOSE_TILE)
     return Prologue(Launch(grid=(tiles, 1, 1), block=(256, 1, 1)), floats=K * N,
                     does="B (stored N x K) transposed into a K x N workspace, read by the kernel as B")
-
-
-def _whole(n: int, unit: int) -> int:
-    """n rounded up to a multiple of unit."""
-    return ceil_div(n, unit) * unit
 
 
 def derive(p: Params) -> dict[str, int]:
@@ -186,6 +182,7 @@ def _copies_tight(p: Params) -> bool:
 
 
 def _aligns(p: Params) -> bool:
+    """Both of AL's constraints (the fit's test before it sets AL)."""
     return _copies_nn(p) and _copies_tight(p)
 
 

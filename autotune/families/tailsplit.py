@@ -150,8 +150,7 @@ def _geometry(p: Params, M: int, N: int) -> Launch:
     return Launch(grid=(blocks(p, M, N), 1, 1), block=(threads(p), 1, 1), shared_bytes=shared_bytes(p))
 
 
-# blocked's defaults otherwise; the module docstring says why
-DEFAULTS = {"ORDER": 1}
+DEFAULTS = {"ORDER": 1}  # blocked's defaults otherwise; the module docstring says why
 
 TAILSPLIT = Family(
     name="tailsplit",

@@ -49,7 +49,7 @@ big*big first.
 from __future__ import annotations
 
 from autotune.families.tf32x3 import STAGES, TERMS
-from autotune.space import Constraint, Family, Launch, Param, Params, Prologue, ceil_div
+from autotune.space import Constraint, Family, Launch, Param, Params, Prologue, ceil_div, round_up
 
 # Rows of C per block: two warpgroups, each the 64 rows of one wgmma m64nNk8. Not a parameter: a block
 # of one warpgroup halves the reuse of every B tile, and four exceed the accumulator budget per thread.
@@ -114,7 +114,7 @@ def _geometry(p: Params, M: int, N: int) -> Launch:
 
 def _prologue(p: Params, M: int, N: int, K: int) -> Prologue:
     """The split: the 32 x 32 tiles of A's part (Mp x Kp), then those of B's (Np x Kp), one block each."""
-    rows_a, rows_b, cols = ceil_div(M, BM) * BM, ceil_div(N, p["BN"]) * p["BN"], ceil_div(K, BK) * BK
+    rows_a, rows_b, cols = round_up(M, BM), round_up(N, p["BN"]), round_up(K, BK)
     tiles = (ceil_div(M, BM) * (BM // SPLIT_TILE) + ceil_div(N, p["BN"]) * (p["BN"] // SPLIT_TILE)) * ceil_div(K, SPLIT_TILE)
     return Prologue(Launch(grid=(tiles, 1, 1), block=(SPLIT_THREADS, 1, 1)), floats=2 * (rows_a + rows_b) * cols,
                     does="A and B split into big + small TF32 parts, K-major, padded with zeros to whole tiles, in "

@@ -212,6 +212,11 @@ def ceil_div(a: Any, b: Any) -> Any:
     return -(-a // b)
 
 
+def round_up(a: Any, b: Any) -> Any:
+    """a rounded up to a multiple of b (whole tiles); an expression when either is one."""
+    return ceil_div(a, b) * b
+
+
 def logic(op: str, a: Operand, b: Operand) -> Any:
     """a and/or b as a condition, folded where one side is a Python bool."""
     a, b = _value(a), _value(b)
