@@ -78,7 +78,6 @@ def test_measure_list_on_the_emulator(tmp_path):
     assert kernels == {"sgemm_tiled_T8_bx8_by8_xcols_pad0", "sgemm_tiled_T16_bx16_by16_xcols_pad0"}
 
 
-
 def test_measure_takes_unnamed_values_at_the_shape_and_named_ones_as_named(tmp_path):
     """The parameters not named take the family's default at the shape (its fit, as a search's first trial
     has them): NT below PB_MIN_ROWS rows reads B as stored, without a prologue. A named PB=1 stays."""
