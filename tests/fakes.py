@@ -87,6 +87,10 @@ class FakeLauncher:
         self.launches.append({"device": device, "kernel": kernel, "launch": launch, "stream": stream,
                               "ptrs": (a, b, c), "shape": shape, "ops": ops})
 
+    def gemm(self, device, stream, a, b, c, shape, trans_a, trans_b, ops):
+        self.launches.append({"device": device, "kernel": "cublas", "launch": None, "stream": stream,
+                              "ptrs": (a, b, c), "shape": shape, "ops": ops, "trans": (trans_a, trans_b)})
+
     @contextlib.contextmanager
     def workspace(self, device, nbytes, stream):
         ptr = 0xF0000000 + len(self.workspaces)

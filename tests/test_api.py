@@ -54,8 +54,13 @@ class CaiArray:
 class FakeTorch:
     """Just enough of a `torch` module for read_array: its Tensor type and the current stream."""
 
+    float32 = "torch.float32"
+
     class Tensor(DeviceArray):
         is_cuda, requires_grad, dtype = True, False, "torch.float32"
+
+        def is_floating_point(self):
+            return True
         device = type("device", (), {"index": 0})()
 
         def data_ptr(self):
@@ -171,15 +176,15 @@ def test_dispatch_picks_the_exact_then_the_nearest_shape_then_the_default(tmp_pa
     record(db, (256, 256, 256), "tiled", 2.0, backend="cuda", gpu=GPU, T=32)
     near = record(db, (512, 512, 512), "tiled", 1.0, backend="cuda", gpu=GPU, T=8)
     record(db, (300, 300, 300), "tiled", 0.1, backend="cuda", gpu="Other GPU", T=32)  # not this GPU model
-    mm = autotune.load(db=str(path), launcher=launcher)
+    mm = autotune.load(db=str(path), launcher=launcher, library=False)
     exact = mm.choose(256, 256, 256)
     assert (exact.origin, exact.kernel, exact.measured_at) == ("exact", fast, (256, 256, 256))
     nearest = mm.choose(300, 300, 300)  # 256^3 is nearer on the log scale than 512^3
     assert (nearest.origin, nearest.kernel) == ("nearest", fast)
     assert mm.choose(480, 512, 512).kernel == near
-    on_other = autotune.load(db=str(path), gpu="Other GPU", launcher=launcher).choose(256, 256, 256)
+    on_other = autotune.load(db=str(path), gpu="Other GPU", launcher=launcher, library=False).choose(256, 256, 256)
     assert on_other.measured_at == (300, 300, 300)  # gpu=: that model's results, whatever the device
-    default = autotune.load(db=str(path), launcher=launcher, backend="sim").choose(256, 256, 256)
+    default = autotune.load(db=str(path), launcher=launcher, backend="sim", library=False).choose(256, 256, 256)
     assert (default.origin, default.config.family.name) == ("default", "blocked")
 
 
@@ -192,7 +197,7 @@ def test_transposed_operands_run_kernels_of_their_layout(tmp_path, launcher):
     nn = record(db, (64, 64, 32), "blocked", 1.0, backend="cuda", gpu=GPU, **small)
     nt = record(db, (64, 64, 32), "blocked", 2.0, backend="cuda", gpu=GPU, TB=1, PB=0, **small)  # no prologue
     record(db, (64, 64, 32), "tiled", 0.5, backend="cuda", gpu=GPU, T=16)  # fastest, but NN only
-    mm = autotune.load(db=str(path), launcher=launcher)
+    mm = autotune.load(db=str(path), launcher=launcher, library=False)
     x, w, y = DeviceArray((64, 32), 0x1000), DeviceArray((64, 32), 0x2000), DeviceArray((64, 64), 0x3000)
     mm(x, w, out=y, trans_b=True)  # nn.Linear: x * W^T, W stored N x K
     assert launcher.launches[-1]["kernel"] == f"loaded {nt}" and launcher.launches[-1]["shape"] == (64, 64, 32)

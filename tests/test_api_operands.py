@@ -93,7 +93,7 @@ def recorded(tmp_path_factory):
 
 def test_blas_calls_take_the_blas_row_else_a_plain_rows_tiling_else_the_default(recorded, launcher):
     path, k = recorded
-    mm = autotune.load(db=str(path), launcher=launcher)
+    mm = autotune.load(db=str(path), launcher=launcher, library=False)
     assert mm.choose(*SHAPE, blas=True).kernel == k["blas"]  # slower than the plain row, but the signature's
     tiling = mm.choose(*SHAPE, trans_b=True, batch=4)  # no BLAS=1 NT row: the NT row's tile, BLAS=1, no prologue
     assert "PB1" in tags(k["nt"]) and tags(tiling.kernel) == tags(k["nt"]) - {"PB1"} | {"BLAS1"} and tiling.origin == "exact tiling" and "tiling of result" in tiling.describe()
@@ -105,8 +105,9 @@ def test_blas_calls_take_the_blas_row_else_a_plain_rows_tiling_else_the_default(
 
 def test_tensor_core_rows_run_only_when_that_precision_is_asked_for(recorded, launcher):
     path, k = recorded
-    assert autotune.load(db=str(path), launcher=launcher).choose(*SHAPE).kernel == k["plain"]
-    assert autotune.load(db=str(path), launcher=launcher, precision="fp32-tc").choose(*SHAPE).kernel == k["tc"]
+    assert autotune.load(db=str(path), launcher=launcher, library=False).choose(*SHAPE).kernel == k["plain"]
+    assert autotune.load(db=str(path), launcher=launcher, precision="fp32-tc",
+                         library=False).choose(*SHAPE).kernel == k["tc"]
     with pytest.raises(AutotuneError, match="unknown precision 'tf32'"):
         autotune.load(db=str(path), launcher=launcher, precision="tf32")
 

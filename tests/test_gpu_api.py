@@ -161,9 +161,9 @@ def test_a_tensor_core_winner_runs_through_load_under_fp32_tc(torch, tmp_path):
     result = CliRunner().invoke(cli, ["search", "--M", "512", "--precision", "fp32-tc", "--family", "tf32x3wg",
                                       "--trials", "2", "--db", db])
     assert result.exit_code == 0, result.output
-    mm = autotune.load(db=db, precision="fp32-tc")
+    mm = autotune.load(db=db, precision="fp32-tc", library=False)  # its kernels, whether or not they beat cuBLAS
     assert mm.choose(512, 512, 512).config.family.name == "tf32x3wg"
-    assert autotune.load(db=db).choose(512, 512, 512).config.family.name not in ("tf32x3", "tf32x3wg")
+    assert autotune.load(db=db, library=False).choose(512, 512, 512).config.family.name not in ("tf32x3", "tf32x3wg")
     for M, N, K in ((512, 512, 512), *ODD):
         A, B = torch.rand(M, K, device="cuda") * 2 - 1, torch.rand(K, N, device="cuda") * 2 - 1
         C = mm(A, B)

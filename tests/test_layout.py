@@ -9,7 +9,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "autotune"
 # Lowest first. A module may import its own layer's modules and any lower layer's.
-LAYERS = ["errors", "space", "families", "codegen", "backends", "store", "explain", "search", "api", "cli"]
+LAYERS = ["errors", "space", "families", "codegen", "backends", "store", "explain", "search", "api", "torch", "cli"]
 MAX_LINES = 400
 
 

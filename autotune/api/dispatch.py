@@ -1,6 +1,14 @@
 """Which kernel computes a call: per GPU model, shape and layout, decided once per process.
 
-The rule, in order:
+cuBLAS is a candidate at every shape (`library=True`, load()'s default): one of our kernels runs
+only where the evidence says it is faster there, that is where step 1 below finds a row measured at
+this very shape that beat cuBLAS timed in the same process by WIN_MARGIN, and whose time is above
+HOST_FLOOR_MS (below it a call is host-bound, and our launch costs the host more than the library's).
+Everywhere else cuBLAS runs (the `cublas` choice: torch's own matmul on torch tensors, else cuBLAS
+in pedantic FP32). A nearest shape's row, or a family default, is no evidence: a tile that won at
+4096 rows can lose by 5x at 400. With `library=False` (and `defaults_only`) the kernels run anyway:
+
+The kernel rule, in order:
 1. exact: the fastest verified row of the backend on this GPU model at this very shape;
 2. nearest: else the fastest row, valid at this shape, of the nearest recorded shape
    (api.export.nearest_best: the distance of space.shapes, the smaller shape on a tie);
@@ -34,21 +42,41 @@ from autotune.space import Config, Limits, Shape, fitted, make_config, shape_tex
 
 DEFAULT_ORDER = ("blocked", *FAMILIES)  # the family defaults tried when nothing is recorded
 TILING = " tiling"  # the suffix of an origin whose row was measured with the plain signature
+LIBRARY = "cublas"  # the origin of the library's choice
+# A kernel must beat cuBLAS by 2% in its own row: both times are medians of one process, whose spread
+# run to run is about 1%, and a tie goes to the library the caller would have called.
+WIN_MARGIN = 0.02
+# Below 30 us of GPU time a call is host-bound: a launch through this package costs the host about
+# 25-30 us (docs/BENCHMARKS.md, "the API's host time a call"), torch.matmul about 10.
+HOST_FLOOR_MS = 0.03
+
+
+def beats_library(row: dict) -> bool:
+    """Whether a result row is evidence that its kernel is faster than cuBLAS at its own shape."""
+    cublas_ms, ms = row.get("cublas_ms"), row.get("time_ms")
+    return bool(cublas_ms and ms and HOST_FLOOR_MS <= ms <= (1 - WIN_MARGIN) * cublas_ms)
 
 
 @dataclass(frozen=True)
 class Choice:
     """The kernel chosen for one (GPU model, shape, layout): what to load and how it was chosen."""
 
-    config: Config
+    config: Config | None  # None: the library (cuBLAS) computes it
     kernel: str  # its name in `source`
     source: str
     source_hash: str
-    origin: str  # "exact", "nearest", "exact tiling", "nearest tiling" or "default"
+    origin: str  # "exact", "nearest", "exact tiling", "nearest tiling", "default" or "cublas"
     measured_at: Shape | None  # the shape its recorded time is from (None: the default, never timed here)
     row_id: int | None
+    why: str = ""  # the library's choice: what the evidence was
+
+    @property
+    def library(self) -> bool:
+        return self.config is None
 
     def describe(self) -> str:
+        if self.config is None:
+            return f"cuBLAS ({self.why})"
         if self.origin == "default":
             return f"{self.kernel} (the {self.config.family.name} family's default: nothing recorded for this GPU)"
         assert self.measured_at is not None
@@ -59,16 +87,27 @@ class Choice:
         return f"{self.kernel} ({how}: result {self.row_id}, measured at {shape_text(self.measured_at)})"
 
 
+def default_hint() -> str:
+    return "pass load(db=...) or set AUTOTUNE_DB to a database that a search wrote"
+
+
+def library_choice(why: str) -> Choice:
+    return Choice(None, LIBRARY, "", "", LIBRARY, None, None, why)
+
+
 class Dispatcher:
     """Decides per (GPU model, shape, layout) from a results database (None: family defaults
     only) and remembers each decision. gpu: the GPU name or UUID whose rows count (None: the
-    model of the device each call runs on); precision: the contract whose families may run."""
+    model of the device each call runs on); precision: the contract whose families may run;
+    library: cuBLAS is a candidate (the module's docstring says when it runs)."""
 
-    def __init__(self, db_path: str | None, backend: str = "cuda", gpu: str | None = None, precision: str = "fp32"):
-        self.db_path, self.backend, self.gpu = db_path, backend, gpu
+    def __init__(self, db_path: str | None, backend: str = "cuda", gpu: str | None = None, precision: str = "fp32",
+                 library: bool = True):
+        self.db_path, self.backend, self.gpu, self.library = db_path, backend, gpu, library
         self.families = frozenset(families_for(precision))  # an unknown precision: one line
         self._db = store.open_readonly(db_path) if db_path is not None else None
         self._chosen: dict[tuple[str, Shape, Layout], Choice] = {}
+        self._kernel_shapes: dict[str, frozenset[Shape]] = {}  # per GPU: the shapes where a kernel beat cuBLAS
         self._lock = threading.Lock()  # one reader of the database at a time
 
     def choose(self, gpu_name: str, shape: Shape, layout: Layout) -> Choice:
@@ -80,6 +119,8 @@ class Dispatcher:
         return choice
 
     def _decide(self, gpu: str, shape: Shape, layout: Layout) -> Choice:
+        if self.library:
+            return self._against_library(gpu, shape, layout)
         if self._db is not None:
             wanted = kernel_params(layout)
             found = self._best(gpu, shape, wanted, layout.batch)
@@ -91,8 +132,45 @@ class Dispatcher:
                     return self._of_tiling(*found)
         return default_choice(shape, layout)
 
+    def runs_library(self, gpu_name: str, shape: Shape) -> bool:
+        """Whether cuBLAS computes this shape in every layout (no row measured at it beat cuBLAS): a
+        caller that runs the library itself then needs to know nothing else of the call."""
+        if not self.library:
+            return False
+        gpu = self.gpu or gpu_name
+        shapes = self._kernel_shapes.get(gpu)
+        if shapes is None:
+            with self._lock:
+                shapes = self._kernel_shapes[gpu] = self._winning_shapes(gpu)
+        return shape not in shapes
+
+    def _winning_shapes(self, gpu: str) -> frozenset[Shape]:
+        if self._db is None:
+            return frozenset()
+        rows = store.faster_than_library(self._db, self.backend, gpu)
+        return frozenset((r["M"], r["N"], r["K"]) for r in rows if r["family"] in self.families and beats_library(r))
+
+    def _against_library(self, gpu: str, shape: Shape, layout: Layout) -> Choice:
+        """A kernel measured at this shape that beat cuBLAS there (its plain tiling for a BLAS=1 call);
+        else the library."""
+        if self._db is None:
+            return library_choice(f"no results database ({default_hint()})")
+        wanted = kernel_params(layout)
+        found = self._best(gpu, shape, wanted, layout.batch, exact_only=True)
+        if found is None and layout.blas:
+            found = self._best(gpu, shape, {**wanted, "BLAS": 0}, 1, blas_able=True, exact_only=True)
+            if found is not None and beats_library(found[0]):
+                return self._of_tiling(*found)
+        if found is not None and beats_library(found[0]):
+            return self._of_row(*found)
+        if found is None:
+            return library_choice(f"nothing of this layout measured at {shape_text(shape)} on {gpu}")
+        row = found[0]
+        return library_choice(f"the fastest kernel measured at {shape_text(shape)}, {row['kernel']}, took "
+                              f"{row['time_ms']:.4g} ms against cuBLAS's {row.get('cublas_ms') or float('nan'):.4g}")
+
     def _best(self, gpu: str, shape: Shape, wanted: dict[str, int], batch: int,
-              blas_able: bool = False) -> tuple[dict, str] | None:
+              blas_able: bool = False, exact_only: bool = False) -> tuple[dict, str] | None:
         """The exact shape's fastest row of these kernel parameters (those measured at `batch`
         first), else the nearest shape's; blas_able: of families that have BLAS=1 kernels."""
         def keep(config: Config) -> bool:
@@ -103,6 +181,8 @@ class Dispatcher:
         rows = [r for r in store.results(self._db, shape, self.backend, gpu, OK) if _keeps(r, keep)]
         if rows:
             return min(rows, key=lambda r: ((r.get("batch") or 1) != batch, r["time_ms"])), "exact"
+        if exact_only:
+            return None
         row = nearest_best(self._db, shape, self.backend, gpu, None, keep)
         return (row, "nearest") if row is not None else None
 

@@ -14,6 +14,7 @@ import sys
 import threading
 from typing import Any, ContextManager, NamedTuple, Protocol
 
+from autotune.api import library
 from autotune.api.arrays import ArrayView, read_array, signature
 from autotune.api.dispatch import Choice, Dispatcher
 from autotune.api.operands import Call, Layout, describe
@@ -24,10 +25,11 @@ MAX_PLANS = 1024
 
 
 class Plan(NamedTuple):
-    """A call's checked operands and launch, apart from the pointers: pre, pre_kernel are its prologue's."""
+    """A call's checked operands and launch, apart from the pointers: pre, pre_kernel are its prologue's;
+    geometry None: the library (cuBLAS) computes it."""
 
     call: Call
-    geometry: Launch
+    geometry: Launch | None
     kernel: Any
     pre: Prologue | None
     pre_kernel: Any
@@ -50,6 +52,10 @@ class Launcher(Protocol):
                shape: Shape, ops: Operands | None = None) -> None:
         """Enqueue one launch on the stream (a handle; 0: the legacy default stream); ops: a
         BLAS=1 kernel's further arguments (None: the plain signature)."""
+
+    def gemm(self, device: int, stream: int, a: int, b: int, c: int, shape: Shape, trans_a: bool, trans_b: bool,
+             ops: Operands) -> None:
+        """Enqueue cuBLAS's SGEMM (pedantic FP32: no TF32) of a call's operands on the stream."""
 
     def workspace(self, device: int, nbytes: int, stream: int) -> ContextManager[int]:
         """Device memory of at least nbytes for a prologue's output (space.Prologue), the stream's own
@@ -76,12 +82,24 @@ class Matmul:
         # the plan of each kind of call (operands' shapes, strides, dtypes, devices; transposes, alpha,
         # beta): a repeated call skips the checks and the choice, whose Python cost a small product's kernel
         self._plans: dict[tuple, Plan] = {}
+        # (A's shape, B's shape, transposes, device) of 2-D torch calls that cuBLAS computes in every layout:
+        # such a call goes straight to torch.mm, its only cost above torch's a lookup (api.library)
+        self._to_torch: dict[tuple, library.TorchShortcut] = {}
         self._lock = threading.Lock()
 
     def __call__(self, A: Any, B: Any, out: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
                  trans_a: bool = False, trans_b: bool = False, stream: Any = None) -> Any:
+        if out is None and stream is None and alpha == 1.0 and beta == 0.0:
+            try:
+                fast = self._to_torch.get((A.shape, B.shape, trans_a, trans_b, A.get_device()))
+            except AttributeError:  # not a torch tensor
+                fast = None
+            if fast is not None and A.dtype is fast.float32 and not fast.tf32():
+                return fast.mm(A.mT if trans_a else A, B.mT if trans_b else B)
         handle = stream_handle(stream) if stream is not None else current_stream(A)
         current = stream is None and _on_device_of(A, B, out)  # A's library's current stream is theirs too
+        if a_other_float := library.other_float(A, B, out):
+            return library.torch_unchanged(A, B, out, alpha, beta, trans_a, trans_b, a_other_float)
 
         def read(x: Any, name: str) -> ArrayView:
             return read_array(x, name, handle, self.launcher.device_of, current)
@@ -89,6 +107,8 @@ class Matmul:
         a, b = read(A, "A"), read(B, "B")
         c = read(out, "out") if out is not None else None
         plan = self._planned(a, b, c, trans_a, trans_b, alpha, beta)
+        if plan.geometry is None:
+            return self._library(plan, A, B, out, (a, b, c), handle, current, (alpha, beta, trans_a, trans_b))
         if out is None:
             out = new_output(A, a, plan.call.out_shape)
         self._launch(plan, handle, a.ptr, b.ptr, c.ptr if c is not None else read(out, "out").ptr)
@@ -105,9 +125,30 @@ class Matmul:
             self._plans[key] = plan
         return plan
 
+    def _library(self, plan: Plan, A: Any, B: Any, out: Any, views: tuple[ArrayView, ArrayView, ArrayView | None],
+                 stream: int, current: bool, how: tuple[float, float, bool, bool]) -> Any:
+        """cuBLAS computes the call: torch's own matmul for torch tensors on torch's current stream (the
+        library the caller would have called, under FP32), else cuBLAS on the call's stream."""
+        alpha, beta, trans_a, trans_b = how
+        a, b, c = views
+        call = plan.call
+        torch = library.torch_of(A, current)
+        if torch is not None:
+            if out is None and alpha == 1.0 and beta == 0.0 and len(a.shape) == 2 == len(B.shape) and \
+                    self.dispatcher.runs_library(self.gpu_name(call.device), call.shape):
+                self._to_torch[(A.shape, B.shape, trans_a, trans_b, call.device)] = library.shortcut(torch)
+            return library.torch_product(torch, A, B, out, alpha, beta, trans_a, trans_b)
+        if out is None:
+            out = new_output(A, a, call.out_shape)
+        ptr = c.ptr if c is not None else read_array(out, "out", stream, self.launcher.device_of).ptr
+        ops = call.ops or library.tight(call.shape, trans_a, trans_b)
+        self.launcher.gemm(call.device, stream, a.ptr, b.ptr, ptr, call.shape, trans_a, trans_b, ops)
+        return out
+
     def _launch(self, plan: Plan, stream: int, a: int, b: int, c: int) -> None:
         """The plan's launches on the stream: with a prologue, first its kernel into the stream's workspace."""
         call = plan.call
+        assert plan.geometry is not None
         if plan.pre is None:
             self.launcher.launch(call.device, plan.kernel, plan.geometry, stream, a, b, c, call.shape, call.ops)
             return
@@ -121,6 +162,8 @@ class Matmul:
         call = describe(a, b, c, trans_a, trans_b, alpha, beta)
         device, shape = call.device, call.shape
         choice = self.dispatcher.choose(self.gpu_name(device), shape, call.layout)
+        if choice.config is None:
+            return Plan(call, None, None, None, None)
         geometry = choice.config.geometry(shape[0], shape[1])
         if call.ops is not None:
             geometry = batched(geometry, call.ops.batch)
@@ -135,6 +178,11 @@ class Matmul:
         was chosen; blas: a call that needs the cuBLAS-style signature (of `batch` batches)."""
         layout = Layout(trans_a, trans_b, blas or batch > 1, batch)
         return self.dispatcher.choose(self.gpu_name(device), (M, N, K), layout)
+
+    def runs_library(self, M: int, N: int, K: int, device: int = 0, *, trans_a: bool = False,
+                     trans_b: bool = False) -> bool:
+        """Whether a plain call of this shape and these transposes runs cuBLAS (no kernel measured there beat it)."""
+        return self.choose(M, N, K, device, trans_a=trans_a, trans_b=trans_b).library
 
     def gpu_name(self, device: int) -> str:
         name = self._names.get(device)

@@ -87,15 +87,21 @@ def best(M: int, N: int | None = None, K: int | None = None, *, db: str | None =
 
 
 def load(db: str | None = None, gpu: str | None = None, *, backend: str = "cuda",
-         launcher: Launcher | None = None, defaults_only: bool = False, precision: str = "fp32") -> Matmul:
-    """A matmul that runs, per call, the best kernel recorded in `db` for the GPU model of the
-    operands' device (or `gpu`: a name or UUID whose results to use on any device) at the call's
-    shape and layout: the exact shape's fastest, else the nearest recorded shape's (api.dispatch),
+         launcher: Launcher | None = None, defaults_only: bool = False, precision: str = "fp32",
+         library: bool = True) -> Matmul:
+    """A matmul that runs, per call, the fastest of cuBLAS and the kernels recorded in `db` for the GPU
+    model of the operands' device (or `gpu`: a name or UUID whose results to use on any device) at the
+    call's shape and layout: a kernel only where a row measured at that very shape beat cuBLAS timed
+    beside it (api.dispatch says by how much), else cuBLAS (torch's own matmul on torch tensors).
+    library=False: never cuBLAS; the exact shape's fastest kernel, else the nearest recorded shape's,
     else the `blocked` family default. defaults_only: no database at all, family defaults only.
     precision: the accuracy contract whose families may run ("fp32-tc" admits the tensor-core
     families' TF32-based products; the default "fp32" never runs one).
     launcher: the device side (default: NVRTC and cuda.core on the GPU; tests pass a fake)."""
-    dispatcher = Dispatcher(None if defaults_only else default_db() if db is None else db, backend, gpu, precision)
+    path = None if defaults_only else default_db() if db is None else db
+    if db is None and library and not os.path.exists(str(path)):
+        path = None  # no database where none was named: cuBLAS everywhere (choose() says why), never an error
+    dispatcher = Dispatcher(path, backend, gpu, precision, library=library and not defaults_only)
     if launcher is None:
         from autotune.backends.cuda.launcher import CudaLauncher
 

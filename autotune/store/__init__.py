@@ -26,6 +26,7 @@ from autotune.store.results import (
                                    baselines,
                                    best,
                                    copy_result,
+                                   faster_than_library,
                                    find_key,
                                    gpus,
                                    insert_baseline,
@@ -45,4 +46,4 @@ __all__ = ["CLAIM_TTL_S", "DEFAULT_DB", "DONE", "KEY", "MINE", "TAKEN", "Claimed
            "check_path", "claims_for", "copy_result", "find_key", "gpus", "immediate", "insert_baseline",
            "insert_profile", "insert_result", "insert_source", "insert_trial", "key_of", "nearest_shapes", "now",
            "open_db", "open_readonly", "path_of", "profiles", "record_result", "recorded_shapes", "result_by_id",
-           "results", "shares_claims", "source", "trial_results"]
+           "faster_than_library", "results", "shares_claims", "source", "trial_results"]

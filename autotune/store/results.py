@@ -120,6 +120,12 @@ def results(db: sqlite_utils.Database, shape: tuple[int, int, int], backend: str
     return db.query(f"SELECT * FROM results WHERE {' AND '.join(where)} ORDER BY id", args)
 
 
+def faster_than_library(db: sqlite_utils.Database, backend: str, gpu: str) -> Iterator[dict]:
+    """The verified rows whose kernel was faster than cuBLAS timed beside it (shape, family, both times)."""
+    return db.query("SELECT M, N, K, family, time_ms, cublas_ms FROM results WHERE backend = ? AND "
+                    "(gpu_uuid = ? OR gpu_name = ?) AND status = ? AND time_ms < cublas_ms", [backend, gpu, gpu, OK])
+
+
 def admitted_families(precision: str | None) -> set[str] | None:
     """The families whose rows the contract `precision` admits (fp32: no tensor-core family); None: any."""
     return set(families_for(precision)) if precision else None

@@ -59,6 +59,9 @@ class Cublas:
         lib.cublasDgemm_v2.argtypes = _gemm_argtypes(ctypes.c_double)
         lib.cublasSgemmStridedBatched.argtypes = _strided_argtypes()
 
+    def set_stream(self, stream_handle: int) -> None:
+        _check(self._lib.cublasSetStream_v2(self._handle, ctypes.c_void_p(stream_handle)), "set stream")
+
     def sgemm(self, a: int, b: int, c: int, M: int, N: int, K: int) -> None:
         """C[M,N] = A[M,K] * B[K,N], row-major, device pointers as ints."""
         self._gemm_nn(self._lib.cublasSgemm_v2, ctypes.c_float, a, b, c, M, N, K, "sgemm")

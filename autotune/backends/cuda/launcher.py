@@ -10,6 +10,7 @@ import contextlib
 from typing import Any, Iterator
 
 from autotune.backends.cuda.backend import required_kernel
+from autotune.backends.cuda.cublas import Cublas
 from autotune.backends.cuda.device import device_info
 from autotune.backends.cuda.launch import kernel_function, launch_function
 from autotune.backends.cuda.workspaces import Workspaces
@@ -23,6 +24,7 @@ class CudaLauncher:
         self._functions: dict[tuple[int, int], Any] = {}  # (device, CUkernel) -> its CUfunction there
         self._primary: dict[int, Any] = {}
         self._workspaces: dict[int, Workspaces] = {}  # per device: prologues' workspaces, one per stream
+        self._cublas: dict[int, Cublas] = {}  # per device: one handle, pointed at each call's stream
 
     def device_name(self, device: int) -> str:
         return device_info(device).name
@@ -45,6 +47,15 @@ class CudaLauncher:
                shape: tuple[int, int, int], ops: Operands | None = None) -> None:
         with self._current(device):
             launch_function(stream, self._function(device, kernel), launch, a, b, c, *shape, ops)
+
+    def gemm(self, device: int, stream: int, a: int, b: int, c: int, shape: tuple[int, int, int], trans_a: bool,
+             trans_b: bool, ops: Operands) -> None:
+        with self._current(device):
+            handle = self._cublas.get(device)
+            if handle is None:
+                handle = self._cublas[device] = Cublas(stream)
+            handle.set_stream(stream)
+            handle.sgemm_strided(a, b, c, *shape, trans_a, trans_b, ops)
 
     @contextlib.contextmanager
     def workspace(self, device: int, nbytes: int, stream: int) -> Iterator[int]:

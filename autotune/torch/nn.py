@@ -1,0 +1,60 @@
+"""`Linear`, a drop-in for torch.nn.Linear whose product runs autotune's dispatcher, and `swap_linear`,
+which puts it in place of a model's nn.Linear layers (sharing their parameters).
+
+Where the dispatcher would run cuBLAS anyway (no kernel measured at the call's shape beat it), the
+layer runs torch.nn.functional.linear itself, exactly what nn.Linear runs (its bias fused by cuBLAS,
+its backward torch's): the decision is made per shape, in eager mode at each call (a lookup) and
+under torch.compile once, while tracing, for the shapes traced.
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from autotune.torch.ops import current, mm
+
+
+class Linear(torch.nn.Linear):
+    """y = x W^T + b, as torch.nn.Linear (same parameters, same state_dict)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        rows = x.reshape(-1, self.in_features)
+        if not x.is_cuda or _runs_library(rows, self.weight):
+            return torch.nn.functional.linear(x, self.weight, self.bias)
+        y = mm(rows, self.weight, trans_b=True)
+        if self.bias is not None:
+            y = y + self.bias
+        return y.reshape(*x.shape[:-1], self.out_features)
+
+
+def _runs_library(rows: Tensor, weight: Tensor) -> bool:
+    """Whether cuBLAS computes this layer's product (the layer then is nn.Linear); shapes that are symbolic
+    while tracing (dynamic shapes) go to the operator, which decides per call."""
+    M, K = rows.shape
+    N = weight.shape[0]
+    if not all(isinstance(n, int) for n in (M, N, K)):
+        return False
+    return _library_at(M, N, K, rows.device.index or 0)
+
+
+@torch.compiler.assume_constant_result  # torch.compile asks once, while tracing, and keeps the answer
+def _library_at(M: int, N: int, K: int, device: int) -> bool:
+    return current().runs_library(M, N, K, device, trans_b=True)
+
+
+def swap_linear(model: torch.nn.Module) -> torch.nn.Module:
+    """Replace every torch.nn.Linear in the model (the model itself included) by a Linear that holds the
+    same weight and bias Parameters, so optimizers and state_dicts see no change; returns the model."""
+    if type(model) is torch.nn.Linear:
+        return _swapped(model)
+    for name, child in model.named_children():
+        setattr(model, name, swap_linear(child))
+    return model
+
+
+def _swapped(layer: torch.nn.Linear) -> Linear:
+    new = Linear(layer.in_features, layer.out_features, bias=layer.bias is not None, device="meta")
+    new.weight = layer.weight
+    new.bias = layer.bias
+    new.train(layer.training)
+    return new

@@ -1,0 +1,89 @@
+"""autotune's matmul as a PyTorch operator, `torch.ops.autotune.mm(a, b, trans_a, trans_b)`, with a
+fake (meta) implementation, so that torch.compile traces it and CUDA graphs capture it, and with
+autograd, whose two backward products go through the same dispatcher as the forward one.
+
+`mm(a, b)` is what models call: in eager mode with no gradient to record it calls the process's
+matmul directly (an operator's dispatch costs the host microseconds that a small product cannot
+hide); under autograd or torch.compile it calls the operator. On CPU tensors the operator computes
+with torch's own product, a stand-in that lets the operator's wiring (fake, autograd, compile) be
+checked on a machine with no GPU.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from autotune.api.matmul import Matmul
+from autotune.api.python import load
+from autotune.errors import AutotuneError
+
+_matmul: list[Matmul] = []  # the process's matmul, loaded at first use (use() replaces it)
+_lock = threading.Lock()
+
+
+def use(matmul: Matmul | None = None, **load_options: Any) -> Matmul:
+    """Set the matmul that `mm`, the operator and `Linear` run: the one given, else autotune.load(**load_options)."""
+    chosen = matmul if matmul is not None else load(**load_options)
+    with _lock:
+        _matmul[:] = [chosen]
+    return chosen
+
+
+def current() -> Matmul:
+    """The process's matmul: the one `use` set, else autotune.load() with its defaults."""
+    if not _matmul:
+        with _lock:
+            if not _matmul:
+                _matmul.append(load())
+    return _matmul[0]
+
+
+@torch.library.custom_op("autotune::mm", mutates_args=())
+def mm_op(a: Tensor, b: Tensor, trans_a: bool = False, trans_b: bool = False) -> Tensor:
+    if a.is_cuda:
+        return current()(a, b, trans_a=trans_a, trans_b=trans_b)
+    return torch.matmul(a.mT if trans_a else a, b.mT if trans_b else b)  # the CPU stand-in
+
+
+@mm_op.register_fake
+def _fake(a: Tensor, b: Tensor, trans_a: bool = False, trans_b: bool = False) -> Tensor:
+    M = a.shape[1] if trans_a else a.shape[0]
+    N = b.shape[0] if trans_b else b.shape[1]
+    return a.new_empty((M, N))
+
+
+def _setup(ctx: Any, inputs: tuple, output: Tensor) -> None:
+    a, b, ctx.trans_a, ctx.trans_b = inputs
+    ctx.save_for_backward(a, b)
+
+
+def _backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, Tensor | None, None, None]:
+    """With C = op(A) op(B): dop(A) = dC op(B)^T and dop(B) = op(A)^T dC, each written as one product of
+    the operands as they are stored (no transpose is materialised)."""
+    a, b = ctx.saved_tensors
+    ta, tb = ctx.trans_a, ctx.trans_b
+    g = grad.contiguous()  # a broadcast or transposed gradient: the kernels read row-major matrices
+    need_a, need_b = ctx.needs_input_grad[:2]
+    da = db = None
+    if need_a:  # A stored M x K: dC op(B)^T; stored K x M: its transpose, op(B) dC^T
+        da = mm_op(b, g, tb, True) if ta else mm_op(g, b, False, not tb)
+    if need_b:  # B stored K x N: op(A)^T dC; stored N x K: its transpose, dC^T op(A)
+        db = mm_op(g, a, True, ta) if tb else mm_op(a, g, not ta, False)
+    return da, db, None, None
+
+
+mm_op.register_autograd(_backward, setup_context=_setup)
+
+
+def mm(a: Tensor, b: Tensor, *, trans_a: bool = False, trans_b: bool = False) -> Tensor:
+    """op(a) @ op(b) for 2-D tensors (trans_b=True: a @ b.T with b stored N x K, nn.Linear's weight)."""
+    if a.dim() != 2 or b.dim() != 2:
+        raise AutotuneError(f"autotune.torch.mm takes 2-D tensors; got {tuple(a.shape)} and {tuple(b.shape)} "
+                            f"(reshape a batch of rows to one matrix, as autotune.torch.Linear does)")
+    eager = not torch.compiler.is_compiling()
+    if eager and a.is_cuda and not (torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)):
+        return current()(a, b, trans_a=trans_a, trans_b=trans_b)
+    return torch.ops.autotune.mm(a, b, trans_a, trans_b)

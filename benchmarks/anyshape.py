@@ -1,0 +1,152 @@
+"""autotune.load() against torch.matmul (TF32 off) at shapes nobody tuned one by one, as a user calls
+it: torch tensors in, a new output out, host time included. Writes benchmarks/data/anyshape-<gpu>.json.
+
+    python benchmarks/anyshape.py --db suite.sqlite --seed 1 --count 40 [--suite benchmarks/shapes.toml]
+
+Shapes: `--count` drawn with the seed, M, N and K log-uniform in [1, 16384] with 1e6 <= MNK <= 6e10
+(row-major A·B), then transformer projections (x·Wᵀ, W stored N x K, as nn.Linear calls it), then
+with --suite the suite's shapes. Each shape is timed two ways, for both in the same process:
+- queued: CUDA events around `reps` calls back to back (the best round's mean), so a call costs
+  max(host time, GPU time);
+- alone: events around one call after a synchronisation (the median of `alone` calls): its launch
+  latency and host time included.
+The host cost of one call at 64³ (2,000 calls back to back, wall clock, no synchronisation
+inside) is reported beside. Every product is checked against torch's (relative Frobenius error).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import tomllib
+
+import autotune
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cuda_events import time_ms  # noqa: E402
+
+# (tokens, out_features, in_features) of common projections: x (tokens x in) · Wᵀ (W: out x in)
+PROJECTIONS = [(2048, 4096, 4096), (2048, 11008, 4096), (2048, 4096, 11008), (2048, 12288, 4096),
+               (512, 3072, 768), (512, 768, 3072), (16, 4096, 4096), (1, 14336, 4096)]
+
+
+def random_shapes(seed: int, count: int) -> list[tuple[int, int, int]]:
+    rng, out = np.random.default_rng(seed), []
+    while len(out) < count:
+        M, N, K = (int(round(math.exp(x))) for x in rng.uniform(0, math.log(16384), 3))
+        if 1e6 <= M * N * K <= 6e10:
+            out.append((M, N, K))
+    return out
+
+
+def one_call_ms(torch, run) -> float:
+    """Events around one call after a synchronisation."""
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    run()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end)
+
+
+def alone_ms(torch, ours, theirs, calls: int) -> tuple[float, float]:
+    """Medians of single calls, the two taken in turn so that both see the same clocks."""
+    pairs = [(one_call_ms(torch, theirs), one_call_ms(torch, ours)) for _ in range(calls)]
+    return statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
+
+
+def measure(torch, mm, shape, trans_b: bool, kind: str) -> dict:
+    M, N, K = shape
+    A = torch.randn(M, K, device="cuda")
+    B = torch.randn(N, K, device="cuda") if trans_b else torch.randn(K, N, device="cuda")
+    opB = B.t() if trans_b else B
+    ours, theirs = (lambda: mm(A, B, trans_b=trans_b)), (lambda: torch.matmul(A, opB))
+    ref = theirs().double()
+    error = float(torch.linalg.norm(ours().double() - ref) / max(torch.linalg.norm(ref), 1e-30))
+    once = time_ms(torch, theirs, 3, 1)
+    reps = max(5, min(500, int(2.0 / max(once, 1e-4))))  # about 2 ms of work a round
+    torch_alone, ours_alone = alone_ms(torch, ours, theirs, 40)
+    row = {"M": M, "N": N, "K": K, "layout": "NT" if trans_b else "NN", "kind": kind,
+           "torch_ms": time_ms(torch, theirs, reps, 5), "ours_ms": time_ms(torch, ours, reps, 5),
+           "torch_alone_ms": torch_alone, "ours_alone_ms": ours_alone,
+           "kernel": mm.choose(M, N, K, torch.cuda.current_device(), trans_b=trans_b).describe(), "err": error}
+    return row
+
+
+def host_us(torch, run, calls: int = 2000) -> float:
+    for _ in range(50):
+        run()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        run()
+    host = (time.perf_counter() - start) / calls * 1e6
+    torch.cuda.synchronize()
+    return host
+
+
+def geomean(xs: list[float]) -> float:
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
+
+
+def summary(rows: list[dict]) -> dict:
+    queued = [r["torch_ms"] / r["ours_ms"] for r in rows]
+    alone = [r["torch_alone_ms"] / r["ours_alone_ms"] for r in rows]
+    return {"shapes": len(rows), "geomean_queued": geomean(queued), "geomean_alone": geomean(alone),
+            "min_queued": min(queued), "min_alone": min(alone), "below_0.95_queued": sum(q < 0.95 for q in queued),
+            "kernels": sum(not r["kernel"].startswith("cuBLAS") for r in rows), "max_err": max(r["err"] for r in rows)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", help="results database (default: autotune.load()'s)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--count", type=int, default=40)
+    parser.add_argument("--suite", help="a shapes file (benchmarks/shapes.toml) whose shapes are measured too")
+    parser.add_argument("--commit", default="", help="the sources' commit, recorded in the output")
+    parser.add_argument("-o", "--out", help="output JSON (default benchmarks/data/anyshape-<gpu>.json)")
+    args = parser.parse_args()
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    mm = autotune.load(db=args.db)
+    groups = {"random": [(s, False) for s in random_shapes(args.seed, args.count)],
+              "projection": [(s, True) for s in PROJECTIONS]}
+    if args.suite:
+        groups["suite"] = [((s["M"], s["N"], s["K"]), False) for s in tomllib.loads(Path(args.suite).read_text())["shapes"]]
+    rows = []
+    for kind, shapes in groups.items():
+        for shape, trans_b in shapes:
+            rows.append(measure(torch, mm, shape, trans_b, kind))
+            r = rows[-1]
+            print(f"{kind:10s} {r['M']:>5}x{r['N']:>5}x{r['K']:>5} {r['layout']} torch/ours queued "
+                  f"{r['torch_ms'] / r['ours_ms']:.3f} alone {r['torch_alone_ms'] / r['ours_alone_ms']:.3f} "
+                  f"err {r['err']:.1e} {r['kernel'][:60]}", flush=True)
+    a, b = torch.randn(64, 64, device="cuda"), torch.randn(64, 64, device="cuda")
+    host = {"shape": [64, 64, 64], "calls": 2000, "ours_us": host_us(torch, lambda: mm(a, b)),
+            "torch_us": host_us(torch, lambda: torch.matmul(a, b))}
+    gpu = torch.cuda.get_device_name()
+    out = {"device": gpu, "database": args.db, "seed": args.seed, "commit": args.commit or _commit(),
+           "torch": torch.__version__, "host_per_call": host, "shapes": rows,
+           "summary": {kind: summary([r for r in rows if r["kind"] == kind]) for kind in groups}}
+    path = Path(args.out or f"benchmarks/data/anyshape-{gpu.split()[-1].lower()}.json")
+    path.write_text(json.dumps(out, indent=1) + "\n")
+    print(json.dumps({"summary": out["summary"], "host_per_call": host}, indent=1))
+    return 0
+
+
+def _commit() -> str:
+    run = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return run.stdout.strip()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

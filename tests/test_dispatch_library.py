@@ -1,0 +1,87 @@
+"""autotune.load()'s rule, without a GPU: cuBLAS computes every call unless a kernel measured at that
+very shape beat cuBLAS timed beside it (by WIN_MARGIN, above HOST_FLOOR_MS); a nearer shape's row,
+however fast it was there, is no evidence. Library calls go to the launcher's cuBLAS with the call's
+operands as they lie."""
+from __future__ import annotations
+
+import pytest
+
+import autotune
+from autotune import store
+from autotune.api.dispatch import HOST_FLOOR_MS, WIN_MARGIN, beats_library
+from tests.fakes import GPU
+from tests.test_api import DeviceArray
+from tests.test_starts import record
+
+SMALL = {"BM": 32, "BN": 32, "BK": 8, "WM": 16, "WN": 32, "WNITER": 1, "TM": 2, "TN": 4}
+
+
+def timed(db, shape, family, ms, cublas_ms, **params) -> str:
+    """A row as a GPU search writes it, with cuBLAS's time beside its own."""
+    name = record(db, shape, family, ms, backend="cuda", gpu=GPU, **params)
+    db.execute("UPDATE results SET cublas_ms = ? WHERE kernel = ? AND M = ? AND N = ? AND K = ?",
+               [cublas_ms, name, *shape])
+    return name
+
+
+@pytest.fixture
+def recorded(tmp_path):
+    path = tmp_path / "r.sqlite"
+    db = store.open_db(path)
+    names = {
+        "win": timed(db, (512, 512, 512), "blocked", 0.080, 0.100, **SMALL),
+        "tie": timed(db, (1024, 512, 512), "blocked", 0.099, 0.100, **SMALL),  # within the margin: no evidence
+        "tiny": timed(db, (64, 64, 64), "blocked", 0.005, 0.010, **SMALL),  # faster, but host-bound there
+        "nt": timed(db, (512, 512, 512), "blocked", 0.050, 0.100, TB=1, PB=0, **SMALL),
+        "tc": timed(db, (2048, 512, 512), "tf32x3", 0.050, 0.100),
+        "fp32": timed(db, (2048, 512, 512), "blocked", 0.090, 0.100, **SMALL),
+    }
+    db.close()
+    return str(path), names
+
+
+def test_a_row_is_evidence_only_past_the_margin_and_the_host_floor():
+    assert beats_library({"time_ms": 1.0, "cublas_ms": 1.0 / (1 - WIN_MARGIN) + 1e-9})
+    assert not beats_library({"time_ms": 1.0, "cublas_ms": 1.0})
+    assert not beats_library({"time_ms": HOST_FLOOR_MS / 2, "cublas_ms": HOST_FLOOR_MS * 10})
+    assert not beats_library({"time_ms": 1.0, "cublas_ms": None})  # a row timed without cuBLAS beside it
+
+
+def test_a_kernel_runs_only_where_it_beat_cublas_at_that_very_shape(recorded, launcher):
+    path, k = recorded
+    mm = autotune.load(db=path, launcher=launcher)
+    assert mm.choose(512, 512, 512).kernel == k["win"] and mm.choose(512, 512, 512, trans_b=True).kernel == k["nt"]
+    for shape in [(1024, 512, 512), (64, 64, 64), (500, 512, 512), (4096, 4096, 4096)]:
+        choice = mm.choose(*shape)
+        assert choice.library and choice.describe().startswith("cuBLAS ("), shape
+    assert "took 0.099 ms against cuBLAS's 0.1" in mm.choose(1024, 512, 512).describe()
+    assert mm.choose(512, 512, 512, trans_a=True).library  # nothing TN measured there
+    assert mm.runs_library(500, 512, 512) and not mm.runs_library(512, 512, 512)
+
+
+def test_a_tensor_core_row_runs_only_under_its_precision_and_where_it_beats_the_fp32_choice(recorded, launcher):
+    path, k = recorded
+    assert autotune.load(db=path, launcher=launcher).choose(2048, 512, 512).kernel == k["fp32"]
+    assert autotune.load(db=path, launcher=launcher, precision="fp32-tc").choose(2048, 512, 512).kernel == k["tc"]
+
+
+def test_library_calls_pass_the_operands_as_they_lie_to_cublas(recorded, launcher):
+    path, _ = recorded
+    mm = autotune.load(db=path, launcher=launcher)
+    x, w, y = DeviceArray((300, 64), 0x1000), DeviceArray((80, 64), 0x2000), DeviceArray((300, 80), 0x3000)
+    mm(x, w, out=y, trans_b=True, stream=5)
+    call = launcher.launches[-1]
+    assert (call["kernel"], call["ptrs"], call["stream"], call["shape"], call["trans"]) == (
+        "cublas", (0x1000, 0x2000, 0x3000), 5, (300, 80, 64), (False, True))
+    assert (call["ops"].lda, call["ops"].ldb, call["ops"].ldc, call["ops"].batch) == (64, 64, 80, 1)
+    assert launcher.loads == []  # nothing compiled for a call cuBLAS computes
+    mm(DeviceArray((300, 64), 0x1000, strides=(128, 1)), w, out=y, trans_b=True, alpha=2.0)
+    assert launcher.launches[-1]["ops"].lda == 128 and launcher.launches[-1]["ops"].alpha == 2.0
+
+
+def test_no_database_named_and_none_at_the_default_path_means_cublas_everywhere(tmp_path, monkeypatch, launcher):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("AUTOTUNE_DB", raising=False)
+    choice = autotune.load(launcher=launcher).choose(4096, 4096, 4096)
+    assert choice.library and "no results database" in choice.describe()
+    assert not autotune.load(launcher=launcher, library=False, defaults_only=True).choose(64, 64, 64).library

@@ -1,0 +1,105 @@
+"""On a GPU: autotune.torch with autotune's kernels forced (defaults_only) and with cuBLAS chosen:
+products and gradients equal torch's within FP32 error, torch.compile(fullgraph=True) and a CUDA
+graph replay give the eager result, other dtypes go to torch unchanged (said once), and torch's TF32
+switch does not make the library path TF32."""
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import pytest
+
+import autotune
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.gpu
+
+import autotune.torch as at  # noqa: E402
+
+
+def rel(x, ref) -> float:
+    return float(torch.linalg.norm(x.double() - ref.double()) / torch.linalg.norm(ref.double()))
+
+
+@pytest.fixture
+def kernels():
+    """autotune's own kernels at every shape (the blocked default), not cuBLAS."""
+    mm = at.use(autotune.load(defaults_only=True))
+    yield mm
+    at.use(autotune.load())
+
+
+@pytest.mark.parametrize("ta,tb", list(itertools.product([False, True], repeat=2)))
+def test_products_and_gradients_equal_torchs(kernels, ta, tb):
+    torch.manual_seed(0)
+    M, N, K = 200, 136, 72
+    a = torch.randn(*((K, M) if ta else (M, K)), device="cuda", requires_grad=True)
+    b = torch.randn(*((N, K) if tb else (K, N)), device="cuda", requires_grad=True)
+    out = at.mm(a, b, trans_a=ta, trans_b=tb)
+    assert not kernels.choose(M, N, K, trans_a=ta, trans_b=tb).library
+    a64, b64 = (t.detach().double().requires_grad_() for t in (a, b))
+    ref = (a64.mT if ta else a64) @ (b64.mT if tb else b64)
+    assert rel(out, ref) < 1e-5
+    g = torch.randn_like(out)
+    out.backward(g)
+    ref.backward(g.double())
+    assert rel(a.grad, a64.grad) < 1e-5 and rel(b.grad, b64.grad) < 1e-5
+
+
+def mlp(seed: int = 0):
+    torch.manual_seed(seed)
+    layers = [torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 128)]
+    return at.swap_linear(torch.nn.Sequential(*layers).cuda())
+
+
+def test_torch_compile_fullgraph_gives_the_eager_result(kernels):
+    model, x = mlp(), torch.randn(300, 256, device="cuda")
+    with torch.no_grad():
+        eager = model(x)
+        compiled = torch.compile(model, fullgraph=True)(x)
+    assert rel(compiled, eager) < 1e-6
+
+
+def test_a_cuda_graph_replay_gives_the_eager_result(kernels):
+    model, x = mlp(), torch.randn(300, 256, device="cuda")
+    with torch.no_grad():
+        eager = model(x).clone()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            model(x)  # compiled and loaded before the capture
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            captured = model(x)
+        x.copy_(torch.randn_like(x))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert rel(captured, model(x)) < 1e-6 and rel(captured, eager) > 1e-3  # the replay read the new x
+
+
+def test_cublas_runs_where_nothing_was_measured_and_stays_fp32_under_torchs_tf32_switch(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no database: cuBLAS everywhere
+    monkeypatch.delenv("AUTOTUNE_DB", raising=False)
+    mm = autotune.load()
+    a, b = torch.randn(1024, 1024, device="cuda"), torch.randn(1024, 1024, device="cuda")
+    ref = a.double() @ b.double()
+    assert mm.choose(1024, 1024, 1024).library and rel(mm(a, b), ref) < 1e-5
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", True)
+    assert rel(torch.matmul(a, b), ref) > 1e-4  # torch now computes in TF32
+    assert rel(mm(a, b), ref) < 1e-5  # the library path does not: cuBLAS through the launcher
+    c = torch.empty(1024, 1024, device="cuda")
+    assert mm(a, b, out=c) is c and rel(c, ref) < 1e-5
+
+
+def test_other_dtypes_go_to_torch_unchanged_and_say_so_once():
+    mm = autotune.load(defaults_only=True)
+    a, b = torch.randn(64, 32, device="cuda", dtype=torch.bfloat16), torch.randn(32, 16, device="cuda",
+                                                                                 dtype=torch.bfloat16)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = mm(a, b)
+        mm(a, b)
+    assert out.dtype == torch.bfloat16 and torch.equal(out, a @ b)
+    said = [w for w in caught if "bfloat16 operands run torch.matmul unchanged" in str(w.message)]
+    assert len(said) <= 1  # once per process (an earlier test may have said it already)

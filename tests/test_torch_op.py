@@ -1,0 +1,84 @@
+"""autotune.torch without a GPU: the operator's fake implementation and autograd wiring, checked with
+torch's own opcheck and on the CPU stand-in (torch's product), under torch.compile(fullgraph=True)
+too; Linear and swap_linear keep nn.Linear's parameters and results. CI installs a CPU build of torch
+(.ci/run); elsewhere these skip when torch is missing."""
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed (pip install torch; CI installs a CPU build)")
+
+import autotune.torch as at  # noqa: E402
+from autotune.errors import AutotuneError  # noqa: E402
+
+TRANSPOSES = list(itertools.product([False, True], repeat=2))
+
+
+def operands(M: int, N: int, K: int, ta: bool, tb: bool, grad: bool = False):
+    g = torch.Generator().manual_seed(M * 100 + N * 10 + K + 2 * ta + tb)
+    a = torch.randn(*((K, M) if ta else (M, K)), generator=g, dtype=torch.float64).requires_grad_(grad)
+    b = torch.randn(*((N, K) if tb else (K, N)), generator=g, dtype=torch.float64).requires_grad_(grad)
+    return a, b
+
+
+def reference(a, b, ta, tb):
+    return (a.mT if ta else a) @ (b.mT if tb else b)
+
+
+@pytest.mark.parametrize("ta,tb", TRANSPOSES)
+def test_the_operator_passes_torchs_opcheck(ta, tb):
+    a, b = operands(5, 7, 3, ta, tb, grad=True)
+    torch.library.opcheck(torch.ops.autotune.mm.default, (a.float(), b.float(), ta, tb))
+
+
+@pytest.mark.parametrize("ta,tb", TRANSPOSES)
+def test_gradients_of_every_layout_are_the_products_of_the_chain_rule(ta, tb):
+    a, b = operands(6, 4, 5, ta, tb, grad=True)
+    torch.autograd.gradcheck(lambda x, y: at.mm(x, y, trans_a=ta, trans_b=tb), (a, b))
+    out = at.mm(a, b, trans_a=ta, trans_b=tb)
+    out.backward(torch.ones_like(out))
+    a2, b2 = (t.detach().clone().requires_grad_() for t in (a, b))
+    reference(a2, b2, ta, tb).backward(torch.ones_like(out))
+    assert torch.allclose(a.grad, a2.grad) and torch.allclose(b.grad, b2.grad)
+
+
+def test_torch_compile_fullgraph_traces_the_operator_and_gives_the_eager_result():
+    a, b = operands(8, 6, 4, False, True)
+    a, b = a.float(), b.float()
+
+    def f(x, w):
+        return torch.relu(at.mm(x, w, trans_b=True)) * 2
+
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    assert torch.equal(compiled(a, b), f(a, b))
+    x, w = a.clone().requires_grad_(), b.clone().requires_grad_()
+    compiled(x, w).sum().backward()
+    x2, w2 = a.clone().requires_grad_(), b.clone().requires_grad_()
+    f(x2, w2).sum().backward()
+    assert torch.equal(x.grad, x2.grad) and torch.equal(w.grad, w2.grad)
+
+
+def test_the_fake_implementation_gives_the_products_shape_without_computing():
+    with torch._subclasses.fake_tensor.FakeTensorMode():
+        a, b = torch.empty(3, 9), torch.empty(5, 9)
+        out = torch.ops.autotune.mm(a, b, False, True)
+        assert tuple(out.shape) == (3, 5) and out.dtype == torch.float32
+
+
+def test_mm_refuses_what_is_not_a_matrix_in_one_line():
+    with pytest.raises(AutotuneError, match="takes 2-D tensors; got \\(2, 3, 4\\)"):
+        at.mm(torch.ones(2, 3, 4), torch.ones(4, 5))
+
+
+def test_swap_linear_keeps_the_parameters_and_the_results():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4, bias=False))
+    x = torch.randn(3, 5, 8)
+    before, weights, keys = model(x), [p for p in model.parameters()], list(model.state_dict())
+    swapped = at.swap_linear(model)
+    assert all(type(m) is at.Linear for m in (swapped[0], swapped[2]))
+    assert [p for p in swapped.parameters()] == weights and list(swapped.state_dict()) == keys
+    assert torch.equal(swapped(x), before)
+    assert type(at.swap_linear(torch.nn.Linear(2, 2))) is at.Linear
