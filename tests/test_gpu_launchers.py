@@ -1,6 +1,7 @@
 """On a GPU: the exported launchers run the kernel at a shape it was never exported for. A host
 program built with nvcc includes best.h, calls <kernel>_launch at 1000x999x1001 and at the exported
-shape, and matches numpy (float64); the same through best.py on CuPy arrays and a CuPy stream."""
+shape, and matches numpy (float64); the same through best.py on CuPy arrays and a CuPy stream; and
+best.py of a kernel with a prologue keeps its stream's workspace: one allocation for repeated calls."""
 from __future__ import annotations
 
 import importlib.util
@@ -136,7 +137,7 @@ def test_python_launcher_on_cupy_arrays_matches_numpy(exports, family):
 
 def test_python_launcher_of_an_nt_kernel_transposes_b_into_its_own_workspace_or_the_callers(tmp_path):
     """blocked's NT default (TB=1) is a PB=1 kernel: B, stored N x K, transposed first by the prologue,
-    into a workspace allocated per call or given by the caller."""
+    into the stream's kept workspace or one given by the caller."""
     cp = pytest.importorskip("cupy")
     db, cu = tmp_path / "empty.sqlite", tmp_path / "nt.cu"
     store.open_db(db)
@@ -155,3 +156,39 @@ def test_python_launcher_of_an_nt_kernel_transposes_b_into_its_own_workspace_or_
         module.launch(dA, dW, C, M, N, K, workspace=given)
         cp.cuda.Device().synchronize()
         assert relative_error(cp.asnumpy(C), A.astype(np.float64) @ W.T) < 1e-5, given is None
+
+
+@pytest.mark.parametrize("family, params", [("blocked", ["-p", "TB=1"]), ("tf32x3wg", [])], ids=["PB=1", "tf32x3wg"])
+def test_python_launcher_keeps_its_streams_workspace_across_calls(tmp_path, monkeypatch, family, params):
+    """Two calls at one shape and one at a smaller allocate once; a larger one grows it; another
+    stream has its own; every result matches numpy; release_workspaces frees them."""
+    cp = pytest.importorskip("cupy")
+    from cuda.bindings import driver
+
+    db, cu = tmp_path / "empty.sqlite", tmp_path / "pre.cu"
+    store.open_db(db)
+    result = CliRunner().invoke(cli, ["export", "--M", str(ODD[0]), "--N", str(ODD[1]), "--K", str(ODD[2]), "--family",
+                                      family, *params, "--db", str(db), "-o", str(cu)])
+    assert result.exit_code == 0, result.output
+    module = load_module(cu.with_suffix(".py"))
+    assert hasattr(module, "workspace_bytes"), "the kernel has no prologue"
+    allocated: list[int] = []
+    allocate = driver.cuMemAllocAsync
+    monkeypatch.setattr(driver, "cuMemAllocAsync", lambda n, s: allocated.append(n) or allocate(n, s))
+    stream, other = cp.cuda.Stream(), cp.cuda.Stream()
+
+    def matches(shape: tuple[int, int, int], on) -> bool:
+        M, N, K = shape
+        A, B = inputs(shape, seed=3)
+        stored_b = B.T.copy() if "TB=1" in params else B
+        C = cp.full((M, N), cp.nan, dtype=cp.float32)
+        module.launch(cp.asarray(A), cp.asarray(stored_b), C, M, N, K, stream=on)
+        on.synchronize()
+        return relative_error(cp.asnumpy(C), A.astype(np.float64) @ B) < 1e-5
+
+    assert matches(ODD, stream) and matches(ODD, stream) and matches(TUNED, stream)
+    assert allocated == [module.workspace_bytes(*ODD)]  # once: the second call and the smaller one reuse it
+    assert matches((1100, 1200, 1300), stream) and allocated[1:] == [module.workspace_bytes(1100, 1200, 1300)]
+    assert matches(ODD, other) and len(allocated) == 3 and len(module._kept) == 2
+    module.release_workspaces()
+    assert not module._kept and matches(ODD, stream) and len(allocated) == 4

@@ -163,6 +163,11 @@ cudaError_t cudaGetLastError() { return cudaSuccess; }
 cudaError_t cudaMallocAsync(void** p, size_t bytes, cudaStream_t) {
     ++mallocs; std::printf("malloc %zu\\n", bytes); *p = workspace; return cudaSuccess; }
 cudaError_t cudaFreeAsync(void* p, cudaStream_t) { frees += p == workspace; return cudaSuccess; }
+cudaError_t cudaFree(void* p) { frees += p == workspace; return cudaSuccess; }
+cudaError_t cudaSetDevice(int) { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+cudaError_t cudaStreamIsCapturing(cudaStream_t, cudaStreamCaptureStatus* s) {
+    *s = cudaStreamCaptureStatusNone; return cudaSuccess; }
 void stub_launch(dim3 g, dim3 b, size_t shared, cudaStream_t) {
     std::printf("launch %u %u %u block %u shared %zu\\n", g.x, g.y, g.z, b.x, shared); }
 extern "C" void KERNEL_pre(const float*, const float* B, float* W, int, int, int) {
@@ -172,9 +177,12 @@ extern "C" void KERNEL(const float*, const float* B, float*, int, int, int) {
 int main() {
     std::printf("bytes %zu\\n", KERNEL_workspace_bytes(96, 80, 40));
     std::printf("own %d\\n", (int)KERNEL_launch(nullptr, nullptr, nullptr, 96, 80, 40));
+    std::printf("own %d\\n", (int)KERNEL_launch(nullptr, nullptr, nullptr, 96, 80, 40));  // kept: no second malloc
     std::printf("theirs %d\\n", (int)KERNEL_launch_with_workspace(nullptr, nullptr, nullptr, 96, 80, 40, workspace));
     std::printf("none %d\\n", (int)KERNEL_launch_with_workspace(nullptr, nullptr, nullptr, 96, 80, 40, nullptr));
     std::printf("odd %d\\n", (int)KERNEL_launch_with_workspace(nullptr, nullptr, nullptr, 96, 80, 40, workspace + 1));
+    std::printf("mallocs %d frees %d\\n", mallocs, frees);
+    std::printf("release %d\\n", (int)KERNEL_release_workspaces());
     std::printf("mallocs %d frees %d\\n", mallocs, frees);
 }
 """
@@ -192,8 +200,8 @@ def test_the_header_transposes_into_its_own_workspace_or_the_callers(tmp_path):
     lines = subprocess.run([str(tmp_path / "driver")], capture_output=True, text=True, check=True).stdout.splitlines()
     pre, own = c.prologue(96, 80, 40).launch, f"launch {' '.join(map(str, geo.grid))} block 256 shared {geo.shared_bytes}"
     product = [f"launch {pre.grid[0]} 1 1 block 256 shared 0", "pre B=B W=workspace", own, "kernel B=workspace"]
-    assert lines == [f"bytes {4 * 80 * 40}", f"malloc {4 * 80 * 40}", *product, "own 0", *product, "theirs 0",
-                     "none 1", "odd 1", "mallocs 1 frees 1"]
+    assert lines == [f"bytes {4 * 80 * 40}", f"malloc {4 * 80 * 40}", *product, "own 0", *product, "own 0", *product,
+                     "theirs 0", "none 1", "odd 1", "mallocs 1 frees 0", "release 0", "mallocs 1 frees 1"]
 
 
 class CaiBuffer:

@@ -11,6 +11,8 @@ enum cudaError { cudaSuccess = 0, cudaErrorInvalidValue = 1 };
 typedef enum cudaError cudaError_t;
 struct CUstream_st;
 typedef CUstream_st* cudaStream_t;
+#define cudaStreamPerThread ((cudaStream_t)0x2)
+enum cudaStreamCaptureStatus { cudaStreamCaptureStatusNone = 0, cudaStreamCaptureStatusActive = 1 };
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
 
 struct dim3 {
@@ -23,4 +25,8 @@ cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int v
 cudaError_t cudaGetLastError();
 cudaError_t cudaMallocAsync(void** ptr, size_t bytes, cudaStream_t stream);
 cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream);
+cudaError_t cudaFree(void* ptr);
+cudaError_t cudaSetDevice(int device);
+cudaError_t cudaDeviceSynchronize();
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status);
 void stub_launch(dim3 grid, dim3 block, size_t shared, cudaStream_t stream);
