@@ -17,6 +17,8 @@ import numpy as np
 from autotune.backends.reference import (  # noqa: F401 (TOLERANCE re-exported)
     FP32_TC,
     TOLERANCE,
+    abs_product,
+    element_violation,
     fp32_error,
     judge,
     random_inputs,
@@ -63,7 +65,8 @@ def check(config: Config, source: str, shape: tuple[int, int, int], run: Runner,
     err_ref = fp32_error(A, B, ref) if precision == FP32_TC else None
     why = judge(precision, err, err_ref)
     if why is None:
-        return VerifyRow(config.name, shape, "ok", err, "", err_ref)
+        element = element_violation(C, ref, abs_product(A, B), K, precision)
+        return VerifyRow(config.name, shape, "wrong" if element else "ok", err, element or "", err_ref)
     return VerifyRow(config.name, shape, "wrong", err, describe_wrong(C, ref, why), err_ref)
 
 

@@ -15,6 +15,8 @@ from autotune.backends.canary import broken, canary
 from autotune.backends.outcome import COMPILE_ERROR, LAUNCH_ERROR, OK, TIMEOUT, WRONG, Outcome, Timing
 from autotune.backends.reference import (
     FP32_TC,
+    abs_product,
+    element_violation,
     fp32_error,
     judge,
     random_inputs,
@@ -53,6 +55,7 @@ class SimBackend(Backend):
         self.device = "sim"
         self.A, self.B = random_inputs(M, N, K, seed)
         self.ref = reference(self.A, self.B)
+        self.scale = abs_product(self.A, self.B)  # the elementwise bound's |A| . |B|
         self._err_ref: float | None = None  # fp32-tc: FP32's own error here, computed at the first need
         self.tick = lambda: None  # a worker process sets this to report progress to its parent
         self.min_launch_s = self._canary()
@@ -93,8 +96,9 @@ class SimBackend(Backend):
             return Outcome(STATUS_OF_KIND[exc.kind], reason=f"{exc.kind}: {exc.message}"[:300])
         ms = (time.perf_counter() - start) * 1e3
         err = relative_error(C, self.ref)
-        err_ref = self.err_ref() if precision_of(config.family.name) == FP32_TC else None
-        why = judge(precision_of(config.family.name), err, err_ref)
+        precision = precision_of(config.family.name)
+        err_ref = self.err_ref() if precision == FP32_TC else None
+        why = judge(precision, err, err_ref) or element_violation(C, self.ref, self.scale, K, precision)
         if why:
             return Outcome(WRONG, reason=why, err=err, err_ref=err_ref)
         return Outcome(OK, err=err, err_ref=err_ref, timing=Timing(ms, ms, ms, 1))
