@@ -65,6 +65,18 @@ def test_a_kernel_that_overwrites_the_reference_is_wrong_and_the_reference_resto
     assert backend.measure(config, render(config)).status == "ok"  # the reference was put back
 
 
+def test_one_wrong_output_beyond_the_check_shape_is_wrong_by_the_elementwise_bound(backend):
+    """0.01 off at C[200][100], outside the 131 x 67 check shape: ~2e-5 of ||C||_F, under the
+    Frobenius tolerance, ~100x that output's bound (2 K u (|A|.|B|))."""
+    config = make_config(NAIVE, {})
+    assert backend.measure(config, render(config)).status == "ok"
+    broken = render(config).replace("C[row * N + col] = acc;",
+                                    "C[row * N + col] = (row == 200 && col == 100) ? acc + 0.01f : acc;")
+    outcome = backend.measure(config, broken)
+    assert outcome.status == "wrong" and "C[200][100]" in outcome.reason, outcome.reason
+    assert outcome.err is not None and outcome.err < 1e-4  # what the Frobenius check alone would pass
+
+
 def test_unwritten_outputs_are_caught(backend):
     config = make_config(NAIVE, {})
     broken = render(config).replace("if (row >= M || col >= N) return;", "if (row >= M || col >= N - 1) return;")

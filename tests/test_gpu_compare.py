@@ -1,7 +1,8 @@
 """The correctness check on the GPU (autotune/gpu_compare.py) means what reference.relative_error
 means on the host. Without a GPU: the kernel compiles and the host's last step is right; with
 one: the GPU's answer equals numpy's on outputs right, slightly off, NaN, inf, and against an
-all-zero reference."""
+all-zero reference. The elementwise bound's kernel likewise: it compiles, the host picks the blocks'
+worst output, and on a GPU it names the element reference.element_violation names."""
 import math
 
 import numpy as np
@@ -15,6 +16,18 @@ from autotune.codegen.nvrtc import compile_source
 def test_the_comparison_kernel_compiles():
     built = compile_source(gpu_compare.SOURCE, gpu_compare.NAME, "sm_90")
     assert built.ok, built.log
+
+
+def test_the_elementwise_kernel_compiles():
+    built = compile_source(gpu_compare.ELEMENTS_SOURCE, gpu_compare.ELEMENTS_NAME, "sm_90")
+    assert built.ok, built.log
+
+
+def test_the_host_picks_the_blocks_worst_output_and_sums_the_scale():
+    # per block: ratio, index, error, bound, sum of the scale
+    worst = gpu_compare.worst_of(np.array([[0.5, 3.0, 1e-6, 2e-6, 10.0], [4.0, 700.0, 8e-6, 2e-6, 2.5],
+                                           [-1.0, -1.0, 0.0, 0.0, 0.0]]))
+    assert worst == gpu_compare.Worst(4.0, 700, 8e-6, 2e-6, 12.5)
 
 
 def test_blocks_cover_small_and_large_outputs():
@@ -87,3 +100,27 @@ def test_the_gpu_answers_what_numpy_answers(gpu, case):
         assert math.isinf(on_gpu)
     else:
         assert on_gpu == pytest.approx(on_host, rel=1e-9, abs=1e-300)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", ["equal", "rounding", "one output off", "large"])
+def test_the_gpu_names_the_element_numpy_names(gpu, case):
+    from cuda.core import Device
+
+    from autotune.backends.cuda.backend import GpuElements, upload
+    from autotune.backends.cuda.device import device_info
+    from autotune.backends.reference import FP32, element_violation
+
+    dev, stream, _ = gpu
+    info = device_info(0)
+    elements = GpuElements(Device(0), stream, info.arch, info.index)
+    C, ref = CASES[case]
+    scale = np.abs(ref).astype(np.float32) + np.float32(1.0)  # any positive scale: the kernel only reads it
+    K = 93
+    worst = elements.worst(upload(dev, stream, C), upload(dev, stream, ref), upload(dev, stream, scale), C.size, K)
+    assert worst.scale_sum == pytest.approx(float(scale.astype(np.float64).sum()), rel=1e-12)
+    on_host = element_violation(C, ref.astype(np.float64), scale.astype(np.float64), K, FP32)
+    assert (worst.ratio > 1) == (on_host is not None), (case, worst, on_host)
+    if on_host is not None:
+        row, col = divmod(worst.index, C.shape[1])
+        assert f"C[{row}][{col}]" in on_host

@@ -33,7 +33,16 @@ from autotune.backends.cuda.timing import (
 )
 from autotune.backends.cuda.workspaces import Workspaces
 from autotune.backends.outcome import COMPILE_ERROR, OK, WRONG, Fault, Outcome, Timing
-from autotune.backends.reference import FP32, FP32_TC, judge, random_inputs, stored, transposes
+from autotune.backends.reference import (
+    FP32,
+    FP32_TC,
+    element_bound,
+    element_text,
+    judge,
+    random_inputs,
+    stored,
+    transposes,
+)
 from autotune.codegen import nvrtc as nvrtc
 from autotune.errors import AutotuneError
 from autotune.families import precision_of
@@ -64,8 +73,13 @@ class Problem:
         self.c = dev.allocate(M * N * 4, stream=stream)
         self.ref_dev = dev.allocate(M * N * 4, stream=stream)
         blas.sgemm(int(self.a.handle), int(self.b.handle), int(self.ref_dev.handle), M, N, K)
-        self.ref = download(stream, self.ref_dev, M, N)
+        self.scale_dev = dev.allocate(M * N * 4, stream=stream)  # |A| . |B|: the elementwise bound's scale
+        absolute = upload(dev, stream, np.abs(A)), upload(dev, stream, np.abs(B))
+        blas.sgemm(int(absolute[0].handle), int(absolute[1].handle), int(self.scale_dev.handle), M, N, K)
+        self.ref = download(stream, self.ref_dev, M, N)  # synchronizes: |A| and |B| may go
+        self.scale = download(stream, self.scale_dev, M, N)
         self.ref_sums: tuple[float, float] | None = None
+        self.scale_sum: float | None = None  # the elementwise check's sum of scale_dev, intact (set by the backend)
         self.exact: Exact | None = None  # the float64 product (fp32-tc), made at the first need
 
     def operands(self, config: Config) -> tuple:
@@ -80,6 +94,9 @@ class Problem:
 
     def restore_reference(self) -> None:
         upload_into(self.stream, self.ref_dev, self.ref)
+
+    def restore_scale(self) -> None:
+        upload_into(self.stream, self.scale_dev, self.scale)
 
     def poison(self) -> None:
         poison(self.stream, self.c, self.M, self.N)
@@ -120,6 +137,26 @@ class GpuCompare:
         return self.compare(c, ref, n).error
 
 
+class GpuElements:
+    """The output furthest beyond the elementwise bound (reference.element_bound), found on the GPU
+    (the kernel and its meaning: gpu_compare.ELEMENTS_SOURCE). Compiled once, through the cubin cache."""
+
+    def __init__(self, dev, stream, arch: str, device: int):
+        self.kernel = required_kernel(gpu_compare.ELEMENTS_SOURCE, gpu_compare.ELEMENTS_NAME, arch, 0, device,
+                                      "the elementwise check kernel")
+        self.stream = stream
+        self.partials = dev.allocate(gpu_compare.MAX_BLOCKS * gpu_compare.ELEMENT_SLOTS * 8, stream=stream)
+
+    def worst(self, c, ref, scale, n: int, K: int) -> gpu_compare.Worst:
+        from cuda.core import LaunchConfig, launch
+
+        blocks = gpu_compare.blocks_for(n)
+        config = LaunchConfig(grid=(blocks, 1, 1), block=(gpu_compare.THREADS, 1, 1))
+        factor = np.float64(element_bound(1.0, K))
+        launch(self.stream, config, self.kernel, c, ref, scale, factor, np.int64(n), self.partials)
+        return gpu_compare.worst_of(download(self.stream, self.partials, blocks, gpu_compare.ELEMENT_SLOTS, np.float64))
+
+
 class Stopwatch:
     """Seconds per stage of a trial (recorded with the row: where a trial's time goes)."""
 
@@ -133,10 +170,11 @@ class Stopwatch:
 
 
 def bytes_needed(M: int, N: int, K: int) -> int:
-    """Device memory for one shape: A, B, C, the reference, and the odd-shape check problem beside them
-    (a prologue's workspace, a copy of B, is a config's own: where it does not fit, that config fails)."""
+    """Device memory for one shape: A, B, C, the reference and |A| . |B|, and the odd-shape check problem
+    beside them (a prologue's workspace, a copy of B, is a config's own: where it does not fit, that
+    config fails)."""
     cm, cn, ck = CHECK_SHAPE
-    return 4 * (M * K + K * N + 2 * M * N + cm * ck + ck * cn + 2 * cm * cn)
+    return 4 * (M * K + K * N + 3 * M * N + cm * ck + ck * cn + 3 * cm * cn)
 
 
 def check_memory(M: int, N: int, K: int, total: int, device: int) -> None:
@@ -183,8 +221,10 @@ class CudaBackend(Backend):
         self.shape = (M, N, K)
         self.main = Problem(self.dev, self.stream, self.blas, M, N, K, seed)
         self.check = Problem(self.dev, self.stream, self.blas, *CHECK_SHAPE, seed + 1)
+        self.elements = GpuElements(self.dev, self.stream, self.info.arch, self.info.index)
         for p in (self.main, self.check):
             p.ref_sums = self.compare.compare(p.ref_dev, p.ref_dev, p.M * p.N).ref_sums
+            p.scale_sum = self.elements.worst(p.ref_dev, p.ref_dev, p.scale_dev, p.M * p.N, p.K).scale_sum
         self._canary()
         self.baseline = self._time_baseline()
         self.baseline_clock = sm_clock_mhz(self.info.uuid)
@@ -277,12 +317,17 @@ class CudaBackend(Backend):
         self._launch(kernels, config, p, poison=True)
         result = self.compare.compare(p.c, p.ref_dev, p.M * p.N)  # also under fp32-tc: the sums guard ref_dev
         shape = "x".join(map(str, (p.M, p.N, p.K)))
-        if result.ref_sums != p.ref_sums:  # it wrote past its output, over the reference: put that back
+        worst = self.elements.worst(p.c, p.ref_dev, p.scale_dev, p.M * p.N, p.K)  # every family: the guard
+        if result.ref_sums != p.ref_sums or worst.scale_sum != p.scale_sum:  # it wrote past its output: undo
             p.restore_reference()
-            return float("inf"), None, f"wrote outside its output at {shape} (over the reference, now restored)"
+            p.restore_scale()
+            return (float("inf"), None,
+                    f"wrote outside its output at {shape} (over the reference or |A|.|B|, now restored)")
         precision = precision_of(config.family.name) if p is self.main else FP32
         if precision != FP32_TC:
             why = judge(precision, result.error)
+            if why is None and precision_of(config.family.name) == FP32 and worst.ratio > 1:  # not fp32-tc's
+                why = element_text(*divmod(worst.index, p.N), worst.error, worst.bound)
             return result.error, None, why and f"{why} at {shape}"
         exact = self._exact(p)
         err = exact.error_of(p.c)

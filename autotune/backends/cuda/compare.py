@@ -16,6 +16,11 @@ with the sums taken when the reference was made, and restores it from the host c
 differ (that kernel is wrong: it wrote outside its output).
 
 SOURCE64 is the same kernel reading a float64 reference (the fp32-tc contract's DGEMM product).
+
+ELEMENTS_SOURCE checks the FP32 contract's elementwise bound (reference.element_bound): each
+output against factor * (|A| . |B|), the scale cuBLAS made beside the reference; it returns the
+output furthest beyond its bound (what reference.element_violation names) and the scale's own sum,
+which guards the scale as ref_sums guards the reference.
 """
 from __future__ import annotations
 
@@ -78,6 +83,67 @@ SOURCE = _SOURCE % {"threads": THREADS, "name": NAME, "ref_type": "float"}
 # the same against a float64 reference (the fp32-tc contract: cuBLAS DGEMM's product)
 NAME64 = "autotune_compare_sums_f64"
 SOURCE64 = _SOURCE % {"threads": THREADS, "name": NAME64, "ref_type": "double"}
+
+
+# Each block finds, over its grid-stride share, the output with the largest ratio of its error to
+# its bound (a zero bound: infinite where the error is not zero), keeping that ratio, its index (a
+# double: exact up to 2**53), error and bound, and sums the scale in a fixed order; the host picks
+# the largest ratio among the blocks. A NaN output compares false and is skipped: the Frobenius
+# check, which comes first, already fails it.
+ELEMENTS_NAME = "autotune_compare_elements"
+ELEMENT_SLOTS = 5  # per block: ratio, index, error, bound, sum of the scale
+ELEMENTS_SOURCE = r"""
+#define THREADS %(threads)d
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+%(name)s(const float* __restrict__ c, const float* __restrict__ ref, const float* __restrict__ scale, double factor,
+         long long n, double* __restrict__ partials)
+{
+    __shared__ double ratio[THREADS], at[THREADS], err[THREADS], bound[THREADS], total[THREADS];
+    double r = -1.0, i0 = -1.0, e = 0.0, b = 0.0, s = 0.0;
+    for (long long i = (long long)blockIdx.x * THREADS + threadIdx.x; i < n; i += (long long)gridDim.x * THREADS) {
+        const double d = fabs((double)c[i] - (double)ref[i]), lim = factor * (double)scale[i];
+        const double q = lim > 0.0 ? d / lim : (d > 0.0 ? __longlong_as_double(0x7ff0000000000000LL) : 0.0);  // inf
+        if (q > r) {
+            r = q, i0 = (double)i, e = d, b = lim;
+        }
+        s += scale[i];
+    }
+    ratio[threadIdx.x] = r, at[threadIdx.x] = i0, err[threadIdx.x] = e, bound[threadIdx.x] = b, total[threadIdx.x] = s;
+    __syncthreads();
+    for (int half = THREADS / 2; half > 0; half /= 2) {
+        if (threadIdx.x < half) {
+            const int o = threadIdx.x + half;
+            if (ratio[o] > ratio[threadIdx.x]) {
+                const int t = threadIdx.x;
+                ratio[t] = ratio[o], at[t] = at[o], err[t] = err[o], bound[t] = bound[o];
+            }
+            total[threadIdx.x] += total[o];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        double* out = partials + 5 * blockIdx.x;
+        out[0] = ratio[0], out[1] = at[0], out[2] = err[0], out[3] = bound[0], out[4] = total[0];
+    }
+}
+""" % {"threads": THREADS, "name": ELEMENTS_NAME}
+
+
+@dataclass(frozen=True)
+class Worst:
+    ratio: float  # the largest error / bound of any output (above 1: the bound is broken)
+    index: int  # that output's, row-major
+    error: float
+    bound: float
+    scale_sum: float  # the scale's sum: unchanged, bit for bit, while the scale is
+
+
+def worst_of(partials: np.ndarray) -> Worst:
+    """The output furthest beyond its bound, from the blocks' partials (shape (blocks, ELEMENT_SLOTS))."""
+    rows = np.asarray(partials, dtype=np.float64).reshape(-1, ELEMENT_SLOTS)
+    ratio, index, error, bound, _ = rows[int(np.argmax(rows[:, 0]))]
+    return Worst(float(ratio), int(index), float(error), float(bound), float(rows[:, 4].sum()))
 
 
 def blocks_for(n: int) -> int:
