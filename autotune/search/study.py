@@ -24,6 +24,7 @@ from autotune import store
 from autotune.backends.outcome import INVALID, OK, UNRECORDED
 from autotune.errors import AutotuneError
 from autotune.families import FAMILIES
+from autotune.search.storages import check_storage
 from autotune.space import Config, Family, Value, within
 from autotune.store.claims import ServerClaims, retry_schema_race, shares_claims
 
@@ -99,12 +100,13 @@ class Storage:
 
 
 def open_storage(url: str | Storage | None) -> Storage:
-    """None: in memory. "scheme://...": a database server (the study and the claims of every
+    """None: in memory (an empty string is refused, not taken for None). "scheme://...": a database server (the study and the claims of every
     host). Else a journal file (one host). Bad URLs, servers down and unwritable files are one line."""
     if isinstance(url, Storage):
         return url
-    if not url:
+    if url is None:
         return Storage(None)
+    check_storage(url)  # before Optuna opens it: Optuna writes into whatever file it is given
     try:
         if shares_claims(url):
             return Storage(_rdb(url), ServerClaims(url))

@@ -1,0 +1,76 @@
+"""What a new user hit on a first afternoon with the tool (the project's issue 42): each case is
+bad input answered in one line with exit status 2 (AutotuneError from the Python API), nothing
+stored and no file touched that the tool did not create; or a command that must simply work."""
+from __future__ import annotations
+
+import math
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import autotune
+from autotune.backends.verify import sample_configs, verify_configs
+from autotune.errors import AutotuneError
+from autotune.families import FAMILIES
+from autotune.space import make_config, violations
+from tests.test_bad_input import SIM, invoke, one_line_error
+from tests.test_suite import shapes_file
+from tests.test_user_search import lines_of, rows
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = [*SIM, "--family", "naive", "-p", "bx=32", "-p", "by=8", "-p", "x_over=cols", "--trials", "1"]
+
+
+def search(tmp_path: Path, *args: str):
+    return invoke("search", *TINY, "--db", str(tmp_path / "r.sqlite"), *args)
+
+
+def nothing_stored(tmp_path: Path) -> None:
+    assert not rows(tmp_path / "r.sqlite"), "a refused search stored rows"
+
+
+# --------------------------------------------------------------------------- 1. --storage
+
+def other_sqlite(path: Path) -> Path:
+    conn = sqlite3.connect(path)
+    conn.execute("create table notes (text)")
+    conn.execute("insert into notes values ('mine')")
+    conn.commit()
+    conn.close()
+    return path
+
+
+@pytest.mark.parametrize("case", ["text-path", "sqlite-path", "sqlite-url"])
+def test_a_storage_file_the_tool_cannot_recognise_is_left_byte_identical(case, tmp_path):
+    text = tmp_path / "notes.txt"
+    text.write_text("a text file, 24 bytes..\n")
+    sqlite = other_sqlite(tmp_path / "other.db")
+    target = text if case == "text-path" else sqlite
+    before = target.read_bytes()
+    given = f"sqlite:///{sqlite}" if case == "sqlite-url" else str(target)
+    one_line_error(search(tmp_path, "--storage", given), "--storage")
+    assert target.read_bytes() == before
+    nothing_stored(tmp_path)
+
+
+def test_storages_the_tool_made_keep_working(tmp_path):
+    for storage in (str(tmp_path / "journal.log"), f"sqlite:///{tmp_path / 'study.db'}"):
+        for _ in range(2):  # a new one, then the same one again
+            result = invoke("search", *SIM, "--family", "naive", "-p", "bx=16,32", "-p", "by=8", "-p", "x_over=cols",
+                            "--trials", "1", "--storage", storage, "--study", "s", "--db", str(tmp_path / "r.sqlite"))
+            assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("storage, words", [("", "--storage"), ("   ", "--storage"), ("::::", "--storage"),
+                                             ("nosuch://x/y", "--storage"), ("{dir}", "is a folder")])
+def test_a_storage_neither_url_nor_file_is_one_line_and_creates_nothing(storage, words, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    one_line_error(search(tmp_path, "--storage", storage.format(dir=tmp_path)), words)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
