@@ -74,3 +74,43 @@ def test_a_storage_neither_url_nor_file_is_one_line_and_creates_nothing(storage,
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
+# --------------------------------------------------------------------------- 3. seeds
+
+@pytest.mark.parametrize("seed", ["4294967296", "-1", "1e3"])
+def test_a_seed_out_of_range_is_one_line(seed, tmp_path):
+    one_line_error(search(tmp_path, "--seed", seed), "--seed")
+    nothing_stored(tmp_path)
+
+
+@pytest.mark.parametrize("seed", [2**32, -1])
+def test_a_seed_out_of_range_is_refused_by_the_api(seed, tmp_path):
+    with pytest.raises(AutotuneError, match="seed"):
+        autotune.tune(24, 20, 9, family="naive", backend="sim", trials=1, seed=seed, db=str(tmp_path / "r.sqlite"))
+    nothing_stored(tmp_path)
+
+
+# --------------------------------------------------------------------------- 6. the Python API's arguments
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"trials": 0}, "trials"), ({"trials": -3}, "trials"), ({"trials": 1.5}, "trials"), ({"trials": True}, "trials"),
+    ({"timeout": -1}, "timeout"), ({"timeout": math.nan}, "timeout"), ({"kernel_timeout": 0}, "kernel_timeout"),
+    ({"kernel_timeout": math.inf}, "kernel_timeout"), ({"sampler": "bogus"}, "sampler"), ({"batch": 0}, "batch=0 must"),
+    ({"batch": -2}, "batch=-2 must"), ({"workers": 0}, "workers"), ({"compile_jobs": 0}, "compile_jobs"),
+    ({"remeasure": "x"}, "remeasure"), ({"study": "s"}, "storage"), ({"backend": "bogus"}, "backend='bogus' must"),
+    ({"storage": ""}, "storage"),
+])
+def test_the_api_refuses_bad_arguments_in_one_line_and_stores_nothing(kwargs, words, tmp_path):
+    args = {"family": "naive", "backend": "sim", "trials": 1, "db": str(tmp_path / "r.sqlite"), **kwargs}
+    with pytest.raises(AutotuneError, match=words) as caught:
+        autotune.tune(24, 20, 9, **args)
+    assert len(str(caught.value).splitlines()) == 1
+    nothing_stored(tmp_path)
+
+
+@pytest.mark.parametrize("option, value", [("--timeout", "nan"), ("--kernel-timeout", "nan"), ("--timeout", "inf"),
+                                           ("--trials", "0")])
+def test_numbers_that_are_not_numbers_are_one_line(option, value, tmp_path):
+    one_line_error(search(tmp_path, option, value), option)
+    nothing_stored(tmp_path)
+
+

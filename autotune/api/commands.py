@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from autotune import store
 from autotune.backends.outcome import FAILED, OK, Fault
 from autotune.backends.pool import check_kernel_timeout, check_same_model, exit_status, stop_on_signals, worker_specs
+from autotune.api.checks import check_search
 from autotune.backends.reference import contract_text
 from autotune.codegen.render import render
 from autotune.errors import AutotuneError
@@ -45,6 +46,12 @@ class SearchOptions:
     remeasure: str | None = None  # "failed": the configs whose recorded row is a kernel's failure measured again;
     # "stale": those whose recorded row was measured from another source than today's (a template changed)
     batch: int = 1  # > 1: a strided batch of this many products per launch (BLAS=1 kernels only)
+
+    def __post_init__(self) -> None:  # every search (tune, suite) goes through here: no bad value is ever stored
+        check_search(self.study, self.storage, trials=self.trials, timeout=self.timeout, seed=self.seed,
+                     sampler=self.sampler, backend=self.kind, workers=self.workers,
+                     kernel_timeout=self.kernel_timeout, compile_jobs=self.compile_jobs, remeasure=self.remeasure,
+                     batch=self.batch)
 
 
 def _start(specs: list, db_path: str) -> tuple[list, object]:
