@@ -74,6 +74,38 @@ def test_a_storage_neither_url_nor_file_is_one_line_and_creates_nothing(storage,
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
+# --------------------------------------------------------------------------- 2. verify
+
+# at 100x37x129 its workspace (RED=1) would hold more than the one the launcher allocates
+SKINNY_TOO_WIDE = {"T": 512, "MR": 2, "KT": 32, "SK": 64, "KW": 2, "AH": 3, "RED": 1}
+
+
+def test_verify_skips_and_counts_a_config_invalid_at_a_shape(monkeypatch):
+    config = make_config(FAMILIES["skinny"], SKINNY_TOO_WIDE)
+    monkeypatch.setattr("autotune.backends.verify.sample_configs", lambda family, limit, seed: [config])
+    result = invoke("verify", "--backend", "sim", "--family", "skinny", "--shape", "100x37x129")
+    assert result.exit_code == 0, result.output
+    assert "0 passed, 0 failed, 1 skipped" in result.output and "skipped" in result.output
+
+
+def test_verify_configs_never_runs_a_config_at_a_shape_it_refuses():
+    config = make_config(FAMILIES["skinny"], SKINNY_TOO_WIDE)
+
+    def run(*args):
+        raise AssertionError("ran a config its own rule refuses at this shape")
+
+    [row] = verify_configs([config], [(100, 37, 129)], run)
+    assert row.status == "skipped" and "workspace" in row.reason
+
+
+@pytest.mark.parametrize("name", ["tf32x3", "tf32x3wg"])
+def test_plain_tf32_is_outside_the_tensor_core_families_space(name):
+    family = FAMILIES[name]
+    assert any("TERMS=1" in reason for reason in violations(make_config(family, {"TERMS": 1})))
+    assert not violations(make_config(family, {"TERMS": 3}))
+    assert all(c.values["TERMS"] == 3 for c in sample_configs(family, 40))
+
+
 # --------------------------------------------------------------------------- 3. seeds
 
 @pytest.mark.parametrize("seed", ["4294967296", "-1", "1e3"])

@@ -301,6 +301,9 @@ def verify_table(rows: list) -> str:
     for r in rows:
         shape = "x".join(map(str, r.shape))
         lines.append(f"{r.status:<14} {r.error:>9.2e}  {shape:<14} {r.config}" + (f"  ({r.reason})" if r.reason else ""))
-    bad = sum(r.status != "ok" for r in rows)
-    lines.append(f"{len(rows) - bad} passed, {bad} failed")
+    from autotune.backends.verify import SKIPPED, failures
+
+    bad, skipped = failures(rows), sum(r.status == SKIPPED for r in rows)
+    why = " (invalid at the shape by the config's own rules: not run, as a search would not run them)" if skipped else ""
+    lines.append(f"{len(rows) - bad - skipped} passed, {bad} failed, {skipped} skipped{why}")
     return "\n".join(lines)

@@ -200,7 +200,7 @@ def render(family, params, result_id, db_path) -> None:
 def verify(backend, family_text, precision, limit, shapes, seed, device, as_json) -> None:
     """Check variants against a float64 reference over odd shapes; exit 1 if any fails."""
     from autotune.api.commands import verify_command, verify_table
-    from autotune.backends.verify import SHAPES
+    from autotune.backends.verify import SHAPES, failures
 
     chosen = [parse_shape(s) for s in shapes] or list(SHAPES)
     rows = verify_command(backend, parse_families(family_text, precision), limit, chosen, seed, device)
@@ -208,7 +208,7 @@ def verify(backend, family_text, precision, limit, shapes, seed, device, as_json
         click.echo(json.dumps([{**r.__dict__, "shape": list(r.shape), "backend": backend} for r in rows], indent=1))
     else:
         click.echo(verify_table(rows))
-    if any(r.status != "ok" for r in rows):
+    if failures(rows):
         sys.exit(1)
 
 
