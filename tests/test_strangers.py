@@ -121,6 +121,18 @@ def test_a_seed_out_of_range_is_refused_by_the_api(seed, tmp_path):
     nothing_stored(tmp_path)
 
 
+# --------------------------------------------------------------------------- 4. a study name reused
+
+def test_a_study_name_reused_with_another_space_is_one_line(tmp_path):
+    journal = str(tmp_path / "journal.log")
+    first = search(tmp_path, "--storage", journal, "--study", "s1", "--family", "naive,tiled")
+    assert first.exit_code == 0, first.output
+    before = len(rows(tmp_path / "r.sqlite"))
+    second = search(tmp_path, "--storage", journal, "--study", "s1", "--family", "tiled")
+    one_line_error(second, "new --study")
+    assert len(rows(tmp_path / "r.sqlite")) == before
+
+
 # --------------------------------------------------------------------------- 6. the Python API's arguments
 
 @pytest.mark.parametrize("kwargs, words", [

@@ -97,6 +97,7 @@ def measure_command(shape: tuple[int, int, int], configs: list[Config], seed: in
 def search_command(o: SearchOptions, stop: threading.Event | None = None) -> int:
     """Run the search; print the summary; return the exit status (see pool.exit_status)."""
     from autotune.search.loop import open_storage, run_search
+    from autotune.search.study import check_same_space
     from autotune.search.samplers import require
 
     require(o.sampler)  # a sampler that cannot run is refused before the database is created
@@ -105,6 +106,8 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None) -> int
     preflight(o.families)
     specs = worker_specs(o.kind, o.shape, o.seed, o.devices, o.workers, o.kernel_timeout, o.replay_db, o.batch)
     storage = open_storage(o.storage)  # before any worker starts: a wrong URL costs nothing
+    if o.study:  # a default name says its space, so only a name given can meet a study of another space
+        check_same_space(storage, o.study, o.families)
     workers, db = _start(specs, o.db_path)
     first = workers[0]
     bar = None

@@ -36,6 +36,7 @@ from autotune.search.samplers import make_sampler
 from autotune.search.starts import Starts, shape_starts
 from autotune.search.study import (
     Storage,
+    check_same_space,
     fail_orphans,
     open_storage,
     study_name,
@@ -146,6 +147,7 @@ def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], fam
     where = open_storage(storage)
     shared = where.persistent
     name = study or study_name(families, first.shape, first.name, sampler, seed, shared)
+    check_same_space(where, name, families)
     # workers of one shared study must not all draw the same "random" proposals
     sampler_seed = seed + os.getpid() if shared and seed is not None else seed
     opt = optuna.create_study(study_name=name, storage=where.optuna, load_if_exists=True, direction="maximize",

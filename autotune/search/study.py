@@ -133,6 +133,25 @@ def _safe_url(url: str) -> str:
         return "(unparsable URL)"
 
 
+def check_same_space(storage: Storage, name: str, families: list[Family]) -> None:
+    """A stored study keeps each parameter's distribution from its first trials, and Optuna cannot
+    change one (a --study reused with other --family or -p values): refused in one line, before a
+    trial is asked."""
+    if storage.optuna is None:
+        return
+    try:
+        study_id = storage.optuna.get_study_id_from_name(name)
+    except KeyError:  # a new study
+        return
+    ours = distributions(families)
+    for trial in storage.optuna.get_all_trials(study_id, deepcopy=False):
+        for param, dist in trial.distributions.items():
+            if param in ours and dist != ours[param]:
+                raise AutotuneError(f"study {name} in --storage searched another space (its {param} takes "
+                                    f"{_choices(dist)}, this search's {_choices(ours[param])}): give a new --study "
+                                    f"name, or the --family and -p values of that study's searches")
+
+
 def study_name(families: list[Family], shape: tuple[int, int, int], backend: str, sampler: str,
                seed: int | None, persistent: bool) -> str:
     """A stored study is named by what it searches, so the same command continues it; an
