@@ -133,6 +133,23 @@ def test_a_study_name_reused_with_another_space_is_one_line(tmp_path):
     assert len(rows(tmp_path / "r.sqlite")) == before
 
 
+# --------------------------------------------------------------------------- 5. suite -o
+
+@pytest.mark.parametrize("case", ["existing-file", "under-a-file", "read-only"])
+def test_a_suite_into_an_unusable_folder_is_one_line_before_any_tuning(case, tmp_path):
+    if case == "read-only" and os.geteuid() == 0:
+        pytest.skip("root writes into a read-only folder")
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("not a folder\n")
+    out = {"existing-file": blocker, "under-a-file": blocker / "out", "read-only": tmp_path / "ro" / "out"}[case]
+    (tmp_path / "ro").mkdir(mode=0o555)
+    result = invoke("suite", "--shapes", str(shapes_file(tmp_path, (24, 20, 9, "tiny"))), "--backend", "sim",
+                    "--family", "naive", "--trials", "1", "--db", str(tmp_path / "r.sqlite"), "-o", str(out))
+    one_line_error(result, "-o")
+    assert blocker.read_text() == "not a folder\n"
+    nothing_stored(tmp_path)
+
+
 # --------------------------------------------------------------------------- 6. the Python API's arguments
 
 @pytest.mark.parametrize("kwargs, words", [
