@@ -175,3 +175,16 @@ def test_numbers_that_are_not_numbers_are_one_line(option, value, tmp_path):
     nothing_stored(tmp_path)
 
 
+# --------------------------------------------------------------------------- 7. an exhausted space
+
+def test_a_search_over_an_exhausted_space_stops_and_says_so(tmp_path):
+    # 8 valid configs, 50 new measurements asked for: the search measures the 8 and stops
+    result = invoke("search", "--backend", "sim", "--M", "2", "--N", "2", "--K", "2", "--family", "naive",
+                    "-p", "bx=1,2", "-p", "by=1,2", "--trials", "50", "--db", str(tmp_path / "r.sqlite"))
+    assert result.exit_code == 0, result.output
+    assert len(rows(tmp_path / "r.sqlite")) == 8
+    summary = re.search(r"study \S+: (\d+) trials, (\d+) new", result.output)
+    assert summary and int(summary[1]) <= 20 and int(summary[2]) == 8, result.output
+    assert any("every valid config" in line for line in lines_of(result.output)), result.output
+
+

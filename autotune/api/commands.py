@@ -247,6 +247,8 @@ def summary(db, backend, result) -> str:
     lines = [f"study {result.study}: {result.trials} trials, {result.new} new measurements{skipped} in "
              f"{result.seconds:.1f} s by {result.workers} worker(s)" + (" (interrupted)" if result.interrupted else ""),
              "statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(result.statuses.items())),
+             *(["every valid config of the searched space has a result at this shape: the search stopped (more "
+                "trials find nothing new; widen --family or -p to search further)"] if result.exhausted else []),
              (f"cuBLAS (no TF32): {backend.baseline.median_ms:.3f} ms = "
               f"{2.0 * M * N * K / backend.baseline.median_ms / 1e9:.2f} TFLOP/s" if backend.baseline
               else f"backend {backend.name}: no cuBLAS baseline, times are not GPU times"),
