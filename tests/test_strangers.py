@@ -77,7 +77,7 @@ def test_a_storage_neither_url_nor_file_is_one_line_and_creates_nothing(storage,
 # --------------------------------------------------------------------------- 2. verify
 
 # at 100x37x129 its workspace (RED=1) would hold more than the one the launcher allocates
-SKINNY_TOO_WIDE = {"T": 512, "MR": 2, "KT": 32, "SK": 64, "KW": 2, "AH": 3, "RED": 1}
+SKINNY_TOO_WIDE = {"THREADS": 512, "MR": 2, "KT": 32, "SPLITK": 64, "KW": 2, "AH": 3, "RED": 1}
 
 
 def test_verify_skips_and_counts_a_config_invalid_at_a_shape(monkeypatch):

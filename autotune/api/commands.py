@@ -7,9 +7,9 @@ import threading
 from dataclasses import dataclass
 
 from autotune import store
+from autotune.api.checks import check_search
 from autotune.backends.outcome import FAILED, OK, Fault
 from autotune.backends.pool import check_kernel_timeout, check_same_model, exit_status, stop_on_signals, worker_specs
-from autotune.api.checks import check_search
 from autotune.backends.reference import contract_text
 from autotune.codegen.render import render
 from autotune.errors import AutotuneError
@@ -97,8 +97,8 @@ def measure_command(shape: tuple[int, int, int], configs: list[Config], seed: in
 def search_command(o: SearchOptions, stop: threading.Event | None = None) -> int:
     """Run the search; print the summary; return the exit status (see pool.exit_status)."""
     from autotune.search.loop import open_storage, run_search
-    from autotune.search.study import check_same_space
     from autotune.search.samplers import require
+    from autotune.search.study import check_same_space
 
     require(o.sampler)  # a sampler that cannot run is refused before the database is created
     stop = stop or threading.Event()
