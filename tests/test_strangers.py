@@ -188,3 +188,27 @@ def test_a_search_over_an_exhausted_space_stops_and_says_so(tmp_path):
     assert any("every valid config" in line for line in lines_of(result.output)), result.output
 
 
+# --------------------------------------------------------------------------- minor
+
+def test_best_on_a_folder_says_it_is_a_folder(tmp_path):
+    one_line_error(invoke("best", "--M", "24", "--backend", "sim", "--db", str(tmp_path)), "is a folder")
+
+
+SCRIPT = """\
+import autotune
+autotune.tune(24, 20, 9, family="naive", backend="sim", trials=1, db={db!r})
+print("tuned")
+"""
+
+
+def test_the_readme_example_without_a_main_guard_says_what_to_add(tmp_path):
+    script = tmp_path / "tune_it.py"
+    script.write_text(SCRIPT.format(db=str(tmp_path / "r.sqlite")))
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": path})
+    assert done.returncode != 0 and "tuned" not in done.stdout
+    last = done.stderr.strip().splitlines()[-1]
+    assert 'if __name__ == "__main__":' in last and "AutotuneError" in last, done.stderr
+    assert "bootstrapping" not in done.stderr and "RuntimeError" not in done.stderr, done.stderr
+    nothing_stored(tmp_path)
