@@ -15,6 +15,20 @@ def error(config: Config, source: str, shape: tuple[int, int, int]) -> tuple[str
     return row.status, row.error
 
 
+def plain_tf32(config: Config) -> tuple[Config, str]:
+    """The config with TERMS=1 and its source: plain TF32, which the families' PLAIN_TF32 constraint keeps
+    out of every search (render refuses it), rendered by the family less that constraint to compare against."""
+    import dataclasses
+
+    from autotune.codegen.render import render
+    from autotune.families.tf32x3 import PLAIN_TF32
+
+    family = dataclasses.replace(config.family, constraints=tuple(c for c in config.family.constraints
+                                                                  if c is not PLAIN_TF32))
+    plain = Config(family, tuple((k, 1 if k == "TERMS" else v) for k, v in config.params))
+    return plain, render(plain)
+
+
 def fp32_error(shape: tuple[int, int, int]) -> float:
     """numpy's float32 product (BLAS SGEMM) against the float64 reference, on check()'s inputs."""
     A, B = random_inputs(*shape, 1)

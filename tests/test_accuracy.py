@@ -16,6 +16,7 @@ from autotune.codegen.render import render
 from autotune.families import TF32X3, precision_of
 from autotune.search.measure import evaluate
 from autotune.space import Limits, make_config
+from tests.emulated import plain_tf32
 
 # K = 256: FP32's error (about sqrt(K) * u) is well above the unit-roundoff floor, TF32's (about
 # 2**-11, whatever K) a thousand times above it; small M and N keep the emulator at ~1 s a kernel.
@@ -54,10 +55,15 @@ def test_three_terms_pass_and_their_row_says_under_which_contract(backend, db):
     assert "contract fp32-tc" in text and f"{row['err']:.3g}" in text and f"{row['err_ref']:.3g}" in text
 
 
-def test_plain_tf32_is_wrong_with_both_errors(backend, db):
-    row = evaluate(db, backend, tf32(1), Limits(), None).row
-    assert row["status"] == "wrong" and row["precision"] == FP32_TC
+def test_plain_tf32_is_wrong_with_both_errors_and_never_searched(backend, db):
+    # measured outside a search (its template still renders it), it is wrong under the contract...
+    outcome = backend.measure(*plain_tf32(tf32(3)))
+    row = outcome.row()
+    assert row["status"] == "wrong" and f"contract {FP32_TC}" in row["reason"]
     assert row["err"] > 100 * TC_FACTOR * row["err_ref"] > 0  # TF32's 11 bits against FP32's 24
+    # ...so a search refuses it before it costs a kernel (PLAIN_TF32)
+    refused = evaluate(db, backend, tf32(1), Limits(), None).row
+    assert refused["status"] == "invalid" and "TERMS=1 is plain TF32" in refused["reason"]
     assert "contract fp32-tc" in row["reason"]
 
 

@@ -7,6 +7,7 @@ import threading
 from dataclasses import dataclass
 
 from autotune import store
+from autotune.api.checks import check_search
 from autotune.backends.outcome import FAILED, OK, Fault
 from autotune.backends.pool import check_kernel_timeout, check_same_model, exit_status, stop_on_signals, worker_specs
 from autotune.backends.reference import contract_text
@@ -45,6 +46,12 @@ class SearchOptions:
     remeasure: str | None = None  # "failed": the configs whose recorded row is a kernel's failure measured again;
     # "stale": those whose recorded row was measured from another source than today's (a template changed)
     batch: int = 1  # > 1: a strided batch of this many products per launch (BLAS=1 kernels only)
+
+    def __post_init__(self) -> None:  # every search (tune, suite) goes through here: no bad value is ever stored
+        check_search(self.study, self.storage, trials=self.trials, timeout=self.timeout, seed=self.seed,
+                     sampler=self.sampler, backend=self.kind, workers=self.workers,
+                     kernel_timeout=self.kernel_timeout, compile_jobs=self.compile_jobs, remeasure=self.remeasure,
+                     batch=self.batch)
 
 
 def _start(specs: list, db_path: str) -> tuple[list, object]:
@@ -91,6 +98,7 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None) -> int
     """Run the search; print the summary; return the exit status (see pool.exit_status)."""
     from autotune.search.loop import open_storage, run_search
     from autotune.search.samplers import require
+    from autotune.search.study import check_same_space
 
     require(o.sampler)  # a sampler that cannot run is refused before the database is created
     stop = stop or threading.Event()
@@ -98,6 +106,8 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None) -> int
     preflight(o.families)
     specs = worker_specs(o.kind, o.shape, o.seed, o.devices, o.workers, o.kernel_timeout, o.replay_db, o.batch)
     storage = open_storage(o.storage)  # before any worker starts: a wrong URL costs nothing
+    if o.study:  # a default name says its space, so only a name given can meet a study of another space
+        check_same_space(storage, o.study, o.families)
     workers, db = _start(specs, o.db_path)
     first = workers[0]
     bar = None
@@ -237,6 +247,8 @@ def summary(db, backend, result) -> str:
     lines = [f"study {result.study}: {result.trials} trials, {result.new} new measurements{skipped} in "
              f"{result.seconds:.1f} s by {result.workers} worker(s)" + (" (interrupted)" if result.interrupted else ""),
              "statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(result.statuses.items())),
+             *(["every valid config of the searched space has a result at this shape: the search stopped (more "
+                "trials find nothing new; widen --family or -p to search further)"] if result.exhausted else []),
              (f"cuBLAS (no TF32): {backend.baseline.median_ms:.3f} ms = "
               f"{2.0 * M * N * K / backend.baseline.median_ms / 1e9:.2f} TFLOP/s" if backend.baseline
               else f"backend {backend.name}: no cuBLAS baseline, times are not GPU times"),
@@ -294,6 +306,9 @@ def verify_table(rows: list) -> str:
     for r in rows:
         shape = "x".join(map(str, r.shape))
         lines.append(f"{r.status:<14} {r.error:>9.2e}  {shape:<14} {r.config}" + (f"  ({r.reason})" if r.reason else ""))
-    bad = sum(r.status != "ok" for r in rows)
-    lines.append(f"{len(rows) - bad} passed, {bad} failed")
+    from autotune.backends.verify import SKIPPED, failures
+
+    bad, skipped = failures(rows), sum(r.status == SKIPPED for r in rows)
+    why = " (invalid at the shape by the config's own rules: not run, as a search would not run them)" if skipped else ""
+    lines.append(f"{len(rows) - bad - skipped} passed, {bad} failed, {skipped} skipped{why}")
     return "\n".join(lines)

@@ -16,9 +16,11 @@ from typing import Sequence
 
 from autotune import store
 from autotune.api import commands
+from autotune.api.checks import check_search
 from autotune.api.dispatch import Dispatcher
 from autotune.api.export import find_best
 from autotune.api.matmul import Launcher, Matmul
+from autotune.backends.spawn import leave_if_reimporting_main
 from autotune.errors import AutotuneError
 from autotune.families import FAMILIES, families_for
 from autotune.families.layouts import for_batch, layout_choices, narrow_to
@@ -63,6 +65,11 @@ def search(M: int, N: int | None = None, K: int | None = None, *,
     batch > 1 measures strided batches of that many products with BLAS=1 kernels, as --batch). Prints the summary; returns the exit status: 0 when it ran to its
     end, 128 + the signal's number when a signal (Ctrl-C) stopped it. Bad input or a broken
     environment raises AutotuneError before anything is measured."""
+    leave_if_reimporting_main()  # a script without a main guard, re-imported by the worker it spawns
+    # first: the families' narrowing (batch, layout) below would otherwise answer a bad value its own way
+    check_search(study, storage, trials=trials, timeout=timeout, seed=seed, sampler=sampler, backend=backend,
+                 workers=workers, kernel_timeout=kernel_timeout, compile_jobs=compile_jobs, remeasure=remeasure,
+                 batch=batch)
     options = commands.SearchOptions(
         shape=shape_of(M, N, K), families=with_layout(for_batch(families_of(family), batch), layout),
         db_path=default_db() if db is None else db, batch=batch,

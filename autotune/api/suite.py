@@ -22,6 +22,7 @@ from autotune.api.commands import SearchOptions, check_replay_db, search_command
 from autotune.backends.pool import exit_status, stop_on_signals, visible_devices
 from autotune.errors import AutotuneError, NoDeviceError
 from autotune.explain.model import PRESETS
+from autotune.explain.report import check_folder
 from autotune.explain.suite import Suite, SuiteShape, suite_device, suite_rows, summary_lines, write_suite
 from autotune.space import Family, check_shape
 
@@ -192,6 +193,7 @@ def run_suite(o: SuiteOptions, stop: threading.Event | None = None) -> int:
     """Tune each shape, then print the summary. Exit status: 0; 1 when a shape's search failed;
     128 + the signal's number when a signal stopped the suite (its outputs are still written)."""
     stop = stop or threading.Event()
+    check_folder(Path(o.out), "suite")  # the outputs are written after the first shape: a bad -o must not cost one
     shapes = read_shapes(o.shapes_path, o.groups)
     seconds: dict[SuiteShape, float] = {}
     errors: dict[SuiteShape, str] = {}

@@ -28,11 +28,13 @@ from autotune.backends.reference import (  # noqa: F401 (TOLERANCE re-exported)
 )
 from autotune.codegen.render import render
 from autotune.families import precision_of
-from autotune.space import Config, Family, Launch, combinations, random_valid, valid_configs
+from autotune.space import Config, Family, Launch, combinations, random_valid, shape_violations, valid_configs
 
 # (M, N, K): the degenerate case, primes, and sizes that are not multiples of any tile
 # edge or block size, so that every tail guard runs; one power of two for the easy path.
 SHAPES: tuple[tuple[int, int, int], ...] = ((1, 1, 1), (17, 33, 9), (100, 37, 129), (64, 64, 64))
+
+SKIPPED = "skipped"  # the config's own rules refuse it at the shape: not run, not a failure
 
 Runner = Callable[[Config, str, Launch, np.ndarray, np.ndarray, int, int, int], np.ndarray]
 
@@ -41,7 +43,7 @@ Runner = Callable[[Config, str, Launch, np.ndarray, np.ndarray, int, int, int], 
 class VerifyRow:
     config: str  # config.name
     shape: tuple[int, int, int]
-    status: str  # "ok", "wrong", or the kind of the backend's error (e.g. "barrier")
+    status: str  # "ok", "wrong", SKIPPED, or the kind of the backend's error (e.g. "barrier")
     error: float  # relative error against the reference; inf when none was computed
     reason: str  # one line; empty when ok
     err_ref: float | None = None  # fp32-tc: FP32's own error against the float64 reference (host stand-in)
@@ -85,12 +87,22 @@ def describe_wrong(C: np.ndarray, ref: np.ndarray, why: str) -> str:
 def verify_configs(
     configs: Sequence[Config], shapes: Sequence[tuple[int, int, int]], run: Runner, seed: int = 0
 ) -> list[VerifyRow]:
-    """Every config on every shape: one row each, in order (config-major)."""
+    """Every config on every shape: one row each, in order (config-major). A config that its own
+    rules refuse at a shape (space.shape_violations: a workspace too small, a grid too large) is
+    not run there: a search would never run it either, so its row is SKIPPED with the reason."""
     rows = []
     for config in configs:
         source = render(config)
-        rows.extend(check(config, source, tuple(shape), run, seed) for shape in shapes)
+        for shape in shapes:
+            refused = shape_violations(config, shape[0], shape[1])
+            rows.append(VerifyRow(config.name, tuple(shape), SKIPPED, float("inf"), "; ".join(refused)) if refused
+                        else check(config, source, tuple(shape), run, seed))
     return rows
+
+
+def failures(rows: Sequence[VerifyRow]) -> int:
+    """Rows that ran and failed (a skipped row did not run)."""
+    return sum(r.status not in ("ok", SKIPPED) for r in rows)
 
 
 def sample_configs(family: Family, limit: int, seed: int = 0) -> list[Config]:

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 from autotune.backends.base import Backend, Job
 from autotune.backends.outcome import LAUNCH_ERROR, TIMEOUT, Fault, Outcome, Timing
+from autotune.backends.spawn import MAIN_GUARD_HINT, REIMPORTED_MAIN
 from autotune.errors import AutotuneError, EnvironmentFault
 from autotune.space import Config, Limits
 
@@ -369,6 +370,8 @@ class WorkerBackend(Backend):
         if self._proc is not None:
             self._proc.join(1.0)  # a dead child's exit status is known once it is reaped
         code = self._proc.exitcode if self._proc else None
+        if code == REIMPORTED_MAIN:
+            return MAIN_GUARD_HINT
         if code is not None and code < 0:
             return f"killed by {signal.Signals(-code).name} {when}"
         return f"exit status {code} {when}"

@@ -8,10 +8,12 @@ import sys
 import click
 
 from autotune import __version__
+from autotune.api.checks import BACKENDS
 from autotune.cli.options import (
     DB_HELP,
     KERNEL_TIMEOUT_HELP,
     Cli,
+    checked,
     config_options,
     default_db,
     friendly,
@@ -25,6 +27,7 @@ from autotune.cli.options import (
     resolve_config,
     resolve_shape,
     results_options,
+    seed_option,
     shape_options,
     with_layout,
 )
@@ -50,23 +53,24 @@ def cli() -> None:
 @click.option("-p", "--param", "params", multiple=True, metavar="NAME=V1,V2",
               help="search only these values of a parameter (repeat for others), e.g. -p BM=128,256")
 @layout_option
-@click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--batch", type=int, default=1, show_default=True, callback=checked("batch"),
               help="measure strided batches of this many products per launch (cuBLAS's StridedBatched; BLAS=1 "
                    "kernels only, the batch on the grid's z), the key autotune.load() picks batched calls' kernels by")
 @click.option("--sampler", type=click.Choice(SAMPLERS), default="tpe-mv", show_default=True,
               help="tpe-mv (multivariate TPE: the fewest trials to the best on the H200 datasets, "
                    "docs/BENCHMARKS.md), tpe, random, grid (every valid config in order), qmc (Sobol), "
                    "gp (needs the bench extra)")
-@click.option("--trials", type=click.IntRange(min=1), default=60, show_default=True,
+@click.option("--trials", type=int, default=60, show_default=True, callback=checked("trials"),
               help="new configs to measure (configs already in the database are reused, not counted)")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="stop after this many seconds")
-@click.option("--seed", type=int, default=0, show_default=True, help="sampler seed and input seed")
+@click.option("--timeout", type=float, callback=checked("timeout"), help="stop after this many seconds")
+@click.option("--seed", type=int, default=0, show_default=True, callback=checked("seed"),
+              help="sampler seed and input seed (0 to 2**32-1)")
 @click.option("--device", type=click.IntRange(min=0), help="one CUDA device index (the same as --devices N)")
 @click.option("--devices", "devices_text", metavar="0,1",
               help="CUDA devices, one worker each (default: every visible GPU)")
-@click.option("--workers", type=click.IntRange(min=1),
+@click.option("--workers", type=int, callback=checked("workers"),
               help="worker processes (default: one per device; 1 on the emulator)")
-@click.option("--backend", type=click.Choice(["cuda", "sim", "replay"]), default="cuda", show_default=True,
+@click.option("--backend", type=click.Choice(BACKENDS), default="cuda", show_default=True,
               help="cuda: time on the GPU; sim: the CPU emulator (small shapes, times are not GPU times); "
                    "replay: answer from --replay-db (no GPU)")
 @click.option("--replay-db", type=click.Path(dir_okay=False),
@@ -75,8 +79,8 @@ def cli() -> None:
               help="keep the Optuna study there and share it: postgresql://USER@HOST/DB for several hosts, "
                    "a journal file for one host (default: in memory, re-learnt from the database)")
 @click.option("--study", "study_name", help="the study's name in --storage (default: families-shape-backend-sampler)")
-@click.option("--kernel-timeout", type=click.FloatRange(min=0, min_open=True), help=KERNEL_TIMEOUT_HELP)
-@click.option("--compile-jobs", type=click.IntRange(min=1), metavar="N",
+@click.option("--kernel-timeout", type=float, callback=checked("kernel_timeout"), help=KERNEL_TIMEOUT_HELP)
+@click.option("--compile-jobs", type=int, metavar="N", callback=checked("compile_jobs"),
               help="CPU processes that compile (NVRTC) and disassemble the next trials' kernels while the GPU "
                    "measures; as many trials are asked ahead (default: one per CPU core but one, at most 8; "
                    "GPU backend only)")
@@ -90,9 +94,6 @@ def search(M, N, K, family_text, precision, params, layout, batch, sampler, tria
     from autotune.api.python import search as run_search
     from autotune.backends.pool import parse_devices
 
-    if study_name and not storage:
-        raise AutotuneError("--study names a study kept in --storage; without --storage each search is a fresh "
-                            "in-memory study (it still reuses every result in --db)")
     families = narrow_families(for_batch(parse_families(family_text, precision), batch), with_layout(params, layout))
     sys.exit(run_search(*resolve_shape(M, N, K), family=families, db=db_path, sampler=sampler, trials=trials,
                         timeout=timeout, seed=seed, backend=backend, devices=parse_devices(devices_text, device),
@@ -121,11 +122,11 @@ def best(M, N, K, family, gpu, backend, precision, as_json, db_path) -> None:
 @shape_options
 @config_options
 @layout_option
-@click.option("--seed", type=int, default=0, show_default=True, help="input seed")
+@seed_option
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index")
 @click.option("--backend", type=click.Choice(["cuda", "sim"]), default="cuda", show_default=True,
               help="cuda: the GPU; sim: the CPU emulator")
-@click.option("--kernel-timeout", type=click.FloatRange(min=0, min_open=True), help=KERNEL_TIMEOUT_HELP)
+@click.option("--kernel-timeout", type=float, callback=checked("kernel_timeout"), help=KERNEL_TIMEOUT_HELP)
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
 @friendly
 def measure(M, N, K, family, params, result_id, layout, seed, device, backend, kernel_timeout, db_path) -> None:
@@ -192,14 +193,14 @@ def render(family, params, result_id, db_path) -> None:
 @click.option("--limit", type=click.IntRange(min=1), default=12, show_default=True,
               help="variants per family: a sample covering every parameter value")
 @click.option("--shape", "shapes", multiple=True, metavar="MxNxK", help="shapes (default: 1x1x1 17x33x9 100x37x129 64x64x64)")
-@click.option("--seed", type=int, default=0, show_default=True)
+@seed_option
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index")
 @click.option("--json", "as_json", is_flag=True, help="print the rows as JSON")
 @friendly
 def verify(backend, family_text, precision, limit, shapes, seed, device, as_json) -> None:
     """Check variants against a float64 reference over odd shapes; exit 1 if any fails."""
     from autotune.api.commands import verify_command, verify_table
-    from autotune.backends.verify import SHAPES
+    from autotune.backends.verify import SHAPES, failures
 
     chosen = [parse_shape(s) for s in shapes] or list(SHAPES)
     rows = verify_command(backend, parse_families(family_text, precision), limit, chosen, seed, device)
@@ -207,7 +208,7 @@ def verify(backend, family_text, precision, limit, shapes, seed, device, as_json
         click.echo(json.dumps([{**r.__dict__, "shape": list(r.shape), "backend": backend} for r in rows], indent=1))
     else:
         click.echo(verify_table(rows))
-    if any(r.status != "ok" for r in rows):
+    if failures(rows):
         sys.exit(1)
 
 
@@ -283,17 +284,18 @@ def suite_families(precision: str) -> list[str]:
 @click.option("--shapes", "shapes_path", default="benchmarks/shapes.toml", show_default=True,
               help="TOML file of shapes, each with its group (Python 3.11+)")
 @click.option("--group", "groups", multiple=True, help="only this group's shapes (repeat for others)")
-@click.option("--trials", type=click.IntRange(min=1), default=20, show_default=True, help="new configs per shape")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
+@click.option("--trials", type=int, default=20, show_default=True, callback=checked("trials"),
+              help="new configs per shape")
+@click.option("--timeout", type=float, default=60.0, show_default=True, callback=checked("timeout"),
               help="seconds of search per shape")
-@click.option("--total-timeout", type=click.FloatRange(min=0, min_open=True),
+@click.option("--total-timeout", type=float, callback=checked("total_timeout"),
               help="seconds for the whole suite: a shape gets at most its share of what is left")
 @click.option("--family", "family_text",
               help=f"families to search (default: {','.join(suite_families('fp32'))}; with --precision fp32-tc "
                    "the tensor-core families too; naive is left out: it never wins, and a trial of it takes "
                    "seconds at the large shapes)")
 @precision_option
-@click.option("--backend", type=click.Choice(["cuda", "sim", "replay"]), default="cuda", show_default=True)
+@click.option("--backend", type=click.Choice(BACKENDS), default="cuda", show_default=True)
 @click.option("--replay-db", type=click.Path(dir_okay=False), help="recorded database for --backend replay")
 @click.option("--devices", "devices_text", metavar="0,1",
               help="CUDA devices each shape's search uses, one worker each (default: every visible GPU)")

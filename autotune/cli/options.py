@@ -12,6 +12,7 @@ from typing import Iterator
 import click
 
 from autotune import store
+from autotune.api import checks
 from autotune.errors import AutotuneError
 from autotune.families import FAMILIES, PRECISIONS, config_of_row, families_for
 from autotune.families.layouts import LAYOUTS, layout_choices, narrow_to
@@ -67,6 +68,21 @@ class Cli(click.Group):
     def invoke(self, ctx):
         with _one_line():
             return super().invoke(ctx)
+
+
+def checked(name: str):
+    """A click callback applying the API's rule for the argument `name` (api.checks), so that the
+    command line and autotune.tune refuse the same values."""
+    def callback(ctx, param, value):
+        why = checks.problem(name, value)
+        if why:
+            raise click.BadParameter(f"{value!r} {why}")
+        return value
+    return callback
+
+
+def seed_option(fn, help: str = "input seed"):
+    return click.option("--seed", type=int, default=0, show_default=True, callback=checked("seed"), help=help)(fn)
 
 
 def shape_options(fn):
@@ -133,7 +149,7 @@ def layout_option(fn):
 
 
 def remeasure_option(fn):
-    return click.option("--remeasure", type=click.Choice(["failed", "stale"]),
+    return click.option("--remeasure", type=click.Choice(checks.REMEASURE),
                         help="failed: measure again the configs whose recorded result is compile_error, wrong, "
                              "launch_error or timeout (after fixing what made them fail); stale: those whose recorded "
                              "row was measured from another source than the config renders today (after a template "
@@ -182,7 +198,7 @@ KERNEL_TIMEOUT_HELP = ("seconds one kernel launch may take before the watchdog s
 def results_options(fn):
     """Whose results a reading command picks from: one backend, one GPU model."""
     fn = click.option("--gpu", help="GPU name or UUID (default: the fastest on any GPU in the database)")(fn)
-    return click.option("--backend", type=click.Choice(["cuda", "sim", "replay"]), default="cuda",
+    return click.option("--backend", type=click.Choice(checks.BACKENDS), default="cuda",
                         show_default=True, help="whose results: the GPU's, the emulator's or a replay's "
                                                 "(never mixed)")(fn)
 

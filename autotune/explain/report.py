@@ -151,12 +151,12 @@ def report_command(db_path: str, shape: tuple[int, int, int], output: str | None
         raise AutotuneError(f"cannot write the report into {folder}: {exc}; choose another -o") from None
 
 
-def check_folder(folder: Path) -> None:
-    """The report's folder must be a folder, or creatable under a writable one."""
+def check_folder(folder: Path, what: str = "report") -> None:
+    """An output folder (the report's, the suite's) must be a folder, or creatable under a writable one."""
     if folder.exists() and not folder.is_dir():
-        raise AutotuneError(f"report folder {folder} is a file; pass -o with a folder (it is created if needed)")
+        raise AutotuneError(f"{what} folder {folder} is a file; pass -o with a folder (it is created if needed)")
     existing = next(p for p in (folder.absolute(), *folder.absolute().parents) if p.exists())
     if not existing.is_dir():
-        raise AutotuneError(f"cannot create report folder {folder}: {existing} is a file; choose another -o")
+        raise AutotuneError(f"cannot create {what} folder {folder}: {existing} is a file; choose another -o")
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise AutotuneError(f"cannot write the report into {folder}: {existing} is not writable; choose another -o")
+        raise AutotuneError(f"cannot write the {what} into {folder}: {existing} is not writable; choose another -o")

@@ -48,7 +48,7 @@ big*big first.
 """
 from __future__ import annotations
 
-from autotune.families.tf32x3 import STAGES, TERMS
+from autotune.families.tf32x3 import PLAIN_TF32, STAGES, TERMS
 from autotune.space import Constraint, Family, Launch, Param, Params, Prologue, ceil_div, round_up
 
 # Rows of C per block: two warpgroups, each the 64 rows of one wgmma m64nNk8. Not a parameter: a block
@@ -150,6 +150,7 @@ TF32X3WG = Family(
                    "BN=192's", ("WS", "PIPE"), lambda p, _: not (p["WS"] and p["PIPE"])),
         Constraint(f"shared memory STAGES*(2*{BM}*128 + 2*BN*128 + WS*16) + {SWIZZLE_PERIOD} bytes must fit the device's "
                    f"per-block limit", ("STAGES", "BN", "WS"), lambda p, lim: shared_bytes(p) <= lim.max_shared_optin),
+        PLAIN_TF32,
     ),
     template="tf32x3wg.cu.j2",
     geometry=_geometry,

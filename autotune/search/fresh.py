@@ -23,6 +23,7 @@ from typing import Callable
 
 import optuna
 
+from autotune.search.left import Left
 from autotune.search.study import trial_params
 from autotune.space import Config
 
@@ -51,8 +52,8 @@ def _moved(config: Config, changes: dict) -> Config:
 class Fresh:
     """The configs one search has met, shared by its workers, and the trials it enqueued."""
 
-    def __init__(self, study: optuna.Study, seen: set[str], seed: int | None, shared: bool):
-        self.study, self.shared = study, shared
+    def __init__(self, study: optuna.Study, seen: set[str], seed: int | None, shared: bool, left: Left | None = None):
+        self.study, self.shared, self.left = study, shared, left
         self._seen = set(seen)  # kernel names: recorded before the search, proposed or enqueued in it
         self._enqueued: set[str] = set()
         self._rng = random.Random(seed)
@@ -67,7 +68,9 @@ class Fresh:
             self._seen.add(config.name)
             if not (wasted or met):
                 return
-            fresh = neighbour(config, lambda c: c.name not in self._seen and usable(c), self._rng)
+            new = lambda c: c.name not in self._seen and usable(c)  # noqa: E731
+            # no neighbour is new: any config not met yet (search.left), so that the last few are measured too
+            fresh = neighbour(config, new, self._rng) or (self.left.pick(new) if self.left else None)
             if fresh is None:
                 return
             self._seen.add(fresh.name)

@@ -30,12 +30,14 @@ from autotune import store
 from autotune.backends.base import Backend
 from autotune.backends.outcome import INVALID, OK
 from autotune.search.fresh import Fresh
+from autotune.search.left import Left
 from autotune.search.measure import Evaluated, evaluate
 from autotune.search.plan import plan, stale_source
 from autotune.search.samplers import make_sampler
 from autotune.search.starts import Starts, shape_starts
 from autotune.search.study import (
     Storage,
+    check_same_space,
     fail_orphans,
     open_storage,
     study_name,
@@ -64,6 +66,7 @@ class SearchResult:
     seconds: float = 0.0
     interrupted: bool = False
     workers: int = 1
+    exhausted: bool = False  # every valid config of the space has a result at the shape: it stopped early
 
 
 @dataclass
@@ -88,6 +91,7 @@ class _Run:
     redo: store.Redo | None = None  # recorded rows measured again rather than reused (--remeasure)
     depth: int = 1  # trials with a kernel to build each GPU worker keeps asked ahead
     fresh: Fresh | None = None  # fresh configs enqueued in place of wasted proposals (search.fresh)
+    left: Left = field(default_factory=lambda: Left(None))  # the valid configs not met yet (search.left)
 
     def wanted(self) -> int:
         """New measurements the search still needs beyond those in flight (what asking ahead can use)."""
@@ -101,7 +105,7 @@ class _Run:
                 r = self.result
                 if self.stop.is_set() or self.error or (self.deadline and time.monotonic() > self.deadline):
                     return False
-                if r.new >= self.trials or r.trials + r.skipped + self.pending >= self.budget:
+                if r.new >= self.trials or r.trials + r.skipped + self.pending >= self.budget or self.left.exhausted:
                     return False
                 if r.new + self.pending < self.trials:
                     self.pending += 1
@@ -114,6 +118,7 @@ class _Run:
             if done is None:
                 self.result.skipped += 1
             else:
+                self.left.met(done.row["kernel"])
                 _account(self.result, done)
                 if self.progress:
                     self.progress(self.result, done)
@@ -146,6 +151,7 @@ def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], fam
     where = open_storage(storage)
     shared = where.persistent
     name = study or study_name(families, first.shape, first.name, sampler, seed, shared)
+    check_same_space(where, name, families)
     # workers of one shared study must not all draw the same "random" proposals
     sampler_seed = seed + os.getpid() if shared and seed is not None else seed
     opt = optuna.create_study(study_name=name, storage=where.optuna, load_if_exists=True, direction="maximize",
@@ -159,10 +165,12 @@ def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], fam
         _enqueue_starts(opt, shape_starts(db, first, families, limits, measured, redo), families, limits, measured, shared,
                         note, first.shape)
     result = SearchResult(study=name, workers=len(backends))
+    left = Left.of(families, first, limits, measured, trials)
     run = _Run(opt, families, limits, peak_tflops, result, trials, budget,
                time.monotonic() + timeout if timeout is not None else None, stop or threading.Event(), progress,
-               server=where.claims, redo=redo,
-               fresh=Fresh(opt, measured, seed, shared) if fresh and sampler != "grid" and first.any_config else None)
+               server=where.claims, redo=redo, left=left,
+               fresh=Fresh(opt, measured, seed, shared, left) if fresh and sampler != "grid" and first.any_config
+               else None)
     start = time.monotonic()
     try:
         _start_compiler(run, backends, compile_jobs)
@@ -176,6 +184,7 @@ def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], fam
         if not isinstance(storage, Storage):  # opened here: closed here
             where.close()
     result.interrupted = result.interrupted or run.stop.is_set()
+    result.exhausted = left.exhausted
     result.seconds = time.monotonic() - start
     return result
 

@@ -24,6 +24,7 @@ from autotune import store
 from autotune.backends.outcome import INVALID, OK, UNRECORDED
 from autotune.errors import AutotuneError
 from autotune.families import FAMILIES
+from autotune.search.storages import check_storage
 from autotune.space import Config, Family, Value, within
 from autotune.store.claims import ServerClaims, retry_schema_race, shares_claims
 
@@ -99,12 +100,13 @@ class Storage:
 
 
 def open_storage(url: str | Storage | None) -> Storage:
-    """None: in memory. "scheme://...": a database server (the study and the claims of every
+    """None: in memory (an empty string is refused, not taken for None). "scheme://...": a database server (the study and the claims of every
     host). Else a journal file (one host). Bad URLs, servers down and unwritable files are one line."""
     if isinstance(url, Storage):
         return url
-    if not url:
+    if url is None:
         return Storage(None)
+    check_storage(url)  # before Optuna opens it: Optuna writes into whatever file it is given
     try:
         if shares_claims(url):
             return Storage(_rdb(url), ServerClaims(url))
@@ -129,6 +131,25 @@ def _safe_url(url: str) -> str:
         return make_url(url).render_as_string(hide_password=True) if "://" in url else url
     except Exception:
         return "(unparsable URL)"
+
+
+def check_same_space(storage: Storage, name: str, families: list[Family]) -> None:
+    """A stored study keeps each parameter's distribution from its first trials, and Optuna cannot
+    change one (a --study reused with other --family or -p values): refused in one line, before a
+    trial is asked."""
+    if storage.optuna is None:
+        return
+    try:
+        study_id = storage.optuna.get_study_id_from_name(name)
+    except KeyError:  # a new study
+        return
+    ours = distributions(families)
+    for trial in storage.optuna.get_all_trials(study_id, deepcopy=False):
+        for param, dist in trial.distributions.items():
+            if param in ours and dist != ours[param]:
+                raise AutotuneError(f"study {name} in --storage searched another space (its {param} takes "
+                                    f"{_choices(dist)}, this search's {_choices(ours[param])}): give a new --study "
+                                    f"name, or the --family and -p values of that study's searches")
 
 
 def study_name(families: list[Family], shape: tuple[int, int, int], backend: str, sampler: str,

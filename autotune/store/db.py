@@ -156,6 +156,9 @@ def open_readonly(path: str | Path) -> sqlite_utils.Database:
     """Open an existing results database for reading only: nothing is created, converted or
     written, so `best` on a committed dataset leaves it byte-identical."""
     path = Path(path)
+    if path.is_dir():
+        raise AutotuneError(f"database {path} is a folder; pass --db (or set AUTOTUNE_DB) with the results file "
+                            f"a search wrote")
     if not path.is_file():
         raise AutotuneError(f"database {path} does not exist; pass --db (or set AUTOTUNE_DB) with the file "
                             f"a search wrote")

@@ -1,0 +1,69 @@
+"""The rules for a search's arguments, written once: the Python API raises AutotuneError with
+them (`check`), the command line's options call the same rule (`problem`) as click callbacks,
+so `autotune.tune(trials=0)` and `autotune search --trials 0` are refused alike."""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+from autotune.errors import AutotuneError
+from autotune.search import SAMPLERS
+
+SEED_MAX = 2**32 - 1  # Optuna's samplers (numpy's RandomState) take seeds of 32 bits
+BACKENDS = ("cuda", "sim", "replay")
+REMEASURE = ("failed", "stale")
+
+Rule = Callable[[Any], "str | None"]
+
+
+def whole(low: int, high: int | None = None) -> Rule:
+    """An int (not a bool, not a float) within [low, high]."""
+    def rule(value: Any) -> str | None:
+        if isinstance(value, int) and not isinstance(value, bool) and low <= value and (high is None or value <= high):
+            return None
+        return f"must be a whole number from {low} to {high}" if high is not None else f"must be a whole number of at least {low}"
+    return rule
+
+
+def seconds(value: Any) -> str | None:
+    """A finite number of seconds above 0 (nan and inf would never end or never start)."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+    return None if ok else "must be a finite number of seconds above 0"
+
+
+def one_of(choices: tuple[str, ...]) -> Rule:
+    return lambda value: None if value in choices else f"must be one of {', '.join(choices)}"
+
+
+def optional(rule: Rule) -> Rule:
+    """None means the default."""
+    return lambda value: None if value is None else rule(value)
+
+
+RULES: dict[str, Rule] = {
+    "trials": whole(1), "batch": whole(1), "workers": optional(whole(1)), "compile_jobs": optional(whole(1)),
+    "seed": whole(0, SEED_MAX), "timeout": optional(seconds), "kernel_timeout": optional(seconds),
+    "total_timeout": optional(seconds),
+    "sampler": one_of(SAMPLERS), "backend": one_of(BACKENDS), "remeasure": optional(one_of(REMEASURE)),
+}
+
+
+def problem(name: str, value: Any) -> str | None:
+    """What is wrong with the argument `name` (None: nothing)."""
+    return RULES[name](value)
+
+
+def check(name: str, value: Any) -> None:
+    why = problem(name, value)
+    if why:
+        option = "--" + name.replace("_", "-")
+        raise AutotuneError(f"{name}={value!r} {why} ({option} on the command line)")
+
+
+def check_search(study: str | None = None, storage: str | None = None, **values: Any) -> None:
+    """Every argument of a search that has a rule, and --study's need of --storage."""
+    for name, value in values.items():
+        check(name, value)
+    if study is not None and storage is None:
+        raise AutotuneError("--study names a study kept in --storage; without --storage each search is a fresh "
+                            "in-memory study (it still reuses every result in --db)")
