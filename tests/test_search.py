@@ -55,14 +55,21 @@ def test_grid_covers_the_valid_space_once(db):
 
 def test_a_second_search_reuses_the_database(db):
     first = FakeBackend()
-    run_search(db, first, [NAIVE], Limits(), sampler="grid", trials=1000)
+    run_search(db, first, [NAIVE], Limits(), sampler="grid", trials=100)  # 100 of naive's 132 valid configs
     second = FakeBackend()
     result = run_search(db, second, [NAIVE], Limits(), sampler="random", trials=5)
-    assert second.measured == []  # everything was answered from the database
-    assert result.new == 0 and result.trials > 0
-    rows = db.query("select t.cached, r.status from trials t join results r on r.id = t.result_id "
+    assert not set(second.measured) & set(first.measured)  # those were answered from the database
+    assert result.new == len(second.measured) == 5 and result.trials > result.new
+    rows = db.query("select t.cached, r.status, r.kernel from trials t join results r on r.id = t.result_id "
                     "where t.study = ?", [result.study])
-    assert all(r["cached"] or r["status"] == "invalid" for r in rows)
+    assert all(r["kernel"] in first.measured for r in rows if r["cached"])
+
+
+def test_a_search_of_a_space_the_database_has_whole_stops_at_once(db):
+    run_search(db, FakeBackend(), [NAIVE], Limits(), sampler="grid", trials=1000)
+    second = FakeBackend()
+    result = run_search(db, second, [NAIVE], Limits(), sampler="random", trials=5)
+    assert second.measured == [] and result.trials == 0 and result.exhausted  # nothing left to measure
 
 
 def test_rows_carry_rates_and_provenance(db):
