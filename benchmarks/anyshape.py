@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -28,6 +29,7 @@ import numpy as np
 import tomllib
 
 import autotune
+from autotune.api.python import databases
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cuda_events import time_ms  # noqa: E402
@@ -112,14 +114,19 @@ def main() -> int:
     parser.add_argument("--count", type=int, default=40)
     parser.add_argument("--suite", help="a shapes file (benchmarks/shapes.toml) whose shapes are measured too")
     parser.add_argument("--commit", default="", help="the sources' commit, recorded in the output")
+    parser.add_argument("--cover", type=float, help="first `autotune cover` the random and projection products with "
+                        "this many seconds of searching, into --cover-db; load() then reads it beside the shipped one")
+    parser.add_argument("--cover-db", default="cover.sqlite")
+    parser.add_argument("--cover-trials", type=int, default=8)
     parser.add_argument("-o", "--out", help="output JSON (default benchmarks/data/anyshape-<gpu>.json)")
     args = parser.parse_args()
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = False
-    mm = autotune.load(db=args.db)
     groups = {"random": [(s, False) for s in random_shapes(args.seed, args.count)],
               "projection": [(s, True) for s in PROJECTIONS]}
+    covered = cover(groups, args) if args.cover else None
+    mm = autotune.load(db=args.db)
     if args.suite:
         groups["suite"] = [((s["M"], s["N"], s["K"]), False) for s in tomllib.loads(Path(args.suite).read_text())["shapes"]]
     rows = []
@@ -134,13 +141,27 @@ def main() -> int:
     host = {"shape": [64, 64, 64], "calls": 2000, "ours_us": host_us(torch, lambda: mm(a, b)),
             "torch_us": host_us(torch, lambda: torch.matmul(a, b))}
     gpu = torch.cuda.get_device_name()
-    out = {"device": gpu, "database": args.db, "seed": args.seed, "commit": args.commit or _commit(),
+    out = {"device": gpu, "database": args.db or " + ".join(databases(None)), "cover": covered, "seed": args.seed, "commit": args.commit or _commit(),
            "torch": torch.__version__, "host_per_call": host, "shapes": rows,
            "summary": {kind: summary([r for r in rows if r["kind"] == kind]) for kind in groups}}
     path = Path(args.out or f"benchmarks/data/anyshape-{gpu.split()[-1].lower()}.json")
     path.write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps({"summary": out["summary"], "host_per_call": host}, indent=1))
     return 0
+
+
+def cover(groups: dict, args: argparse.Namespace) -> dict:
+    """`autotune cover` of the random and projection products (the budget and what it found)."""
+    from autotune.api.cover import CoverOptions, Product, run_cover
+    from autotune.families import FAMILIES, families_for
+
+    os.environ["AUTOTUNE_DB"] = args.cover_db  # load() reads it first, then the shipped database
+    products = [Product(s, "NT" if tb else "NN", kind) for kind, shapes in groups.items() for s, tb in shapes]
+    families = [FAMILIES[n] for n in families_for("fp32") if n != "naive"]
+    started = time.monotonic()
+    rows = run_cover(CoverOptions(products, args.cover_db, families, args.cover, args.cover_trials))
+    return {"budget_s": args.cover, "trials": args.cover_trials, "took_s": round(time.monotonic() - started, 1),
+            "kernels": sum(r["runs"] == "kernel" for r in rows), "products": rows}
 
 
 def _commit() -> str:

@@ -79,9 +79,20 @@ def test_library_calls_pass_the_operands_as_they_lie_to_cublas(recorded, launche
     assert launcher.launches[-1]["ops"].lda == 128 and launcher.launches[-1]["ops"].alpha == 2.0
 
 
-def test_no_database_named_and_none_at_the_default_path_means_cublas_everywhere(tmp_path, monkeypatch, launcher):
-    monkeypatch.chdir(tmp_path)
+def test_with_no_database_of_its_own_load_reads_the_tuned_database_the_package_ships(tmp_path, monkeypatch,
+                                                                                     launcher):
+    monkeypatch.chdir(tmp_path)  # no db/autotune.sqlite here
     monkeypatch.delenv("AUTOTUNE_DB", raising=False)
-    choice = autotune.load(launcher=launcher).choose(4096, 4096, 4096)
-    assert choice.library and "no results database" in choice.describe()
-    assert not autotune.load(launcher=launcher, library=False, defaults_only=True).choose(64, 64, 64).library
+    [shipped] = store.shipped_databases()
+    rows = list(store.open_readonly(shipped).query("SELECT * FROM results"))
+    assert rows and all(r["status"] == "ok" and r["time_ms"] < r["cublas_ms"] for r in rows)  # faster than cuBLAS
+    on_h200 = autotune.load(launcher=launcher, gpu="NVIDIA H200")
+    assert on_h200.choose(8192, 8192, 64).origin == "exact" and on_h200.choose(1000, 1000, 1000).library
+    assert autotune.load(launcher=launcher).choose(8192, 8192, 64).library  # the fake GPU: nothing measured
+    mine = tmp_path / "db" / "autotune.sqlite"
+    mine.parent.mkdir()
+    db = store.open_db(mine)
+    own = timed(db, (8192, 8192, 64), "blocked", 0.1, 0.5, **SMALL)  # the user's own row, faster: it wins
+    db.close()
+    assert autotune.load(launcher=launcher, gpu=GPU).choose(8192, 8192, 64).kernel == own
+    assert not autotune.load(launcher=launcher, defaults_only=True).choose(64, 64, 64).library

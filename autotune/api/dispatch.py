@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import Sequence
 
 from autotune import store
 from autotune.api.export import nearest_best
@@ -101,11 +102,14 @@ class Dispatcher:
     model of the device each call runs on); precision: the contract whose families may run;
     library: cuBLAS is a candidate (the module's docstring says when it runs)."""
 
-    def __init__(self, db_path: str | None, backend: str = "cuda", gpu: str | None = None, precision: str = "fp32",
+    def __init__(self, db_path: str | Sequence[str] | None, backend: str = "cuda", gpu: str | None = None,
+                 precision: str = "fp32",
                  library: bool = True):
         self.db_path, self.backend, self.gpu, self.library = db_path, backend, gpu, library
         self.families = frozenset(families_for(precision))  # an unknown precision: one line
-        self._db = store.open_readonly(db_path) if db_path is not None else None
+        paths = [db_path] if isinstance(db_path, str) else list(db_path or [])
+        # several databases (the user's, then the one the package ships): their rows count alike
+        self._dbs = [store.open_readonly(p) for p in paths]
         self._chosen: dict[tuple[str, Shape, Layout], Choice] = {}
         self._kernel_shapes: dict[str, frozenset[Shape]] = {}  # per GPU: the shapes where a kernel beat cuBLAS
         self._lock = threading.Lock()  # one reader of the database at a time
@@ -121,7 +125,7 @@ class Dispatcher:
     def _decide(self, gpu: str, shape: Shape, layout: Layout) -> Choice:
         if self.library:
             return self._against_library(gpu, shape, layout)
-        if self._db is not None:
+        if self._dbs:
             wanted = kernel_params(layout)
             found = self._best(gpu, shape, wanted, layout.batch)
             if found is not None:
@@ -145,15 +149,13 @@ class Dispatcher:
         return shape not in shapes
 
     def _winning_shapes(self, gpu: str) -> frozenset[Shape]:
-        if self._db is None:
-            return frozenset()
-        rows = store.faster_than_library(self._db, self.backend, gpu)
+        rows = (r for db in self._dbs for r in store.faster_than_library(db, self.backend, gpu))
         return frozenset((r["M"], r["N"], r["K"]) for r in rows if r["family"] in self.families and beats_library(r))
 
     def _against_library(self, gpu: str, shape: Shape, layout: Layout) -> Choice:
         """A kernel measured at this shape that beat cuBLAS there (its plain tiling for a BLAS=1 call);
         else the library."""
-        if self._db is None:
+        if not self._dbs:
             return library_choice(f"no results database ({default_hint()})")
         wanted = kernel_params(layout)
         found = self._best(gpu, shape, wanted, layout.batch, exact_only=True)
@@ -177,19 +179,19 @@ class Dispatcher:
             return (config.family.name in self.families and all(config.values.get(k, 0) == v for k, v in wanted.items())
                     and (not blas_able or any(p.name == "BLAS" for p in config.family.params)))
 
-        assert self._db is not None
-        rows = [r for r in store.results(self._db, shape, self.backend, gpu, OK) if _keeps(r, keep)]
+        rows = [{**r, "_db": i} for i, db in enumerate(self._dbs)
+                for r in store.results(db, shape, self.backend, gpu, OK) if _keeps(r, keep)]
         if rows:
             return min(rows, key=lambda r: ((r.get("batch") or 1) != batch, r["time_ms"])), "exact"
         if exact_only:
             return None
-        row = nearest_best(self._db, shape, self.backend, gpu, None, keep)
+        row = next((dict(r, _db=i) for i, db in enumerate(self._dbs)
+                    if (r := nearest_best(db, shape, self.backend, gpu, None, keep)) is not None), None)
         return (row, "nearest") if row is not None else None
 
     def _of_row(self, row: dict, origin: str) -> Choice:
         config = config_of_row(row)
-        assert self._db is not None
-        source = store.source(self._db, row["source_hash"])
+        source = store.source(self._dbs[row["_db"]], row["source_hash"])
         kernel = row["kernel"]
         if source is None:  # a dataset recorded without sources: today's render, under today's name
             source, kernel = render(config), config.name

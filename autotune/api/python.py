@@ -93,22 +93,30 @@ def best(M: int, N: int | None = None, K: int | None = None, *, db: str | None =
     return find_best(store.open_readonly(path), path, shape_of(M, N, K), backend, gpu, family, precision)
 
 
+def databases(db: str | None) -> list[str]:
+    """The databases load() reads: the one named; else the default one (AUTOTUNE_DB, db/autotune.sqlite)
+    where it exists, then the tuned database the package ships (autotune/store/tuned), whose rows
+    count only on the GPU model they were measured on."""
+    if db is not None:
+        return [db]
+    mine = default_db()
+    return [*([mine] if os.path.exists(mine) else []), *store.shipped_databases()]
+
+
 def load(db: str | None = None, gpu: str | None = None, *, backend: str = "cuda",
          launcher: Launcher | None = None, defaults_only: bool = False, precision: str = "fp32",
          library: bool = True) -> Matmul:
     """A matmul that runs, per call, the fastest of cuBLAS and the kernels recorded in `db` for the GPU
     model of the operands' device (or `gpu`: a name or UUID whose results to use on any device) at the
-    call's shape and layout: a kernel only where a row measured at that very shape beat cuBLAS timed
+    call's shape and layout (db None: the default database and the one the package ships, `databases`): a kernel only where a row measured at that very shape beat cuBLAS timed
     beside it (api.dispatch says by how much), else cuBLAS (torch's own matmul on torch tensors).
     library=False: never cuBLAS; the exact shape's fastest kernel, else the nearest recorded shape's,
     else the `blocked` family default. defaults_only: no database at all, family defaults only.
     precision: the accuracy contract whose families may run ("fp32-tc" admits the tensor-core
     families' TF32-based products; the default "fp32" never runs one).
     launcher: the device side (default: NVRTC and cuda.core on the GPU; tests pass a fake)."""
-    path = None if defaults_only else default_db() if db is None else db
-    if db is None and library and not os.path.exists(str(path)):
-        path = None  # no database where none was named: cuBLAS everywhere (choose() says why), never an error
-    dispatcher = Dispatcher(path, backend, gpu, precision, library=library and not defaults_only)
+    dispatcher = Dispatcher(None if defaults_only else databases(db), backend, gpu, precision,
+                            library=library and not defaults_only)
     if launcher is None:
         from autotune.backends.cuda.launcher import CudaLauncher
 

@@ -318,6 +318,53 @@ def suite(shapes_path, groups, trials, timeout, total_timeout, family_text, prec
                                     remeasure=remeasure)))
 
 
+@cli.command()
+@click.option("--shapes", "shapes_path", help="a TOML shapes file (benchmarks/shapes.toml's format): each shape, NN")
+@click.option("--M-range", "m_range", metavar="LO:HI", help="M from LO to HI (the powers of two between) at --N and --K")
+@click.option("--N", "N", type=int, help="with --M-range")
+@click.option("--K", "K", type=int, help="with --M-range")
+@click.option("--layout", type=click.Choice(["NN", "NT", "TN", "TT"]), default="NN", show_default=True,
+              help="with --M-range: T, that operand stored transposed (NT: nn.Linear's x W^T)")
+@click.option("--module", "module_spec", metavar="MOD:FACTORY",
+              help="a function returning a PyTorch model: the forward product of each of its nn.Linear layers")
+@click.option("--batch", "batch_text", default="1", show_default=True, metavar="32,64", help="with --module: rows of x")
+@click.option("--training", is_flag=True, help="with --module: the two backward products too (dX = dY W, dW = dY^T X)")
+@click.option("--budget", type=float, default=600.0, show_default=True, help="seconds of searching for all products")
+@click.option("--trials", type=int, default=20, show_default=True, callback=checked("trials"),
+              help="new configs per product at most")
+@click.option("--backend", type=click.Choice(BACKENDS), default="cuda", show_default=True)
+@click.option("--db", "db_path", default=default_db, help=DB_HELP)
+@click.option("--json", "json_path", help="also write the per-product report here")
+@friendly
+def cover(shapes_path, m_range, N, K, layout, module_spec, batch_text, training, budget, trials, backend, db_path,
+          json_path) -> None:
+    """Tune the products a workload makes within one budget; say per product what load() now runs and its gain."""
+    from autotune.api import cover as c
+
+    given = [x for x in (shapes_path, m_range, module_spec) if x]
+    if len(given) != 1:
+        raise AutotuneError("give one of --shapes FILE, --M-range LO:HI (with --N and --K), --module MOD:FACTORY")
+    if m_range and (N is None or K is None):
+        raise AutotuneError("--M-range needs --N and --K")
+    products = (c.from_file(shapes_path) if shapes_path else c.from_range(m_range, N, K, layout) if m_range
+                else c.from_module(module_spec, parse_ints(batch_text, "--batch"), training))
+    families = parse_families(",".join(suite_families("fp32")))
+    rows = c.run_cover(c.CoverOptions(products, db_path, families, budget, trials, kind=backend))
+    click.echo("\n".join(c.summary_lines(rows)))
+    if json_path:
+        c.write_json(rows, json_path)
+
+
+def parse_ints(text: str, option: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise AutotuneError(f"{option} {text!r} is not a comma-separated list of whole numbers") from None
+    if any(v < 1 for v in values):
+        raise AutotuneError(f"{option} {text!r}: each value must be at least 1")
+    return values
+
+
 def main() -> None:
     cli(prog_name="autotune")
 

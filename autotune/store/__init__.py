@@ -15,7 +15,17 @@ from autotune.store.claims import (
                                    claims_for,
                                    shares_claims,
 )
-from autotune.store.db import DEFAULT_DB, KEY, check_path, immediate, now, open_db, open_readonly, path_of
+from autotune.store.db import (
+                                   DEFAULT_DB,
+                                   KEY,
+                                   check_path,
+                                   immediate,
+                                   now,
+                                   open_db,
+                                   open_readonly,
+                                   path_of,
+                                   shipped_databases,
+)
 from autotune.store.nearest import nearest_shapes, recorded_shapes
 from autotune.store.profiles import insert_profile, profiles
 from autotune.store.results import (
@@ -45,5 +55,5 @@ __all__ = ["CLAIM_TTL_S", "DEFAULT_DB", "DONE", "KEY", "MINE", "TAKEN", "Claimed
            "HostAndServer", "Key", "Owner", "Redo", "ServerClaims", "admitted_families", "alive", "backends_with_ok", "baselines", "best",
            "check_path", "claims_for", "copy_result", "find_key", "gpus", "immediate", "insert_baseline",
            "insert_profile", "insert_result", "insert_source", "insert_trial", "key_of", "nearest_shapes", "now",
-           "open_db", "open_readonly", "path_of", "profiles", "record_result", "recorded_shapes", "result_by_id",
+           "open_db", "open_readonly", "path_of", "profiles", "record_result", "recorded_shapes", "result_by_id", "shipped_databases",
            "faster_than_library", "results", "shares_claims", "source", "trial_results"]

@@ -20,6 +20,13 @@ import sqlite_utils
 from autotune.errors import AutotuneError
 
 DEFAULT_DB = Path("db") / "autotune.sqlite"
+# The tuned databases the package ships (scripts/ship_database.py makes them), read by load() after the
+# user's own: each holds, per GPU model, shape and layout, the fastest kernel that beat cuBLAS there.
+TUNED = Path(__file__).resolve().parent / "tuned"
+
+
+def shipped_databases() -> list[str]:
+    return sorted(str(p) for p in TUNED.glob("*.sqlite"))
 BUSY_TIMEOUT_MS = 60_000  # workers share the file: wait this long for another's write to end
 TABLES = {"results", "trials", "sources", "baselines", "claims"}
 # What identifies a measurement: the same source on the same GPU model, shape, batch count and

@@ -1,0 +1,167 @@
+"""`autotune cover`: tune ahead of time the products a workload makes, within one stated budget, and
+say per product what load() will now run there and what it gained over cuBLAS.
+
+The products come from a shapes file (benchmarks/shapes.toml's format), from a range of M at fixed N
+and K, or from a PyTorch module's nn.Linear layers at given batch sizes: the forward x·Wᵀ (NT) and,
+with training, the two backward products dX = dY·W (NN) and dW = dYᵀ·X (TN), which autotune.torch's
+operator computes through the same dispatcher. Each product is an ordinary search of its layout into
+one results database; the budget is shared out as the suite's --total-timeout is (each product gets
+an equal share of what is left).
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from autotune import store
+from autotune.api.commands import SearchOptions, search_command
+from autotune.api.dispatch import beats_library
+from autotune.api.suite import read_shapes
+from autotune.backends.outcome import OK
+from autotune.errors import AutotuneError, NoDeviceError
+from autotune.families.layouts import layout_choices, narrow_to
+from autotune.space import Family, Shape, check_shape, shape_text
+
+
+@dataclass(frozen=True)
+class Product:
+    """One product a workload makes: its shape, layout (NN, NT, TN, TT) and where it comes from."""
+
+    shape: Shape
+    layout: str
+    origin: str
+
+    @property
+    def label(self) -> str:
+        return f"{shape_text(self.shape)} {self.layout}"
+
+
+def from_file(path: str) -> list[Product]:
+    return [Product(s.shape, "NN", s.group) for s in read_shapes(path)]
+
+
+def from_range(m_range: str, N: int, K: int, layout: str = "NN") -> list[Product]:
+    """M from LO to HI (`LO:HI`), every power of two between and both ends."""
+    try:
+        lo, hi = (int(x) for x in m_range.split(":"))
+    except ValueError:
+        raise AutotuneError(f"--M-range {m_range!r} is not LO:HI (two whole numbers, e.g. 1:4096)") from None
+    if not 1 <= lo <= hi:
+        raise AutotuneError(f"--M-range {m_range}: need 1 <= LO <= HI")
+    ms = sorted({lo, hi, *(2 ** p for p in range(math.ceil(math.log2(lo)), math.floor(math.log2(hi)) + 1))})
+    out = [Product((M, N, K), layout, f"M in {m_range}") for M in ms]
+    for p in out:
+        check_shape(*p.shape)
+    return out
+
+
+def from_module(spec: str, batches: list[int], training: bool) -> list[Product]:
+    """The nn.Linear layers of the module that `pkg.mod:factory` returns (called with no arguments)."""
+    module_name, _, attr = spec.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr or "model")
+    except (ImportError, AttributeError) as exc:
+        raise AutotuneError(f"--module {spec}: {exc}; pass MODULE:FACTORY, a function returning the model") from None
+    import torch
+
+    model = factory()
+    layers = [(name, m) for name, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
+    if not layers:
+        raise AutotuneError(f"--module {spec}: the model has no torch.nn.Linear layer")
+    out: dict[tuple[Shape, str], Product] = {}
+    for batch in batches:
+        for name, layer in layers:
+            i, o = layer.in_features, layer.out_features
+            products = [((batch, o, i), "NT")]  # y = x W^T, W stored out x in
+            if training:  # dX = dY W (batch x in), dW = dY^T X (out x in, dY stored batch x out)
+                products += [((batch, i, o), "NN"), ((o, i, batch), "TN")]
+            for shape, layout in products:
+                out.setdefault((shape, layout), Product(shape, layout, f"{name} at batch {batch}"))
+    return list(out.values())
+
+
+@dataclass(frozen=True)
+class CoverOptions:
+    products: list[Product]
+    db_path: str
+    families: list[Family]
+    budget_s: float  # seconds of searching for all the products together
+    trials: int = 20  # new measurements per product at most
+    kind: str = "cuda"
+    seed: int = 0
+    devices: tuple[int, ...] | None = None
+
+
+def run_cover(o: CoverOptions, stop: threading.Event | None = None) -> list[dict[str, Any]]:
+    """Search each product in turn (an equal share of the budget left), then report each."""
+    if o.budget_s <= 0 or not math.isfinite(o.budget_s):
+        raise AutotuneError(f"--budget {o.budget_s} must be a positive number of seconds")
+    stop = stop or threading.Event()
+    started = time.monotonic()
+    for i, p in enumerate(o.products):
+        left = o.budget_s - (time.monotonic() - started)
+        if left < 1.0 or stop.is_set():
+            print(f"autotune: cover: budget spent after {i} of {len(o.products)} products", file=sys.stderr)
+            break
+        share = left / (len(o.products) - i)
+        print(f"autotune: cover: {p.label} ({p.origin}), at most {share:.0f} s", file=sys.stderr, flush=True)
+        families = narrow_to(o.families, layout_choices(p.layout))
+        options = SearchOptions(shape=p.shape, families=families, db_path=o.db_path, trials=o.trials,
+                                timeout=share, seed=o.seed, kind=o.kind, devices=o.devices)
+        try:
+            search_command(options, stop)
+        except NoDeviceError:
+            raise
+        except AutotuneError as exc:
+            print(f"autotune: cover: {p.label}: {exc}", file=sys.stderr, flush=True)
+    return report(o.db_path, o.products, o.kind)
+
+
+def report(db_path: str, products: list[Product], kind: str = "cuda") -> list[dict[str, Any]]:
+    """Per product: the fastest verified kernel of its layout, cuBLAS's time beside it, and whether
+    load() runs the kernel (api.dispatch.beats_library) or cuBLAS."""
+    db = store.open_readonly(db_path)
+    rows = []
+    try:
+        for p in products:
+            ta, tb = (int(v[0]) for v in layout_choices(p.layout).values())
+            found = [r for r in store.results(db, p.shape, kind, None, OK)
+                     if (r.get("TA") or 0) == ta and (r.get("TB") or 0) == tb and not r.get("BLAS")]
+            best = min(found, key=lambda r: r["time_ms"]) if found else None
+            cublas = best.get("cublas_ms") if best else None
+            rows.append({"M": p.shape[0], "N": p.shape[1], "K": p.shape[2], "layout": p.layout, "origin": p.origin,
+                         "kernel": best["kernel"] if best else None, "ms": best["time_ms"] if best else None,
+                         "cublas_ms": cublas, "gain": cublas / best["time_ms"] if best and cublas else None,
+                         "runs": "kernel" if best and beats_library(best) else "cuBLAS"})
+    finally:
+        db.close()
+    return rows
+
+
+def summary_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """A table, then the geometric mean of what load() will run over cuBLAS (1.0 where cuBLAS runs)."""
+    lines = [f"{'product':24s} {'runs':7s} {'ms':>9s} {'cuBLAS ms':>9s} {'gain':>6s}  kernel"]
+    gains = []
+    for r in rows:
+        gain = r["gain"] if r["runs"] == "kernel" else 1.0
+        gains.append(gain)
+        ms = f"{r['ms']:.4f}" if r["ms"] else "-"
+        cublas = f"{r['cublas_ms']:.4f}" if r["cublas_ms"] else "-"
+        lines.append(f"{r['M']}x{r['N']}x{r['K']} {r['layout']:<8s}"[:24].ljust(24) +
+                     f" {r['runs']:7s} {ms:>9s} {cublas:>9s} {gain:6.3f}  {r['kernel'] or '-'}")
+    if gains:
+        geo = math.exp(sum(math.log(g) for g in gains) / len(gains))
+        lines.append(f"{len(rows)} products; load() runs a tuned kernel at {sum(r['runs'] == 'kernel' for r in rows)}; "
+                     f"geometric mean over cuBLAS (GPU time, 1.0 where cuBLAS runs) {geo:.3f}")
+    return lines
+
+
+def write_json(rows: list[dict[str, Any]], path: str) -> None:
+    Path(path).write_text(json.dumps({"products": rows}, indent=1) + "\n")
