@@ -103,6 +103,21 @@ def test_the_table_has_a_row_per_sampler_and_the_reasons_for_skips(full):
     assert "exhaustive" in text and str(len(full.space)) in text
 
 
+def test_forked_runs_and_the_json_summary_match_the_table(full):
+    runs, skipped = bench.bench(full, ["random", "tpe-mv", "cmaes"], seeds=[0, 1, 2])
+    forked, _ = bench.bench(full, ["random", "tpe-mv", "cmaes"], seeds=[0, 1, 2], jobs=2)
+    assert {n: [r.new for r in rs] for n, rs in forked.items()} == {n: [r.new for r in rs] for n, rs in runs.items()}
+    out = bench.summary(full, runs, skipped)
+    tpe = out["samplers"]["tpe-mv"]
+    assert tpe["per_seed_trials_to_2pct"] == [r.new[0.02] for r in runs["tpe-mv"]] and tpe["seeds"] == [0, 1, 2]
+    t2 = tpe["trials_to_2pct"]
+    assert t2["min"] <= t2["q1"] <= t2["median"] <= t2["q3"] <= t2["max"]
+    row = next(ln for ln in bench.table(full, runs, skipped).splitlines() if ln.startswith("| tpe-mv |"))
+    assert f"| {t2['median']:.0f} [{t2['q1']:.0f}-{t2['q3']:.0f}] |" in row
+    assert out["samplers"]["random"]["vs_random_2pct"] == 1.0 and "cmaes" in out["skipped"]
+    assert out["space"] == len(full.space) and out["exhaustive"]
+
+
 def test_cli_offers_every_sampler_the_search_builds():
     from autotune.cli import cli
     from autotune.search import SAMPLERS

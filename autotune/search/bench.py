@@ -20,9 +20,11 @@ from __future__ import annotations
 import json
 import logging
 import math
+import multiprocessing
 import statistics
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -31,7 +33,7 @@ from autotune import store
 from autotune.backends.replay import REPLAYED, ReplayBackend, trial_seconds
 from autotune.search import samplers
 from autotune.search.loop import run_search
-from autotune.space import Config, Family, Limits, valid_configs
+from autotune.space import Config, Family, Limits, count_valid, valid_configs
 
 TARGETS = (0.05, 0.02)
 DEFAULT_SAMPLERS = ("random", "grid", "tpe", "tpe-mv", "qmc", "gp", "cmaes", "model")
@@ -183,8 +185,10 @@ def skip_reason(sampler: str, ds: Dataset, ceilings: dict | None) -> str | None:
     if sampler == "model" and not ceilings:
         return "skipped: no ceilings file (benchmarks/model_ceilings.py writes it)"
     if sampler == "model" and not any(ceilings.get(c.name) for c in ds.space):
+        whole = sum(count_valid(f, Limits()) for f in ds.families)
         return ("skipped: the ceilings file has none of these configs (benchmarks/model_ceilings.py computes them "
-                "from each config's SASS, which for the whole blocked space is 490,976 compiles)")
+                f"from each config's SASS, which for the whole {'+'.join(f.name for f in ds.families)} space "
+                f"is {whole:,} compiles)")
     return None
 
 
@@ -194,16 +198,44 @@ def load_ceilings(path: str | Path | None) -> dict[str, float | None] | None:
     return json.loads(Path(path).read_text())["ceilings"]
 
 
+_JOB: tuple[Dataset, dict | None] | None = None  # what the forked workers of bench(jobs > 1) run against
+
+
+def _run_job(sampler: str, seed: int) -> Run:
+    ds, ceilings = _JOB
+    return run_one(ds, sampler, seed, ceilings)
+
+
 def bench(ds: Dataset, sampler_names: list[str], seeds: list[int], ceilings: dict | None = None,
-          log: Callable[[str], None] | None = None) -> tuple[dict[str, list[Run]], dict[str, str]]:
-    """Every sampler over every seed; returns the runs and the reasons for those skipped."""
+          log: Callable[[str], None] | None = None, jobs: int = 1) -> tuple[dict[str, list[Run]], dict[str, str]]:
+    """Every sampler over every seed; returns the runs and the reasons for those skipped.
+
+    jobs > 1 runs the (sampler, seed) pairs in that many forked processes; each run is seeded and
+    has its own database, so the results are the same as in one process."""
+    global _JOB
     runs: dict[str, list[Run]] = {}
     skipped: dict[str, str] = {}
+    todo = []
     for name in sampler_names:
         reason = skip_reason(name, ds, ceilings)
         if reason:
             skipped[name] = reason
-            continue
+        else:
+            todo.append(name)
+    start = time.monotonic()
+    if jobs > 1 and todo:
+        _JOB = (ds, ceilings)
+        try:
+            with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+                futures = {name: [pool.submit(_run_job, name, seed) for seed in seeds] for name in todo}
+                for name in todo:
+                    runs[name] = [f.result() for f in futures[name]]
+                    if log:
+                        log(f"{ds.name}: {name} done ({len(seeds)} seeds, {time.monotonic() - start:.0f} s since the start)")
+        finally:
+            _JOB = None
+        return runs, skipped
+    for name in todo:
         start = time.monotonic()
         runs[name] = [run_one(ds, name, seed, ceilings) for seed in seeds]
         if log:
@@ -271,3 +303,51 @@ def table(ds: Dataset, runs: dict[str, list[Run]], skipped: dict[str, str]) -> s
     for name, reason in skipped.items():
         lines.append(f"| {name} | {reason} | | | | | |")
     return "\n".join(lines) + "\n"
+
+
+def _spread(values: list[float | None]) -> dict | None:
+    """Median, quartiles (as in the table), min and max; None stands for "never reached"."""
+    stat = _stats(values)
+    if stat is None:
+        return None
+    xs = sorted(math.inf if v is None else float(v) for v in values)
+
+    def j(x: float) -> float | None:
+        return None if math.isinf(x) else round(x, 3)
+
+    return {"median": j(stat[0]), "q1": j(stat[1]), "q3": j(stat[2]), "min": j(xs[0]), "max": j(xs[-1])}
+
+
+def summary(ds: Dataset, runs: dict[str, list[Run]], skipped: dict[str, str]) -> dict:
+    """One dataset's figures, machine-readable: what table() prints, plus min, max and each seed's count.
+
+    Trial counts are new measurements; null means "never reached within the whole space"."""
+    n = len(ds.space)
+    base = _stats([r.new[0.02] for r in runs.get("random", [])])
+    samplers_out = {}
+    for name, rs in runs.items():
+        t2 = _stats([r.new[0.02] for r in rs])
+        finite = t2 is not None and math.isfinite(t2[0])
+        samplers_out[name] = {
+            "trials_to_5pct": _spread([r.new[0.05] for r in rs]),
+            "trials_to_2pct": _spread([r.new[0.02] for r in rs]),
+            "pct_of_space_to_2pct": round(100.0 * t2[0] / n, 3) if finite else None,
+            "sim_seconds_to_2pct": _spread([r.seconds[0.02] for r in rs]),
+            "reached_2pct": sum(r.new[0.02] is not None for r in rs),
+            "vs_random_2pct": (round(base[0] / t2[0], 4) if base and finite and math.isfinite(base[0]) else None),
+            "seeds": [r.seed for r in rs],
+            "per_seed_trials_to_2pct": [r.new[0.02] for r in rs],
+        }
+    return {
+        "name": ds.name,
+        "shape": list(ds.shape),
+        "families": [f.name for f in ds.families],
+        "data": ds.label,
+        "exhaustive": ds.exhaustive,
+        "space": n,
+        "within_5pct": ds.within(0.05),
+        "within_2pct": ds.within(0.02),
+        "reference_best": {"kernel": ds.best["kernel"], "time_ms": ds.best["time_ms"]},
+        "samplers": samplers_out,
+        "skipped": skipped,
+    }

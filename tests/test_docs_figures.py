@@ -1,0 +1,115 @@
+"""The figures the README states are those of their committed sources, so that neither side goes
+stale alone: the sampler table equals the JSON that `benchmarks/bench_search.py --json` wrote
+(the command is in the JSON and in the README), and the space sizes equal what `autotune space`
+computes (autotune.space.count_valid). No GPU; nothing is re-run."""
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from autotune.families import BLOCKED, NAIVE, TILED
+from autotune.space import Limits, count_valid
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+SAMPLER_JSON = ROOT / "benchmarks" / "data" / "bench-search-naive-tiled-h200.json"
+BLOCKED_GT = ROOT / "benchmarks" / "data" / "h200-gt-blocked-4096.sqlite"
+SECTION = "## Search efficiency: replayed, against ground truth"
+
+
+def section(text: str, heading: str) -> str:
+    start = text.index(heading)
+    end = text.find("\n## ", start + len(heading))
+    return text[start:end if end >= 0 else None]
+
+
+def table_rows(text: str) -> list[list[str]]:
+    """The first markdown table in text, header and separator left out, bold marks removed."""
+    lines = [ln for ln in text.splitlines() if ln.startswith("|")]
+    return [[c.strip().replace("**", "") for c in ln.strip("|").split("|")] for ln in lines[2:]]
+
+
+def _num(x: float | None) -> str:
+    """A median as the README writes it: whole numbers without a point; "never" if not reached."""
+    return "never" if x is None else f"{x:g}"
+
+
+def expected_row(name: str, by_size: dict[int, dict]) -> list[str]:
+    """The README's cells for one sampler: trials and % of space at 4096³ and 2048³, then vs random
+    (one figure where both shapes round alike, else the range)."""
+    cells, scores = [], []
+    for size in (4096, 2048):
+        s = by_size[size]["samplers"][name]
+        pct = s["pct_of_space_to_2pct"]
+        cells += [_num(s["trials_to_2pct"]["median"]), "never" if pct is None else f"{pct:.1f}"]
+        scores.append(s["vs_random_2pct"])
+    if None in scores:
+        vs = "-"
+    else:
+        lo, hi = sorted(f"{v:.1f}" for v in scores)
+        vs = f"{lo}x" if lo == hi else f"{lo}-{hi}x"
+    return cells + [vs]
+
+
+@pytest.fixture(scope="module")
+def readme() -> str:
+    return README.read_text()
+
+
+@pytest.fixture(scope="module")
+def bench() -> dict:
+    return json.loads(SAMPLER_JSON.read_text())
+
+
+def test_the_sampler_table_is_the_committed_benchmark(readme, bench):
+    text = section(readme, SECTION)
+    by_size = {d["shape"][0]: d for d in bench["datasets"]}
+    assert sorted(by_size) == [2048, 4096]
+    rows = table_rows(text)
+    readme_names = [row[0].split()[0] for row in rows]
+    ran = [n for n in by_size[4096]["samplers"]]
+    assert sorted(readme_names) == sorted(ran), "the README's rows are not the samplers the benchmark ran"
+    for row, name in zip(rows, readme_names):
+        assert row[1:] == expected_row(name, by_size), f"README row {name!r} differs from {SAMPLER_JSON.name}"
+    seeds = len(bench["seeds"])
+    assert f"(median over {seeds} seeds)" in text and f"over {seeds} seeds" in text
+    flat = " ".join(text.split())
+    assert f"`{bench['command']}`" in flat, "the README does not quote the command that made the JSON"
+    assert f"Optuna {bench['versions']['optuna']};" in flat
+
+
+def test_the_default_sampler_claim_holds_for_the_committed_benchmark(readme, bench):
+    """"the default is tpe-mv, of the samplers that work on any space the one with the fewest trials
+    over both shapes (tpe needs N fewer at 4096³, N more at 2048³)": model needs every config's SASS."""
+    flat = " ".join(section(readme, SECTION).split())
+    med = {d["shape"][0]: {n: s["trials_to_2pct"]["median"] for n, s in d["samplers"].items()} for d in bench["datasets"]}
+    total = {n: sum(med[size][n] or float("inf") for size in med) for n in med[4096] if n != "model"}
+    assert "the default is `tpe-mv`, of the samplers that work on any space the one with the fewest" in flat
+    assert min(total, key=total.get) == "tpe-mv", total
+    m = re.search(r"\(`tpe` needs (\d+) (fewer|more) at 4096³, (\d+) (fewer|more) at 2048³\)", flat)
+    assert m, "the README's tpe against tpe-mv sentence is gone or reworded: update this test with it"
+    for size, n, word in ((4096, m[1], m[2]), (2048, m[3], m[4])):
+        diff = med[size]["tpe"] - med[size]["tpe-mv"]
+        assert (f"{abs(diff):g}", "more" if diff > 0 else "fewer") == (n, word), (size, diff)
+
+
+def test_the_replayed_datasets_are_what_the_readme_says(readme, bench):
+    naive_tiled = count_valid(NAIVE, Limits()) + count_valid(TILED, Limits())
+    text = " ".join(readme.split())
+    quoted = re.findall(r"([\d,]+) valid naive and tiled configs", text) + re.findall(r"the ([\d,]+) naive and tiled configs", text)
+    assert quoted and all(q == f"{naive_tiled:,}" for q in quoted), quoted
+    for d in bench["datasets"]:  # "every one of the 916 valid naive and tiled configs at 4096³ and at 2048³"
+        assert d["exhaustive"] and d["space"] == naive_tiled, d["name"]
+    with sqlite3.connect(BLOCKED_GT) as db:
+        ok = db.execute("SELECT COUNT(*) FROM results WHERE family = 'blocked' AND status = 'ok' "
+                        "AND M = 4096 AND N = 4096 AND K = 4096").fetchone()[0]
+    assert f"and {ok} blocked configs at 4096³" in text
+
+
+def test_the_blocked_space_size_is_what_autotune_space_counts(readme):
+    quoted = re.findall(r"([\d,]+) blocked ones", " ".join(readme.split()))
+    assert quoted == [f"{count_valid(BLOCKED, Limits()):,}"]
