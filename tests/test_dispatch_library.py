@@ -16,11 +16,15 @@ from tests.test_starts import record
 SMALL = {"BM": 32, "BN": 32, "BK": 8, "WM": 16, "WN": 32, "WNITER": 1, "TM": 2, "TN": 4}
 
 
-def timed(db, shape, family, ms, cublas_ms, **params) -> str:
-    """A row as a GPU search writes it, with cuBLAS's time beside its own."""
+def timed(db, shape, family, ms, cublas_ms, cublas_layout="own", **params) -> str:
+    """A row as a GPU search writes it, with cuBLAS's time beside its own (by default in its own layout;
+    None: a row from before cuBLAS was timed per layout)."""
     name = record(db, shape, family, ms, backend="cuda", gpu=GPU, **params)
-    db.execute("UPDATE results SET cublas_ms = ? WHERE kernel = ? AND M = ? AND N = ? AND K = ?",
-               [cublas_ms, name, *shape])
+    own = ("T" if params.get("TA") else "N") + ("T" if params.get("TB") else "N")
+    if "cublas_layout" not in db["results"].columns_dict:
+        db["results"].add_column("cublas_layout", str)
+    db.execute("UPDATE results SET cublas_ms = ?, cublas_layout = ? WHERE kernel = ? AND M = ? AND N = ? AND K = ?",
+               [cublas_ms, own if cublas_layout == "own" else cublas_layout, name, *shape])
     return name
 
 
@@ -33,6 +37,8 @@ def recorded(tmp_path):
         "tie": timed(db, (1024, 512, 512), "blocked", 0.099, 0.100, **SMALL),  # within the margin: no evidence
         "tiny": timed(db, (64, 64, 64), "blocked", 0.005, 0.010, **SMALL),  # faster, but host-bound there
         "nt": timed(db, (512, 512, 512), "blocked", 0.050, 0.100, TB=1, PB=0, **SMALL),
+        # timed against cuBLAS's NN product, not its own layout's: no evidence
+        "old_tn": timed(db, (512, 512, 512), "blocked", 0.050, 0.100, cublas_layout=None, TA=1, **SMALL),
         "tc": timed(db, (2048, 512, 512), "tf32x3", 0.050, 0.100),
         "fp32": timed(db, (2048, 512, 512), "blocked", 0.090, 0.100, **SMALL),
     }
@@ -45,6 +51,8 @@ def test_a_row_is_evidence_only_past_the_margin_and_the_host_floor():
     assert not beats_library({"time_ms": 1.0, "cublas_ms": 1.0})
     assert not beats_library({"time_ms": HOST_FLOOR_MS / 2, "cublas_ms": HOST_FLOOR_MS * 10})
     assert not beats_library({"time_ms": 1.0, "cublas_ms": None})  # a row timed without cuBLAS beside it
+    assert not beats_library({"time_ms": 1.0, "cublas_ms": 2.0, "TB": 1, "cublas_layout": None})
+    assert beats_library({"time_ms": 1.0, "cublas_ms": 2.0, "TB": 1, "cublas_layout": "NT"})
 
 
 def test_a_kernel_runs_only_where_it_beat_cublas_at_that_very_shape(recorded, launcher):
@@ -55,7 +63,7 @@ def test_a_kernel_runs_only_where_it_beat_cublas_at_that_very_shape(recorded, la
         choice = mm.choose(*shape)
         assert choice.library and choice.describe().startswith("cuBLAS ("), shape
     assert "took 0.099 ms against cuBLAS's 0.1" in mm.choose(1024, 512, 512).describe()
-    assert mm.choose(512, 512, 512, trans_a=True).library  # nothing TN measured there
+    assert mm.choose(512, 512, 512, trans_a=True).library  # its TN row was timed against NN cuBLAS
     assert mm.runs_library(500, 512, 512) and not mm.runs_library(512, 512, 512)
 
 

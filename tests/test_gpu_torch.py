@@ -103,3 +103,17 @@ def test_other_dtypes_go_to_torch_unchanged_and_say_so_once():
     assert out.dtype == torch.bfloat16 and torch.equal(out, a @ b)
     said = [w for w in caught if "bfloat16 operands run torch.matmul unchanged" in str(w.message)]
     assert len(said) <= 1  # once per process (an earlier test may have said it already)
+
+
+def test_a_transposed_layouts_row_records_cublas_timed_in_that_layout(tmp_path):
+    from click.testing import CliRunner
+
+    from autotune import store
+    from autotune.cli import cli
+
+    db = str(tmp_path / "nt.sqlite")
+    result = CliRunner().invoke(cli, ["search", "--M", "16", "--N", "4096", "--K", "4096", "--family", "blocked",
+                                      "--layout", "NT", "--trials", "2", "--db", db])
+    assert result.exit_code == 0, result.output
+    rows = [r for r in store.open_readonly(db).query("SELECT * FROM results WHERE status = 'ok'")]
+    assert rows and all(r["TB"] == 1 and r["cublas_layout"] == "NT" and r["cublas_ms"] > 0 for r in rows)

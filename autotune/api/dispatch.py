@@ -53,7 +53,12 @@ HOST_FLOOR_MS = 0.03
 
 
 def beats_library(row: dict) -> bool:
-    """Whether a result row is evidence that its kernel is faster than cuBLAS at its own shape."""
+    """Whether a result row is evidence that its kernel is faster than cuBLAS at its own shape, in its own
+    layout: rows of a transposed layout recorded before cuBLAS was timed per layout (no cublas_layout) hold
+    cuBLAS's NN time, which at 16 x 4096 x 4096 is 1.5x its NT time: no evidence."""
+    transposed = bool(row.get("TA") or row.get("TB"))
+    if transposed and row.get("cublas_layout") != ("T" if row.get("TA") else "N") + ("T" if row.get("TB") else "N"):
+        return False
     cublas_ms, ms = row.get("cublas_ms"), row.get("time_ms")
     return bool(cublas_ms and ms and HOST_FLOOR_MS <= ms <= (1 - WIN_MARGIN) * cublas_ms)
 

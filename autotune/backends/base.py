@@ -22,6 +22,9 @@ class Backend(ABC):
     batch: int = 1  # products per measurement: > 1, a strided batch (space.blas), BLAS=1 kernels only
     baseline: Timing | None = None  # cuBLAS at this shape, timed in the same process; None without a GPU
     baseline_clock: int | None = None  # SM clock (MHz) read right after the baseline
+    # cuBLAS at this shape in each layout ("NN", "NT", "TN", "TT": T, that operand stored transposed), which
+    # cuBLAS's heuristics serve with other kernels: a kernel of a layout is compared with cuBLAS in that layout
+    layout_baselines: dict[str, Timing] | None = None
     explain: bool = True  # rows get SASS counts and the ceiling model (only for GPU code)
     compile_ahead: bool = False  # NVRTC per trial: the search compiles the next trials meanwhile
     limits: Limits = Limits()  # what the device allows (constraints are checked against it)

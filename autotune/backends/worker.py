@@ -77,6 +77,7 @@ class Ready:
     launch_limit_s: float | None = None  # the backend's own limit per launch (the emulator's), if any
     compile_ahead: bool = False  # it compiles with NVRTC per trial: the search compiles ahead (pipeline.py)
     min_launch_s: float | None = None  # what a known-good launch takes (Backend.min_launch_s)
+    layout_baselines: dict[str, Timing] | None = None  # cuBLAS per layout (Backend.layout_baselines)
 
 
 def build_backend(spec: WorkerSpec):
@@ -106,7 +107,7 @@ def ready_of(backend: Backend) -> Ready:
     return Ready(backend.name, tuple(backend.shape), backend.baseline, backend.baseline_clock,  # type: ignore[arg-type]
                  dict(backend.provenance), backend.explain, backend.limits, backend.peak_tflops,
                  tuple(tuple(s) for s in backend.launch_shapes), backend.device or backend.name,  # type: ignore[misc]
-                 backend.launch_limit_s, backend.compile_ahead, backend.min_launch_s)
+                 backend.launch_limit_s, backend.compile_ahead, backend.min_launch_s, backend.layout_baselines)
 
 
 # --------------------------------------------------------------------------- the child
@@ -212,6 +213,10 @@ class WorkerBackend(Backend):
     @property
     def baseline_clock(self) -> int | None:
         return self._ready().baseline_clock
+
+    @property
+    def layout_baselines(self) -> dict[str, Timing] | None:  # type: ignore[override]
+        return self._ready().layout_baselines
 
     @property
     def explain(self) -> bool:

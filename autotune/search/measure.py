@@ -103,18 +103,25 @@ def _record(db: sqlite_utils.Database, backend: Backend, base: dict, outcome: Ou
             peak_tflops: float | None, redo: store.Redo | None = None) -> Evaluated:
     row = {**base, **outcome.row()}
     if outcome.timing:
-        row |= _rates(backend, outcome.timing.median_ms, peak_tflops)
+        row |= _rates(backend, outcome.timing.median_ms, peak_tflops, layout_of(row))
     row |= explain.measured_over_ceiling(row)
     row |= roofline_columns(row, explain.DEFAULT_SPEC)  # the shape's floors: any backend, no SASS needed
     stored, inserted = store.record_result(db, row, redo)  # a refused config raced by two workers: one row
     return Evaluated(stored, cached=not inserted)
 
 
-def _rates(backend: Backend, ms: float, peak_tflops: float | None) -> dict:
+def layout_of(row: dict) -> str:
+    """"NN", "NT", "TN" or "TT": T, that operand stored transposed (TA, TB; absent: N)."""
+    return ("T" if row.get("TA") else "N") + ("T" if row.get("TB") else "N")
+
+
+def _rates(backend: Backend, ms: float, peak_tflops: float | None, layout: str) -> dict:
+    """The row's rates; cuBLAS's time is cuBLAS's in the row's own layout (cublas_layout), where timed."""
     M, N, K = backend.shape
     rate = tflops(M, N, K, ms) * backend.batch
-    cublas_ms = backend.baseline.median_ms if backend.baseline else None
+    timing = (backend.layout_baselines or {}).get(layout) or (backend.baseline if layout == "NN" else None)
+    cublas_ms = timing.median_ms if timing else None
     return {"tflops": rate,
-            "cublas_ms": cublas_ms,
+            "cublas_ms": cublas_ms, "cublas_layout": layout if cublas_ms else None,
             "pct_cublas": 100.0 * cublas_ms / ms if cublas_ms else None,
             "pct_peak": 100.0 * rate / peak_tflops if peak_tflops else None}

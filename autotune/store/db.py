@@ -136,7 +136,7 @@ def _create_tables(db: sqlite_utils.Database) -> None:
         {"id": int, "kernel": str, "family": str, "backend": str, "M": int, "N": int, "K": int,
          "batch": int, "status": str, "reason": str, "precision": str, "err": float, "err_ref": float, "time_ms": float,
          "time_ms_min": float, "time_ms_max": float, "reps": int, "tflops": float, "pct_cublas": float,
-         "pct_peak": float, "cublas_ms": float, "sm_clock_mhz": int, "num_regs": int, "static_shared": int,
+         "pct_peak": float, "cublas_ms": float, "cublas_layout": str, "sm_clock_mhz": int, "num_regs": int, "static_shared": int,
          "source_hash": str, "template_hash": str, "gpu_name": str, "gpu_uuid": str, "arch": str,
          "driver_version": str, "nvrtc_version": str, "tool_version": str, "worker": str, "device": str,
          "created_at": str},

@@ -121,8 +121,8 @@ def results(db: sqlite_utils.Database, shape: tuple[int, int, int], backend: str
 
 
 def faster_than_library(db: sqlite_utils.Database, backend: str, gpu: str) -> Iterator[dict]:
-    """The verified rows whose kernel was faster than cuBLAS timed beside it (shape, family, both times)."""
-    return db.query("SELECT M, N, K, family, time_ms, cublas_ms FROM results WHERE backend = ? AND "
+    """The verified rows whose kernel was faster than cuBLAS timed beside it."""
+    return db.query("SELECT * FROM results WHERE backend = ? AND "
                     "(gpu_uuid = ? OR gpu_name = ?) AND status = ? AND time_ms < cublas_ms", [backend, gpu, gpu, OK])
 
 

@@ -227,6 +227,7 @@ class CudaBackend(Backend):
             p.scale_sum = self.elements.worst(p.ref_dev, p.ref_dev, p.scale_dev, p.M * p.N, p.K).scale_sum
         self._canary()
         self.baseline = self._time_baseline()
+        self.layout_baselines = self._time_layouts()
         self.baseline_clock = sm_clock_mhz(self.info.uuid)
         self.limits, self.peak_tflops, self.device = self.info.limits, self.info.peak_tflops, str(self.info.index)
         self.min_launch_s = self.baseline.median_ms / 1e3  # a shorter watchdog would stop even the best kernel
@@ -236,6 +237,16 @@ class CudaBackend(Backend):
         p = self.main
         return time_ms(lambda: self.blas.sgemm(int(p.a.handle), int(p.b.handle), int(p.c.handle), p.M, p.N, p.K),
                        self.stream, min_reps=20, head_start=self.head_start)
+
+    def _time_layouts(self) -> dict[str, Timing]:
+        """cuBLAS in each layout on the same buffers (a transposed operand has as many elements)."""
+        p, out = self.main, {"NN": self.baseline}
+        for name, ta, tb in (("NT", False, True), ("TN", True, False), ("TT", True, True)):
+            ops = tight(p.M, p.N, p.K, ta, tb)
+            out[name] = time_ms(lambda: self.blas.sgemm_strided(int(p.a.handle), int(p.b.handle), int(p.c.handle),
+                                                                 p.M, p.N, p.K, ta, tb, ops),
+                                self.stream, min_reps=20, head_start=self.head_start)
+        return out
 
     def _canary(self) -> None:
         """Compile, load and check the known-good kernel (backends.canary) at the odd shape."""
