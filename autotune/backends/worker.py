@@ -4,7 +4,6 @@ The search (the parent) never touches CUDA. Each WorkerBackend starts a child pr
 (multiprocessing, "spawn": no CUDA state is ever inherited) that builds one backend
 (CudaBackend for one shape and device, or SimBackend) and answers one request at a time
 over a pipe. The whole protocol:
-
   parent -> child  ("measure", Job, source)  Job: the kernel's name and its launch geometries
                    ("stop",)                 exit now
   child -> parent  ("ready", Ready)          once, when the backend is built
@@ -214,9 +213,7 @@ class WorkerBackend(Backend):
     def baseline_clock(self) -> int | None:
         return self._ready().baseline_clock
 
-    @property
-    def layout_baselines(self) -> dict[str, Timing] | None:  # type: ignore[override]
-        return self._ready().layout_baselines
+    layout_baselines = property(lambda self: self._ready().layout_baselines)  # type: ignore[assignment]
 
     @property
     def explain(self) -> bool:

@@ -6,7 +6,8 @@ refused and left as it was.
 The rule: a URL is `scheme://...` of a database Optuna keeps studies in (postgresql, mysql,
 mariadb, sqlite; a driver may follow a `+`); anything else is a journal file path, which has no
 `:` (a `:` is a URL mistyped, not a file name anyone means). An existing file must be empty or a
-study: an SQLite file with Optuna's tables, a journal whose first line is an Optuna record.
+study: an SQLite file with no tables or with Optuna's (or this tool's claims table), a journal whose
+first line is an Optuna record.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import sqlite3
 from pathlib import Path
 
 from autotune.errors import AutotuneError
+from autotune.store.claims import SERVER_TABLE
 
 SCHEMES = ("postgresql", "mysql", "mariadb", "sqlite")
 OPTUNA_TABLES = {"studies", "trials", "version_info"}
@@ -84,6 +86,8 @@ def _check_sqlite(url: str) -> None:
             conn.close()
     except sqlite3.DatabaseError as exc:
         raise AutotuneError(f"--storage {url}: cannot read {path} ({exc}); it was left as it is") from None
-    if not OPTUNA_TABLES <= tables:
+    if tables and not tables & (OPTUNA_TABLES | {"alembic_version", SERVER_TABLE}):
+        # a database with tables, none of them Optuna's or this tool's claims (an empty one, or one that
+        # another host of the same study is creating this moment, has nothing to protect)
         raise AutotuneError(f"--storage {url} names {path}, an SQLite file without Optuna's tables (another "
                             f"program's?); it was left as it is: pass a new path for a new study")
