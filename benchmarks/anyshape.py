@@ -1,7 +1,7 @@
 """autotune.load() against torch.matmul (TF32 off) at shapes nobody tuned one by one, as a user calls
 it: torch tensors in, a new output out, host time included. Writes benchmarks/data/anyshape-<gpu>.json.
 
-    python benchmarks/anyshape.py --db suite.sqlite --seed 1 --count 40 [--suite benchmarks/shapes.toml]
+    python benchmarks/anyshape.py --db suite.sqlite --seed 1 --count 40 [--suite autotune/api/shapes.toml]
 
 Shapes: `--count` drawn with the seed, M, N and K log-uniform in [1, 16384] with 1e6 <= MNK <= 6e10
 (row-major A·B), then transformer projections (x·Wᵀ, W stored N x K, as nn.Linear calls it), then
@@ -112,7 +112,7 @@ def main() -> int:
     parser.add_argument("--db", help="results database (default: autotune.load()'s)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--count", type=int, default=40)
-    parser.add_argument("--suite", help="a shapes file (benchmarks/shapes.toml) whose shapes are measured too")
+    parser.add_argument("--suite", help="a shapes file (autotune/api/shapes.toml) whose shapes are measured too")
     parser.add_argument("--commit", default="", help="the sources' commit, recorded in the output")
     parser.add_argument("--cover", type=float, help="first `autotune cover` the random and projection products with "
                         "this many seconds of searching, into --cover-db; load() then reads it beside the shipped one")

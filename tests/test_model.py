@@ -102,7 +102,7 @@ def test_real_sass_gives_the_flat_ceiling() -> None:
     try:
         find_nvdisasm()
     except AutotuneError:
-        pytest.skip("nvdisasm absent: pip install 'autotune[sass]'")
+        pytest.skip("nvdisasm absent: pip install 'sgemm-autotune[sass]'")
     from autotune.explain.sass import analyze
 
     preds = []

@@ -107,7 +107,7 @@ def _nvdisasm() -> None:
     try:
         find_nvdisasm()
     except AutotuneError:
-        pytest.skip("nvdisasm absent: pip install 'autotune[sass]'")
+        pytest.skip("nvdisasm absent: pip install 'sgemm-autotune[sass]'")
 
 
 def test_real_sass_loads_and_model_wavefronts_fall_with_the_thread_tile() -> None:

@@ -78,7 +78,7 @@ def _need_nvdisasm() -> None:
     try:
         find_nvdisasm()
     except AutotuneError:
-        pytest.skip("nvdisasm absent: pip install 'autotune[sass]'")
+        pytest.skip("nvdisasm absent: pip install 'sgemm-autotune[sass]'")
 
 
 def _analyze(family: str, **params: object):

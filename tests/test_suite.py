@@ -20,7 +20,7 @@ from autotune.explain.suite import Suite, SuiteRow, SuiteShape
 from autotune.families import NAIVE
 
 ROOT = Path(__file__).resolve().parent.parent
-SHAPES = ROOT / "benchmarks" / "shapes.toml"
+SHAPES = ROOT / "autotune" / "api" / "shapes.toml"
 # A replayed search measures each family's default first, so the dataset must hold today's defaults:
 # session 25's suite pass's database holds them (every suite shape, the defaults among its rows)
 H200_SUITE_DB = ROOT / "benchmarks" / "data" / "session25" / "suite.sqlite.gz"

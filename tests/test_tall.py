@@ -243,7 +243,7 @@ def test_the_register_kernel_streams_a_with_16_byte_loads_and_does_not_spill():
     try:
         report = analyze(registers)
     except AutotuneError as exc:
-        pytest.skip(str(exc))  # nvdisasm absent: pip install 'autotune[sass]'
+        pytest.skip(str(exc))  # nvdisasm absent: pip install 'sgemm-autotune[sass]'
     p, d = TALL.params, registers.derived
     assert [x.name for x in p] == ["THREADS", "LANES", "ROWS", "NR", "KT", "SPLITK", "ST"]
     values = registers.values
@@ -262,7 +262,7 @@ def test_the_stages_copy_a_and_b_with_cp_async_and_keep_the_loop_in_registers():
     try:
         report = analyze(config)
     except AutotuneError as exc:
-        pytest.skip(str(exc))  # nvdisasm absent: pip install 'autotune[sass]'
+        pytest.skip(str(exc))  # nvdisasm absent: pip install 'sgemm-autotune[sass]'
     values, d = config.values, config.derived
     loop = report.loop
     assert loop.ffma == 4 * values["NR"] * values["ROWS"] * d["QL"] and loop.bar == 1

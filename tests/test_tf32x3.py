@@ -101,7 +101,7 @@ def test_the_default_runs_on_tensor_cores_and_the_model_knows_it():
     try:
         find_nvdisasm()
     except AutotuneError:
-        pytest.skip("nvdisasm absent: pip install 'autotune[sass]'")
+        pytest.skip("nvdisasm absent: pip install 'sgemm-autotune[sass]'")
     config = make_config(TF32X3, {})
     report = analyze(config)
     p = config.values

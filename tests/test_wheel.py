@@ -12,12 +12,15 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_wheel_installs_and_runs(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
                     "-w", str(tmp_path), str(ROOT)], check=True)
-    wheel = next(tmp_path.glob("autotune-*.whl"))
+    wheel = next(tmp_path.glob("sgemm_autotune-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names}
     assert all(t == "autotune" or t.endswith(".dist-info") for t in tops), tops
     assert "autotune/templates/tiled.cu.j2" in names and "autotune/templates/naive.cu.j2" in names
     assert "autotune/templates/launch.h.j2" in names and "autotune/templates/launch.py.j2" in names  # export's
+    assert {"autotune/py.typed", "autotune/api/shapes.toml", "autotune/store/tuned/h200.sqlite"} <= set(names)
+    metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("METADATA"))).decode()
+    assert "Name: sgemm-autotune" in metadata and "MIT License" in metadata
     entry = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
     assert "autotune = autotune.cli:main" in entry
 

@@ -1,7 +1,7 @@
 """`autotune cover`: tune ahead of time the products a workload makes, within one stated budget, and
 say per product what load() will now run there and what it gained over cuBLAS.
 
-The products come from a shapes file (benchmarks/shapes.toml's format), from a range of M at fixed N
+The products come from a shapes file (autotune/api/shapes.toml's format), from a range of M at fixed N
 and K, or from a PyTorch module's nn.Linear layers at given batch sizes: the forward x·Wᵀ (NT) and,
 with training, the two backward products dX = dY·W (NN) and dW = dYᵀ·X (TN), which autotune.torch's
 operator computes through the same dispatcher. Each product is an ordinary search of its layout into

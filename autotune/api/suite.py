@@ -1,4 +1,4 @@
-"""`autotune suite`: tune every shape of a shapes file (benchmarks/shapes.toml) with one stated
+"""`autotune suite`: tune every shape of a shapes file (autotune/api/shapes.toml) with one stated
 budget, each shape an ordinary search into one results database, then write what was found
 (explain.suite): JSON, a markdown table and a PNG, rewritten after every shape so that a run
 stopped part-way still leaves its numbers.

@@ -8,6 +8,7 @@ import sys
 import click
 
 from autotune import __version__
+from autotune.api import SHAPES as SUITE_SHAPES
 from autotune.api.checks import BACKENDS
 from autotune.cli.options import (
     DB_HELP,
@@ -281,7 +282,7 @@ def suite_families(precision: str) -> list[str]:
 
 
 @cli.command()
-@click.option("--shapes", "shapes_path", default="benchmarks/shapes.toml", show_default=True,
+@click.option("--shapes", "shapes_path", default=str(SUITE_SHAPES), show_default="the package's shape suite",
               help="TOML file of shapes, each with its group (Python 3.11+)")
 @click.option("--group", "groups", multiple=True, help="only this group's shapes (repeat for others)")
 @click.option("--trials", type=int, default=20, show_default=True, callback=checked("trials"),
@@ -319,7 +320,7 @@ def suite(shapes_path, groups, trials, timeout, total_timeout, family_text, prec
 
 
 @cli.command()
-@click.option("--shapes", "shapes_path", help="a TOML shapes file (benchmarks/shapes.toml's format): each shape, NN")
+@click.option("--shapes", "shapes_path", help="a TOML shapes file (autotune/api/shapes.toml's format): each shape, NN")
 @click.option("--M-range", "m_range", metavar="LO:HI", help="M from LO to HI (the powers of two between) at --N and --K")
 @click.option("--N", "N", type=int, help="with --M-range")
 @click.option("--K", "K", type=int, help="with --M-range")

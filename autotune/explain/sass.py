@@ -34,7 +34,7 @@ from autotune.errors import AutotuneError
 if TYPE_CHECKING:
     from autotune.space import Config
 
-INSTALL_HINT = "nvdisasm not found: pip install 'autotune[sass]' (the nvidia-cuda-nvdisasm wheel)"
+INSTALL_HINT = "nvdisasm not found: pip install 'sgemm-autotune[sass]' (the nvidia-cuda-nvdisasm wheel)"
 
 # One instruction line: /*0110*/  [@!P0 ]OPCODE.MODS operands ;
 _INSTR = re.compile(r"^\s*/\*([0-9a-f]+)\*/\s+(?:(@!?U?P[T0-9]+)\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)(.*);")

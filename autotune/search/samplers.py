@@ -55,7 +55,7 @@ def missing(name: str) -> str | None:
             importlib.import_module(module)
         except ImportError:
             return (f"sampler {name} needs {' and '.join(needed)}, and {module} is not installed: "
-                    f"pip install 'autotune[bench]'")
+                    f"pip install 'sgemm-autotune[bench]'")
     return None
 
 

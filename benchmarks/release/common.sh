@@ -30,7 +30,7 @@ family_measure() {  # family_measure FAMILY DB MxNxK NAME=V1,V2 ...: one process
 splitk_measure() { family_measure splitk "$@"; }
 suite_pass() {
   step "autotune suite --trials $TRIALS --timeout $TIMEOUT --total-timeout $TOTAL"
-  ( time timeout $((TOTAL + 120)) $AT suite --shapes benchmarks/shapes.toml --trials "$TRIALS" --timeout "$TIMEOUT" \
+  ( time timeout $((TOTAL + 120)) $AT suite --shapes autotune/api/shapes.toml --trials "$TRIALS" --timeout "$TIMEOUT" \
       --total-timeout "$TOTAL" ${REMEASURE:+--remeasure "$REMEASURE"} --db "$OUT/suite.sqlite" --out "$OUT" ) >"$WORK/suite-log.txt" 2>&1
   grep -v "^autotune: suite: .*new trials" "$WORK/suite-log.txt" | grep -v "it/s\]\|s/it\]" | tail -40 | tee -a "$LOG"
 }

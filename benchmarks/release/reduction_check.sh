@@ -24,7 +24,7 @@ splitk_measure "$DB" 64x14336x4096 BM=64 WM=32 SPLITK=8 RED=0,1,2
 
 if [ -z "$NO_TC" ]; then
   step "tf32x3wg's default at the suite's shapes"
-  SHAPES=$(python3 -c "import tomllib; print(','.join('%dx%dx%d' % (s['M'], s['N'], s['K']) for s in tomllib.load(open('benchmarks/shapes.toml', 'rb'))['shapes']))")
+  SHAPES=$(python3 -c "import tomllib; print(','.join('%dx%dx%d' % (s['M'], s['N'], s['K']) for s in tomllib.load(open('autotune/api/shapes.toml', 'rb'))['shapes']))")
   timeout 240 python3 benchmarks/precision_vs_cublas.py --family tf32x3wg --shapes "$SHAPES" \
     --out "$OUT/tf32x3wg-suite-shapes.json" 2>&1 | tee -a "$LOG"
 fi

@@ -29,7 +29,7 @@ if [ -n "$PROFILE" ]; then  # Nsight Compute's view of the 16-row default with t
 fi
 if [ -z "$NO_SUITE" ]; then
   step "autotune suite --no-tune"
-  timeout 120 $AT suite --shapes benchmarks/shapes.toml --no-tune --db "$OUT/suite.sqlite" --out "$OUT" 2>&1 \
+  timeout 120 $AT suite --shapes autotune/api/shapes.toml --no-tune --db "$OUT/suite.sqlite" --out "$OUT" 2>&1 \
     | tail -40 | tee -a "$LOG"
 fi
 step "done"

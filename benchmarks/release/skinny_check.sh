@@ -23,7 +23,7 @@ if [ "$TOTAL" -gt 0 ]; then
   suite_pass
 else
   step "autotune suite --no-tune"
-  timeout 120 $AT suite --shapes benchmarks/shapes.toml --no-tune --db "$OUT/suite.sqlite" --out "$OUT" 2>&1 \
+  timeout 120 $AT suite --shapes autotune/api/shapes.toml --no-tune --db "$OUT/suite.sqlite" --out "$OUT" 2>&1 \
     | tail -40 | tee -a "$LOG"
 fi
 step "done"

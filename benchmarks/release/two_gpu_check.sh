@@ -14,7 +14,7 @@ for devs in 0 0,1; do
   mkdir -p "$OUT/suite-$devs"
   case "$START_DB" in *.gz) zcat "$START_DB" ;; *) cat "$START_DB" ;; esac > "$WORK/suite-$devs.sqlite"
   step "suite --devices $devs (8 trials, 8 s per shape, 210 s in all)"
-  ( time timeout 330 $AT suite --shapes benchmarks/shapes.toml --trials 8 --timeout 8 --total-timeout 210 \
+  ( time timeout 330 $AT suite --shapes autotune/api/shapes.toml --trials 8 --timeout 8 --total-timeout 210 \
       --devices "$devs" --db "$WORK/suite-$devs.sqlite" --out "$OUT/suite-$devs" ) > "$OUT/suite-$devs-log.txt" 2>&1
   grep -E "geometric|worst|tuned|real" "$OUT/suite-$devs-log.txt" | tee -a "$LOG"
 done

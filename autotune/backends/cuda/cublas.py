@@ -24,7 +24,7 @@ def _lib() -> ctypes.CDLL:
 
         return ctypes.CDLL(load_nvidia_dynamic_lib("cublas").abs_path)
     except Exception as exc:
-        raise AutotuneError(f"cuBLAS not found ({exc}): pip install 'autotune[gpu]' (nvidia-cublas)") from None
+        raise AutotuneError(f"cuBLAS not found ({exc}): pip install 'sgemm-autotune[gpu]' (nvidia-cublas)") from None
 
 
 def _check(status: int, what: str) -> None:
