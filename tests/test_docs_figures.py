@@ -113,3 +113,23 @@ def test_the_replayed_datasets_are_what_the_readme_says(readme, bench):
 def test_the_blocked_space_size_is_what_autotune_space_counts(readme):
     quoted = re.findall(r"([\d,]+) blocked ones", " ".join(readme.split()))
     assert quoted == [f"{count_valid(BLOCKED, Limits()):,}"]
+
+
+PYTORCH_DOC = ROOT / "docs" / "pytorch.md"
+ANYSHAPE_JSON = ROOT / "benchmarks" / "data" / "anyshape-h200.json"
+
+
+def test_the_pytorch_docs_table_is_the_anyshape_benchmarks_committed_output():
+    """docs/pytorch.md's table through the shipped database: each group's row equals the summary that
+    benchmarks/anyshape.py wrote, and the commit it names is the run's."""
+    doc = PYTORCH_DOC.read_text()
+    data = json.loads(ANYSHAPE_JSON.read_text())
+    assert f"sources `{data['commit']}`" in doc and data["database"].endswith("tuned/h200.sqlite")
+    rows = table_rows(section(doc, "## Measured on the H200"))
+    groups = ["random", "projection", "suite"]
+    assert len(rows) == len(groups)
+    for row, group in zip(rows, groups):
+        s = data["summary"][group]
+        assert row[1:] == [f"{s['geomean_queued']:.3f}", f"{s['geomean_alone']:.3f}", f"{s['min_queued']:.3f}",
+                           str(s["below_0.95_queued"]), str(s["kernels"])], group
+        assert row[0].startswith(str(s["shapes"])) or f"the {s['shapes']} suite" in row[0]
