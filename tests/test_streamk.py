@@ -182,7 +182,7 @@ def test_a_partial_written_over_by_the_blocks_other_segment_is_wrong(monkeypatch
     range starts in (and sums it at once), so only another order shows it: why the tests run several."""
     shape, params = FIXUP
     config = streamk(params)
-    broken = edit(render(config), "return static_cast<size_t>(2 * b + (x == streamk_begin(s, b) ? 0 : 1))",
+    broken = edit(render(config), "return static_cast<size_t>(2 * b + (streamk_begin(s, b) >= t0 ? 0 : 1))",
                   "return static_cast<size_t>(2 * b)")
     shapes = (shape, (130, 129, 777))
     assert statuses(config, broken, shapes) == ["ok", "ok"]
