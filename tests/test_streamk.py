@@ -318,3 +318,36 @@ def test_a_search_measures_the_fitted_default_first(db):
     first = [r["kernel"] for r in db.query("SELECT r.kernel FROM trials t JOIN results r ON r.id = t.result_id "
                                            "ORDER BY t.id LIMIT 2")]
     assert first == [streamk({"DP": 0}).name, streamk({}).name]
+
+
+# --------------------------------------------------------------------------- offline compiles
+
+COMPILED = ({}, {"DP": 0}, {"DP": 1, "SKB": 1, "GM": 8}, {"ASYNC": 1, "STAGES": 3, "BSWAP": 0}, {"BN": 256, "SKB": 1},
+            {"TB": 1}, {"BK": 8})
+
+
+@pytest.mark.parametrize("params", COMPILED, ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()) or "default")
+def test_configs_compile_to_sm90_cubins(params):
+    from autotune.codegen.nvrtc import compile_source
+
+    config = streamk(params)
+    built = compile_source(render(config), config.name, "sm_90")
+    assert built.ok, built.log
+    assert config.name.encode() in built.cubin
+
+
+def test_the_defaults_main_loop_keeps_its_values_in_registers():
+    """The sm_90 SASS of the default: its main loop (the loop of most FFMAs) reloads at most 2 spilled values an
+    iteration of BK k-steps; with whole tiles and segments as two out-of-line functions it was 35-41."""
+    from autotune.codegen.nvrtc import compile_source
+    from autotune.errors import AutotuneError
+    from autotune.explain.sass import count, disassemble
+
+    config = streamk({})
+    built = compile_source(render(config), config.name, "sm_90")
+    try:
+        text = disassemble(built.cubin)
+    except AutotuneError:
+        pytest.skip("nvdisasm absent: pip install 'autotune[sass]'")
+    loop = count(text)[config.name]
+    assert loop.ffma == 16 * 2048 // 16 and loop.ldl <= 2 and loop.stl == 0
