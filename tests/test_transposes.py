@@ -109,7 +109,7 @@ def test_a_search_of_a_layout_keeps_only_the_families_that_have_it():
 
     every = list(FAMILIES.values())
     nt = narrow_families(every, with_layout((), "NT"))
-    assert {f.name for f in nt} == {"blocked", "splitk", "tailsplit"}
+    assert {f.name for f in nt} == {"blocked", "splitk", "tailsplit", "streamk"}
     assert all(f.param("TA").values == (0,) and f.param("TB").values == (1,) for f in nt)
     assert len(narrow_families(every, with_layout((), "NN"))) == len(every)  # every family computes NN
     assert with_layout(("BM=64",), "TN") == ("BM=64", "TA=1", "TB=0")

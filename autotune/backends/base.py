@@ -69,8 +69,9 @@ class Job:
     prologues: tuple[tuple[tuple[int, int, int], Prologue | None], ...] = ()
 
     @staticmethod
-    def of(config: Config, shapes: tuple[tuple[int, int, int], ...]) -> "Job":
-        launches = tuple(((M, N), config.geometry(M, N)) for M, N, _ in shapes)
+    def of(config: Config, shapes: tuple[tuple[int, int, int], ...], limits: Limits | None = None) -> "Job":
+        """The job of `config` at `shapes`, its launches for the device of `limits` (Config.geometry)."""
+        launches = tuple(((M, N), config.geometry(M, N, limits)) for M, N, _ in shapes)
         prologues = tuple(((M, N, K), config.prologue(M, N, K)) for M, N, K in shapes)
         return Job(config.name, _Family(config.family.name), config.params, launches, prologues)
 
@@ -85,5 +86,6 @@ class Job:
     def values(self) -> dict:
         return dict(self.params)
 
-    def geometry(self, M: int, N: int) -> Launch:
+    def geometry(self, M: int, N: int, limits: Limits | None = None) -> Launch:
+        """The launch Job.of computed (for the device it was given; `limits` is Config.geometry's, unused)."""
         return dict(self.launches)[(M, N)]

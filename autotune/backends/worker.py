@@ -257,7 +257,7 @@ class WorkerBackend(Backend):
         if self._proc is None:
             self.start()
             self.wait_ready()
-        job = Job.of(config, self.info.launch_shapes)
+        job = Job.of(config, self.info.launch_shapes, self.info.limits)
         self._conn.send(("measure", job, source))
         return self._answer(job.name)
 

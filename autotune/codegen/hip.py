@@ -27,7 +27,8 @@ WAVE32_REASON = "its threads are laid out in 32-lane warps (warp tiles or shuffl
 # Every family, so that a new one must say which it is: the reason it needs 32-lane warps, or None.
 WAVE32: dict[str, str | None] = {
     "naive": None, "tiled": None, "skinny": None,
-    "blocked": WAVE32_REASON, "splitk": WAVE32_REASON, "tailsplit": WAVE32_REASON, "tall": WAVE32_REASON,
+    "blocked": WAVE32_REASON, "splitk": WAVE32_REASON, "tailsplit": WAVE32_REASON, "streamk": WAVE32_REASON,
+    "tall": WAVE32_REASON,
     "tf32x3": WAVE32_REASON,  # refused anyway: inline PTX
     "tf32x3wg": WAVE32_REASON,  # refused anyway: inline PTX (wgmma, Hopper's alone)
 }

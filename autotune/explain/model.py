@@ -233,8 +233,8 @@ class BlockedShape:
 
 
 # Families rendered from templates/blocked.cu.j2 (split-K and the tail split add C's read-modify-write per split,
-# which the model leaves out: it is small beside the operand traffic of a deep K).
-BLOCKED_TEMPLATE = ("blocked", "splitk", "tailsplit")
+# stream-K its cut tiles' partial sums, which the model leaves out: small beside the operand traffic of a deep K).
+BLOCKED_TEMPLATE = ("blocked", "splitk", "tailsplit", "streamk")
 
 
 def blocked_shape(config: Config) -> BlockedShape:

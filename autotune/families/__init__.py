@@ -10,6 +10,7 @@ from autotune.families.blocked import BLOCKED
 from autotune.families.naive import NAIVE
 from autotune.families.skinny import SKINNY
 from autotune.families.splitk import SPLITK
+from autotune.families.streamk import STREAMK
 from autotune.families.tailsplit import TAILSPLIT
 from autotune.families.tall import TALL
 from autotune.families.tf32x3 import TF32X3
@@ -17,7 +18,7 @@ from autotune.families.tf32x3wg import TF32X3WG
 from autotune.families.tiled import TILED
 from autotune.space import Config, Family, make_config
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (NAIVE, TILED, BLOCKED, SPLITK, TAILSPLIT, SKINNY, TALL, TF32X3, TF32X3WG)}
+FAMILIES: dict[str, Family] = {f.name: f for f in (NAIVE, TILED, BLOCKED, SPLITK, TAILSPLIT, STREAMK, SKINNY, TALL, TF32X3, TF32X3WG)}
 
 # The accuracy contracts a search can run under. fp32: every product and sum in FP32 units. fp32-tc:
 # FP32 in and out, products on tensor cores from TF32 parts (the tensor-core families): FP32-class
@@ -25,7 +26,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (NAIVE, TILED, BLOCKED, SPLITK
 PRECISIONS = ("fp32", "fp32-tc")
 TENSOR_CORE = ("tf32x3", "tf32x3wg")
 
-__all__ = ["BLOCKED", "FAMILIES", "NAIVE", "PRECISIONS", "SKINNY", "SPLITK", "TAILSPLIT", "TALL", "TENSOR_CORE",
+__all__ = ["BLOCKED", "FAMILIES", "NAIVE", "PRECISIONS", "SKINNY", "SPLITK", "STREAMK", "TAILSPLIT", "TALL", "TENSOR_CORE",
            "TF32X3", "TF32X3WG", "TILED", "config_of_row", "families_for", "precision_of"]
 
 

@@ -143,6 +143,9 @@ class Family:
     fit: Callable[[Params, tuple[int, int, int], Limits], Params] | None = None
     # The launch that must run before the kernel's own at a shape (Prologue); None: the kernel runs alone.
     prologue: Callable[[Params, int, int, int], Prologue | None] = _no_prologue
+    # True: `geometry` takes the device's Limits as a fourth argument, with Limits() as its default (a
+    # persistent grid of blocks per SM: streamk); Config.geometry passes a backend's limits where it has them.
+    geometry_reads_limits: bool = False
 
     def __post_init__(self) -> None:
         names = {p.name for p in self.params}
@@ -188,7 +191,11 @@ class Config:
         p = self.family.param(key)
         return p.named_at_absent or value != p.absent_at(self.values)
 
-    def geometry(self, M: int, N: int) -> Launch:
+    def geometry(self, M: int, N: int, limits: Limits | None = None) -> Launch:
+        """The launch at M x N; on the device of `limits` where the family's grid depends on it
+        (Family.geometry_reads_limits), else the default device's (Limits())."""
+        if limits is not None and self.family.geometry_reads_limits:
+            return self.family.geometry(self.values, M, N, limits)  # type: ignore[call-arg]
         return self.family.geometry(self.values, M, N)
 
     def prologue(self, M: int, N: int, K: int) -> Prologue | None:
@@ -263,7 +270,7 @@ def violations(config: Config, limits: Limits = Limits()) -> list[str]:
 
 def shape_violations(config: Config, M: int, N: int, limits: Limits = Limits()) -> list[str]:
     """Reasons tied to the problem shape: grid dimensions the hardware cannot launch."""
-    launch = config.geometry(M, N)
+    launch = config.geometry(M, N, limits)
     out = []
     if launch.grid[1] > limits.max_grid_y:
         out.append(f"grid.y = {launch.grid[1]} exceeds the device limit {limits.max_grid_y}")

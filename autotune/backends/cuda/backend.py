@@ -281,7 +281,7 @@ class CudaBackend(Backend):
             self._exact(self.main)
         stages = {"t_compile_s": clock.lap()}  # a cache hit when the search compiled it ahead
         try:
-            kernel = load_kernels(built.cubin, config, config.geometry(*self.shape[:2]).shared_bytes, self.info.index)
+            kernel = load_kernels(built.cubin, config, config.geometry(*self.shape[:2], self.limits).shared_bytes, self.info.index)
             extra = {"num_regs": kernel.main.attributes.num_regs,
                      "static_shared": kernel.main.attributes.shared_size_bytes}
             row_errors = None  # the search shape's: its verdict comes first, being the contract's
@@ -305,7 +305,7 @@ class CudaBackend(Backend):
     def _launch(self, kernels: Kernels, config: Config, p: Problem, poison: bool = False) -> None:
         """All of the config's launches on the problem; poison: a verification's (space.Prologue's
         workspace NaN-filled first)."""
-        launch_config(self.stream, kernels, config, config.geometry(p.M, p.N), *p.operands(config), p.c, p.M, p.N,
+        launch_config(self.stream, kernels, config, config.geometry(p.M, p.N, self.limits), *p.operands(config), p.c, p.M, p.N,
                       p.K, plain_operands(config, p.M, p.N, p.K), self.workspaces, poison)
 
     def _exact(self, p: Problem) -> Exact:

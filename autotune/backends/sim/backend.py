@@ -30,7 +30,7 @@ from autotune.backends.sim.runner import DEFAULT_TIMEOUT_S
 from autotune.backends.strided import Strided, strided_error, strided_inputs
 from autotune.errors import AutotuneError
 from autotune.families import precision_of
-from autotune.space import Config, Operands, batched, takes_blas, tight
+from autotune.space import Config, Limits, Operands, batched, takes_blas, tight
 
 MAX_WORK = 2**27  # M*N*K: about 512^3, a few seconds per variant on the emulator
 # What each emulator failure is recorded as: an endless loop is a timeout like on the GPU,
@@ -44,11 +44,15 @@ class SimBackend(Backend):
     baseline = None  # no cuBLAS on the CPU
     explain = False  # the SASS model describes a GPU, not the emulator
 
-    def __init__(self, M: int, N: int, K: int, seed: int = 0, timeout: float = DEFAULT_TIMEOUT_S, batch: int = 1):
+    def __init__(self, M: int, N: int, K: int, seed: int = 0, timeout: float = DEFAULT_TIMEOUT_S, batch: int = 1,
+                 limits: Limits = Limits()):
         if M * N * K * batch > MAX_WORK:
             raise AutotuneError(f"{batch} x {M}x{N}x{K} is too large for the emulator (batch*M*N*K must be at most "
                                 f"2**27, about 512^3): use a smaller shape or --backend cuda")
         self.shape, self.batch, self.seed = (M, N, K), batch, seed
+        # the device it stands in for: Limits(sms=4) gives a persistent grid (streamk) of a few blocks, so that
+        # the emulator's small shapes run it as a GPU runs large ones
+        self.limits = limits
         self._strided: dict[tuple[bool, bool], tuple[Operands, Strided]] = {}  # per layout, made at its first kernel
         self.timeout = timeout  # seconds one emulated launch may take (the kernel watchdog)
         self.launch_limit_s = timeout  # the emulator stops a run itself
@@ -91,7 +95,7 @@ class SimBackend(Backend):
             if self.batch > 1 and takes_blas(config.values):  # the plain canary runs one product; the search plans no other plain kernel here
                 return self._measure_batch(config, source, timeout, start)
             A, B = stored(self.A, self.B, config.values)  # the reference, A @ B, is every layout's
-            C = sim.run(config, source, config.geometry(M, N), A, B, M, N, K, timeout)
+            C = sim.run(config, source, config.geometry(M, N, self.limits), A, B, M, N, K, timeout)
         except sim.SimError as exc:
             return Outcome(STATUS_OF_KIND[exc.kind], reason=f"{exc.kind}: {exc.message}"[:300])
         ms = (time.perf_counter() - start) * 1e3

@@ -377,11 +377,38 @@ int main(int argc, char** argv) {
     // SIM_Z_DESCENDING set: the z blocks (split-K's splits) run last first, so a test can show that an
     // order-free reduction (RED=2) gives the same bytes whichever block of a pair arrives first. (The
     // turnstiles need the GPU's order, z ascending: under this one their waits never end.)
+    // SIM_BLOCK_ORDER: "descending", every block last first; "shuffle:<seed>", the blocks in a random order
+    // drawn from the seed (the same order for the same seed): for kernels whose blocks meet in any order
+    // (stream-K's fixup). SIM_LAUNCHES=n: the grid is launched n times in this one process (module-level
+    // __device__ arrays keep what the last launch left; a plain kernel's C is NaN again before each), and the output is
+    // the last launch's C, so a test sees a counter that a launch fails to set back.
     const bool descending = std::getenv("SIM_Z_DESCENDING") != nullptr;
+    std::vector<uint3> order;
     for (unsigned i = 0; i < gridDim.z; ++i) {
         const unsigned z = descending ? gridDim.z - 1 - i : i;
         for (unsigned y = 0; y < gridDim.y; ++y)
-            for (unsigned x = 0; x < gridDim.x; ++x) run_block(uint3{x, y, z}, blockDim);
+            for (unsigned x = 0; x < gridDim.x; ++x) order.push_back(uint3{x, y, z});
+    }
+    const char* how = std::getenv("SIM_BLOCK_ORDER");
+    if (how && std::strcmp(how, "descending") == 0) {
+        std::reverse(order.begin(), order.end());
+    } else if (how && std::strncmp(how, "shuffle:", 8) == 0) {
+        unsigned long long state = std::strtoull(how + 8, nullptr, 10) * 2862933555777941757ull + 3037000493ull;
+        for (size_t i = order.size(); i > 1; --i) {  // Fisher-Yates with a 64-bit LCG
+            state = state * 6364136223846793005ull + 1442695040888963407ull;
+            std::swap(order[i - 1], order[size_t((state >> 33) % i)]);
+        }
+    } else if (how && *how) {
+        fail(kUsageExit, "usage", "SIM_BLOCK_ORDER must be descending or shuffle:<seed>");
+    }
+    const char* launches_text = std::getenv("SIM_LAUNCHES");
+    const long launches = launches_text ? std::strtol(launches_text, nullptr, 10) : 1;
+    if (launches < 1) fail(kUsageExit, "usage", "SIM_LAUNCHES must be at least 1");
+    for (long launch = 0; launch < launches; ++launch) {
+#ifndef SIM_BLAS
+        if (launch > 0) std::fill(C.begin(), C.end(), std::numeric_limits<float>::quiet_NaN());
+#endif
+        for (const uint3& block : order) run_block(block, blockDim);
     }
 
     FILE* out = std::fopen(argv[2], "wb");
