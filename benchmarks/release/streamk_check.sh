@@ -5,12 +5,13 @@
 set -euo pipefail
 DB=${DB:-/tmp/streamk.sqlite}
 OUT=${OUT:-benchmarks/data}
+AUTOTUNE="autotune"; command -v autotune >/dev/null || AUTOTUNE="python3 -m autotune.cli"
 SHAPES=(1536x1536x1536 2176x2048x2048 1024x2048x8192 2048x2048x8192 1024x1024x4096 1024x1024x16384
         512x512x65536 256x256x100000)
 for s in "${SHAPES[@]}"; do
   IFS=x read -r M N K <<<"$s"
   for family in streamk blocked; do
-    autotune measure --M "$M" --N "$N" --K "$K" --family "$family" --db "$DB" 2>&1 | tail -1
+    $AUTOTUNE measure --M "$M" --N "$N" --K "$K" --family "$family" --db "$DB" 2>&1 | tail -1
   done
 done
 python3 - "$DB" "$OUT/streamk-h200.json" "${SHAPES[@]}" <<'PY'
