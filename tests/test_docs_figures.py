@@ -133,3 +133,14 @@ def test_the_pytorch_docs_table_is_the_anyshape_benchmarks_committed_output():
         assert row[1:] == [f"{s['geomean_queued']:.3f}", f"{s['geomean_alone']:.3f}", f"{s['min_queued']:.3f}",
                            str(s["below_0.95_queued"]), str(s["kernels"])], group
         assert row[0].startswith(str(s["shapes"])) or f"the {s['shapes']} suite" in row[0]
+
+
+def test_the_streamk_docs_table_is_the_committed_output():
+    doc = (ROOT / "docs" / "streamk.md").read_text()
+    data = json.loads((ROOT / "benchmarks" / "data" / "streamk-h200.json").read_text())
+    rows = table_rows(section(doc, "## Measured on the H200"))
+    assert len(rows) == len(data["shapes"])
+    for row, s in zip(rows, data["shapes"]):
+        assert row == [f"{s['M']} x {s['N']} x {s['K']}", f"{s['cublas_ms']:.4f}", f"{s['streamk_ms']:.4f}",
+                       f"{s['blocked_ms']:.4f}", f"{s['cublas_ms'] / s['streamk_ms']:.3f}",
+                       f"{s['cublas_ms'] / s['blocked_ms']:.3f}"]
