@@ -41,6 +41,7 @@ from autotune.families.blocked import (
     shared_bytes,
     threads,
 )
+from autotune.families.splitk import DEFAULTS as SPLITK_DEFAULTS
 from autotune.families.splitk import REGISTERS_PER_THREAD
 from autotune.space import MAX_ELEMENTS, Constraint, Family, Launch, Limits, Param, Params, ceil_div
 
@@ -143,8 +144,8 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
 
 
 # Defaults other than blocked's: splitk's (a 128 x 128 tile, 8 x 4 sub-tiles, ORDER=1, EARLY=0), whose loops
-# are chunks of K as these segments are; on the H200 these are for the search to confirm.
-DEFAULTS = {"BM": 128, "BN": 128, "WM": 64, "WN": 64, "ORDER": 1, "EARLY": 0}
+# are chunks of K as these segments are (EARLY=1 spills here: tests/test_streamk.py).
+DEFAULTS = SPLITK_DEFAULTS
 
 STREAMK = Family(
     name="streamk",
