@@ -140,5 +140,5 @@ def test_missing_nvdisasm_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(cuda.pathfinder, "find_nvidia_binary_utility", lambda name: None)
     monkeypatch.setattr(sass, "_wheel_candidates", lambda: iter(()))
     monkeypatch.setattr(sass.shutil, "which", lambda name: None)
-    with pytest.raises(AutotuneError, match=r"pip install 'autotune\[sass\]'"):
+    with pytest.raises(AutotuneError, match=r"pip install 'sgemm-autotune\[sass\]'"):
         sass.find_nvdisasm()

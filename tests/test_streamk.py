@@ -348,6 +348,6 @@ def test_the_defaults_main_loop_keeps_its_values_in_registers():
     try:
         text = disassemble(built.cubin)
     except AutotuneError:
-        pytest.skip("nvdisasm absent: pip install 'autotune[sass]'")
+        pytest.skip("nvdisasm absent: pip install 'sgemm-autotune[sass]'")
     loop = count(text)[config.name]
     assert loop.ffma == 16 * 2048 // 16 and loop.ldl <= 2 and loop.stl == 0
