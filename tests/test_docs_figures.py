@@ -144,3 +144,12 @@ def test_the_streamk_docs_table_is_the_committed_output():
         assert row == [f"{s['M']} x {s['N']} x {s['K']}", f"{s['cublas_ms']:.4f}", f"{s['streamk_ms']:.4f}",
                        f"{s['blocked_ms']:.4f}", f"{s['cublas_ms'] / s['streamk_ms']:.3f}",
                        f"{s['cublas_ms'] / s['blocked_ms']:.3f}"]
+
+
+def test_the_readmes_load_figures_are_the_anyshape_benchmarks():
+    data = json.loads(ANYSHAPE_JSON.read_text())["summary"]
+    text = " ".join(README.read_text().split())
+    for group, words in (("random", "at 40 random shapes"), ("projection", "at 8 transformer projections"),
+                         ("suite", "at the 28 suite shapes")):
+        figure = f"{data[group]['geomean_queued']:.3f}x"
+        assert re.search(re.escape(figure) + r"(\*\*)? " + re.escape(words), text), (group, figure)
