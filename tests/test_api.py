@@ -225,12 +225,14 @@ def test_the_command_line_calls_the_same_functions(tmp_path, monkeypatch):
 
     from autotune import store
     from autotune.api import python
+    from autotune.api.result import TuneResult
     from autotune.cli import cli
 
     path = tmp_path / "r.sqlite"
     fast = record(store.open_db(path), (64, 64, 64), "tiled", 1.0, backend="cuda", gpu=GPU, T=16)
     asked = []
-    monkeypatch.setattr(python, "search", lambda *shape, **options: asked.append((shape, options)) or 0)
+    monkeypatch.setattr(python, "search",
+                        lambda *shape, **options: asked.append((shape, options)) or TuneResult(status=0, study=""))
     runner = CliRunner()
     assert runner.invoke(cli, ["search", "--M", "64", "--family", "tiled", "--db", str(path)]).exit_code == 0
     [(shape, options)] = asked

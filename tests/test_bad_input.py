@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from autotune import store
+from autotune.api.result import TuneResult
 from autotune.backends.cuda.backend import check_memory
 from autotune.cli import cli
 from autotune.codegen.render import render
@@ -146,7 +147,7 @@ TOKENS = st.one_of(st.sampled_from(OPTIONS), st.sampled_from(["0", "-1", "64", "
 @given(command=st.sampled_from(COMMANDS), rest=st.lists(TOKENS, max_size=8))
 def test_random_command_lines_never_trace_back(command, rest, monkeypatch, tmp_path):
     # the work behind the commands is replaced: what is tested is the parsing and checking of input
-    monkeypatch.setattr("autotune.api.commands.search_command", lambda *a, **k: 0)
+    monkeypatch.setattr("autotune.api.commands.search_command", lambda *a, **k: TuneResult(status=0, study=""))
     monkeypatch.setattr("autotune.api.commands.measure_command", lambda *a, **k: "")
     monkeypatch.setattr("autotune.api.commands.describe_space", lambda *a, **k: "")
     monkeypatch.setattr("autotune.api.commands.verify_command", lambda *a, **k: [])

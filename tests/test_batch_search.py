@@ -22,14 +22,14 @@ SMALL = {"BM": ["32"], "BN": ["32"], "BK": ["8"], "WM": ["16"], "WN": ["32"], "W
 def searched(tmp_path_factory):
     path = tmp_path_factory.mktemp("batch") / "r.sqlite"
     [small] = narrow_to([BLOCKED], SMALL)
-    status = autotune.tune(*SHAPE, family=[small, TILED], db=str(path), backend="sim", batch=3, trials=2,
-                           sampler="random")
-    return path, status
+    result = autotune.tune(*SHAPE, family=[small, TILED], db=str(path), backend="sim", batch=3, trials=2,
+                            sampler="random")
+    return path, result
 
 
 def test_a_batched_search_measures_blas_kernels_and_stores_the_batch(searched):
-    path, status = searched
-    assert status == 0
+    path, result = searched
+    assert result.status == 0
     rows = list(store.results(store.open_readonly(path), SHAPE, "sim"))
     assert rows and all(r["batch"] == 3 and r["BLAS"] == 1 and r["family"] == "blocked" for r in rows)
     assert all(r["status"] == "ok" for r in rows)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from autotune import store
 from autotune.api.checks import check_search
+from autotune.api.result import TuneResult
 from autotune.backends.outcome import FAILED, OK, Fault
 from autotune.backends.pool import check_kernel_timeout, check_same_model, exit_status, stop_on_signals, worker_specs
 from autotune.backends.reference import contract_text
@@ -94,8 +95,8 @@ def measure_command(shape: tuple[int, int, int], configs: list[Config], seed: in
     return "\n".join(lines)
 
 
-def search_command(o: SearchOptions, stop: threading.Event | None = None) -> int:
-    """Run the search; print the summary; return the exit status (see pool.exit_status)."""
+def search_command(o: SearchOptions, stop: threading.Event | None = None) -> TuneResult:
+    """Run the search; print the summary; return its figures and exit status (see pool.exit_status)."""
     from autotune.search.loop import open_storage, run_search
     from autotune.search.samplers import require
     from autotune.search.study import check_same_space
@@ -127,7 +128,7 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None) -> int
         for w in workers:
             w.close()
     print(summary(db, first, result), flush=True)
-    return exit_status(stop, result.interrupted)
+    return TuneResult.of(result, exit_status(stop, result.interrupted))
 
 
 def check_replay(o: SearchOptions) -> SearchOptions:

@@ -4,7 +4,7 @@
 `autotune.best` and `autotune.load`.
 
     import autotune
-    autotune.tune(4096)                     # autotune search --M 4096
+    result = autotune.tune(4096)            # autotune search --M 4096; result.best, .status
     row = autotune.best(4096)               # autotune best --M 4096
     mm = autotune.load()                    # the best recorded kernel per GPU model and shape
     C = mm(A, B)                            # torch / CuPy / any DLPack or CUDA-array-interface arrays
@@ -20,6 +20,7 @@ from autotune.api.checks import check_search
 from autotune.api.dispatch import Dispatcher
 from autotune.api.export import find_best
 from autotune.api.matmul import Launcher, Matmul
+from autotune.api.result import TuneResult
 from autotune.backends.spawn import leave_if_reimporting_main
 from autotune.errors import AutotuneError
 from autotune.families import FAMILIES, families_for
@@ -59,11 +60,13 @@ def search(M: int, N: int | None = None, K: int | None = None, *,
            devices: tuple[int, ...] | None = None, workers: int | None = None, storage: str | None = None,
            study: str | None = None, kernel_timeout: float | None = None, replay_db: str | None = None,
            compile_jobs: int | None = None, remeasure: str | None = None, layout: str | None = None,
-           batch: int = 1) -> int:
+           batch: int = 1) -> TuneResult:
     """Search kernels for the shape and record every result in `db` (`autotune search`; the
     options are the command's; layout "NT" searches kernels for mm(A, B, trans_b=True), as --layout;
-    batch > 1 measures strided batches of that many products with BLAS=1 kernels, as --batch). Prints the summary; returns the exit status: 0 when it ran to its
-    end, 128 + the signal's number when a signal (Ctrl-C) stopped it. Bad input or a broken
+    batch > 1 measures strided batches of that many products with BLAS=1 kernels, as --batch). Prints the summary;
+    returns a TuneResult: the fastest verified row of its trials (.best), the counts (.trials, .new, .statuses),
+    the seconds taken and the exit status (.status: 0 when it ran to its end, 128 + the signal's number when
+    a signal (Ctrl-C) stopped it). Bad input or a broken
     environment raises AutotuneError before anything is measured."""
     leave_if_reimporting_main()  # a script without a main guard, re-imported by the worker it spawns
     # first: the families' narrowing (batch, layout) below would otherwise answer a bad value its own way

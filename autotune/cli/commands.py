@@ -96,10 +96,11 @@ def search(M, N, K, family_text, precision, params, layout, batch, sampler, tria
     from autotune.backends.pool import parse_devices
 
     families = narrow_families(for_batch(parse_families(family_text, precision), batch), with_layout(params, layout))
-    sys.exit(run_search(*resolve_shape(M, N, K), family=families, db=db_path, sampler=sampler, trials=trials,
+    result = run_search(*resolve_shape(M, N, K), family=families, db=db_path, sampler=sampler, trials=trials,
                         timeout=timeout, seed=seed, backend=backend, devices=parse_devices(devices_text, device),
                         workers=workers, storage=storage, study=study_name, kernel_timeout=kernel_timeout,
-                        replay_db=replay_db, compile_jobs=compile_jobs, remeasure=remeasure, batch=batch))
+                        replay_db=replay_db, compile_jobs=compile_jobs, remeasure=remeasure, batch=batch)
+    sys.exit(result.status)
 
 
 @cli.command()
