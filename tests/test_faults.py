@@ -6,9 +6,9 @@ import pytest
 
 from autotune.backends.base import Job
 from autotune.backends.outcome import Timing
-from autotune.backends.pool import check_kernel_timeout
+from autotune.backends.pool import check_kernel_timeout, start_workers
 from autotune.backends.sim.backend import SimBackend
-from autotune.backends.worker import Ready, WorkerBackend, WorkerSpec, start_workers
+from autotune.backends.worker import Ready, WorkerBackend, WorkerSpec
 from autotune.errors import AutotuneError, EnvironmentFault
 from autotune.search.loop import run_search
 from autotune.space import Limits, make_config

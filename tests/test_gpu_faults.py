@@ -10,7 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from autotune import store
-from autotune.backends.worker import WorkerSpec, start_workers
+from autotune.backends.pool import start_workers
+from autotune.backends.worker import WorkerSpec
 from autotune.search.loop import run_search
 from tests.faulty import faulty_family, faulty_render
 

@@ -290,10 +290,10 @@ SEARCH = textwrap.dedent("""
     import sys, threading
     from autotune import store
     from autotune.families import NAIVE
-    from autotune.backends.pool import exit_status, stop_on_signals
+    from autotune.backends.pool import exit_status, start_workers, stop_on_signals
     from autotune.api.commands import summary
     from autotune.search.loop import run_search
-    from autotune.backends.worker import WorkerSpec, start_workers
+    from autotune.backends.worker import WorkerSpec
 
     if __name__ == "__main__":
         [worker] = start_workers([WorkerSpec("tests.fakes:compiling_fake", (256, 256, 256))])

@@ -58,7 +58,7 @@ class SearchOptions:
 def _start(specs: list, db_path: str) -> tuple[list, object]:
     """Workers first, the database second: a machine without a GPU, or a shape too large
     for it, writes nothing."""
-    from autotune.backends.worker import start_workers
+    from autotune.backends.pool import start_workers
 
     store.check_path(db_path)
     workers = start_workers(specs)

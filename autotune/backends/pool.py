@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from autotune.backends.cuda.device import NO_GPU
-from autotune.backends.worker import WorkerBackend, WorkerSpec
+from autotune.backends.worker import WorkerBackend, WorkerSpec, worker_name
 from autotune.errors import AutotuneError, NoDeviceError
 
 
@@ -115,3 +115,19 @@ def exit_status(stop: threading.Event, interrupted: bool) -> int:
     if not interrupted:
         return 0
     return 128 + int(getattr(stop, "signum", signal.SIGINT))
+
+
+def start_workers(specs: list[WorkerSpec], names: list[str] | None = None, **kw) -> list[WorkerBackend]:
+    """Start every child at once (building a CUDA backend takes seconds), then wait for all."""
+    workers = [WorkerBackend(spec, (names or [])[i] if names else worker_name(i), **kw)
+               for i, spec in enumerate(specs)]
+    try:
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.wait_ready()
+    except BaseException:
+        for w in workers:
+            w.close()
+        raise
+    return workers

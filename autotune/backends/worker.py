@@ -30,6 +30,8 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 
 from autotune.backends.base import Backend, Job
 from autotune.backends.outcome import LAUNCH_ERROR, TIMEOUT, Fault, Outcome, Timing
@@ -92,6 +94,7 @@ def build_backend(spec: WorkerSpec):
     if spec.kind == "replay":
         from autotune.backends.replay import ReplayBackend
 
+        assert spec.replay_db is not None, "--backend replay without --replay-db"  # checked before any worker starts
         return ReplayBackend(spec.replay_db, spec.shape)
     if spec.kind == "sim":
         from autotune.backends.sim.backend import SimBackend
@@ -189,16 +192,17 @@ class WorkerBackend(Backend):
     info: Ready | None = None
 
     def __post_init__(self) -> None:
-        self._proc = None
-        self._conn = None
+        self._proc: BaseProcess | None = None
+        self._conn: Connection | None = None
 
-    # the Backend protocol
+    # the Backend protocol: read-only views of the child's Ready where Backend declares plain attributes
+    # (mypy: a property may not override a writable attribute; hence the ignore[override]s)
     @property
-    def name(self) -> str:
+    def name(self) -> str:  # type: ignore[override]
         return self._ready().name
 
     @property
-    def shape(self) -> tuple[int, int, int]:
+    def shape(self) -> tuple[int, int, int]:  # type: ignore[override]
         return self.spec.shape
 
     @property
@@ -206,17 +210,17 @@ class WorkerBackend(Backend):
         return self.spec.batch
 
     @property
-    def baseline(self) -> Timing | None:
+    def baseline(self) -> Timing | None:  # type: ignore[override]
         return self._ready().baseline
 
     @property
-    def baseline_clock(self) -> int | None:
+    def baseline_clock(self) -> int | None:  # type: ignore[override]
         return self._ready().baseline_clock
 
     layout_baselines = property(lambda self: self._ready().layout_baselines)  # type: ignore[assignment]
 
     @property
-    def explain(self) -> bool:
+    def explain(self) -> bool:  # type: ignore[override]
         return self._ready().explain
 
     @property
@@ -257,8 +261,9 @@ class WorkerBackend(Backend):
         if self._proc is None:
             self.start()
             self.wait_ready()
-        job = Job.of(config, self.info.launch_shapes, self.info.limits)
-        self._conn.send(("measure", job, source))
+        ready = self._ready()
+        job = Job.of(config, ready.launch_shapes, ready.limits)
+        self._pipe()[1].send(("measure", job, source))
         return self._answer(job.name)
 
     # watchdog limits
@@ -267,8 +272,9 @@ class WorkerBackend(Backend):
         stops a run itself), or SLOWDOWN x cuBLAS at this shape."""
         if self.spec.kernel_timeout:
             return self.spec.kernel_timeout
-        if self._ready().launch_limit_s:
-            return self._ready().launch_limit_s
+        own = self._ready().launch_limit_s
+        if own:
+            return own
         base = self._ready().baseline
         return max(SLOWDOWN * base.median_ms / 1e3, MIN_LAUNCH_S) if base else MIN_LAUNCH_S
 
@@ -304,12 +310,19 @@ class WorkerBackend(Backend):
     def close(self) -> None:
         if self._proc is None:
             return
+        proc, conn = self._pipe()
         try:
-            self._conn.send(("stop",))
-            self._proc.join(STOP_S)
+            conn.send(("stop",))
+            proc.join(STOP_S)
         except (OSError, ValueError, AssertionError):  # never started, or already gone
             pass
         self._kill()
+
+    def _pipe(self) -> tuple[BaseProcess, Connection]:
+        """The child and this side of its pipe, as start() made them."""
+        if self._proc is None or self._conn is None:
+            raise RuntimeError("the worker is not started: call start() and wait_ready()")
+        return self._proc, self._conn
 
     def _ready(self) -> Ready:
         if self.info is None:
@@ -337,17 +350,18 @@ class WorkerBackend(Backend):
 
     def _receive(self, limit: float):
         """The child's next message; ("timeout",) after `limit` seconds; None if it died."""
+        proc, conn = self._pipe()
         deadline = time.monotonic() + limit
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 return ("timeout",)
             try:
-                if self._conn.poll(min(left, 1.0)):
-                    return self._conn.recv()
+                if conn.poll(min(left, 1.0)):
+                    return conn.recv()
             except (EOFError, OSError):
                 return None
-            if not self._proc.is_alive() and not self._conn.poll(0):
+            if not proc.is_alive() and not conn.poll(0):
                 return None
 
     def _replace(self, status: str, reason: str) -> Outcome:
@@ -366,7 +380,8 @@ class WorkerBackend(Backend):
             except OSError:
                 proc.kill()
             proc.join(STOP_S)
-        self._conn.close()
+        if self._conn is not None:
+            self._conn.close()
 
     def _death(self, when: str) -> str:
         if self._proc is not None:
@@ -382,18 +397,3 @@ class WorkerBackend(Backend):
         spec = self.spec
         return f"device {spec.device}" if spec.kind == "cuda" else f"backend {spec.kind}"
 
-
-def start_workers(specs: list[WorkerSpec], names: list[str] | None = None, **kw) -> list[WorkerBackend]:
-    """Start every child at once (building a CUDA backend takes seconds), then wait for all."""
-    workers = [WorkerBackend(spec, (names or [])[i] if names else worker_name(i), **kw)
-               for i, spec in enumerate(specs)]
-    try:
-        for w in workers:
-            w.start()
-        for w in workers:
-            w.wait_ready()
-    except BaseException:
-        for w in workers:
-            w.close()
-        raise
-    return workers

@@ -90,9 +90,9 @@ def kernel_counts(config: Config, source: str, arch: str, db: sqlite_utils.Datab
 
 def save_counts(db: sqlite_utils.Database, config: Config, source: str, arch: str, counts: dict[str, Any]) -> None:
     """One kernels row per (source, arch): upsert, so re-analysing a kernel replaces its row."""
-    db["kernels"].upsert({"source_hash": sha256(source), "arch": arch, "kernel": config.name,
-                          "family": config.family.name, **counts, "created_at": store.now()},
-                         pk=("source_hash", "arch"), alter=True)
+    db.table("kernels").upsert({"source_hash": sha256(source), "arch": arch, "kernel": config.name,
+                               "family": config.family.name, **counts, "created_at": store.now()},
+                              pk=("source_hash", "arch"), alter=True)
 
 
 # --------------------------------------------------------------------------- model

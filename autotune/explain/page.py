@@ -26,7 +26,7 @@ def ladder_row(line: Line) -> str:
     m = line.model
     ratio = fmt(line.ratio, ".0%")
     if line.measured:
-        r = line.row
+        r = line.result
         cells = [fmt(r["time_ms"], ".3f"), fmt(r["tflops"]), fmt(r.get("pct_cublas"), ".1f", "%"),
                  fmt(r.get("pct_peak"), ".1f", "%"), str(r["id"])]
     elif line.row is not None:  # compiled but wrong or failed: say so, with the reason
@@ -57,7 +57,7 @@ def ceilings_table(data: ReportData) -> list[str]:
         if line.config.family.name != "tiled" or not line.model:
             continue
         m, v = line.model, line.config.values
-        measured = line.row["tflops"] if line.measured else None
+        measured = line.result["tflops"] if line.measured else None
         share = measured / m["ceil_shared"] if measured and m.get("ceil_shared") else None
         out.append(f"| {v['T']} | {v['pad']} | {m['ffma']} | {m['lds32']} | {m['lds128']} | "
                    f"{m['wavefronts_per_ffma']:.3g} | {m['ceil_fma']:.2f} | {fmt(m['ceil_shared'])} | "
@@ -71,7 +71,7 @@ def top_table(data: ReportData) -> list[str]:
            "| measured / ceiling | accuracy |",
            "|--:|--:|---|--:|--:|--:|--:|--:|---|--:|---|"]
     for line in data.top:
-        r, m = line.row, line.model
+        r, m = line.result, line.model
         out.append(f"| {line.label} | {r['id']} | `{line.config.name}` | {r['time_ms']:.3f} | {r['tflops']:.2f} | "
                    f"{fmt(r.get('pct_cublas'), '.1f', '%')} | "
                    f"{pct_of_roofline(*data.shape, r['time_ms'], data.spec):.1f}% | "
@@ -88,10 +88,10 @@ def roofline_lines(data: ReportData) -> list[str]:
            f"peak; DRAM floor {r.dram_ms:.4g} ms: A and B read once and C written once at "
            f"{data.spec.dram_gbps:.0f} GB/s)."]
     if data.best:
-        out.append(f"The best verified kernel runs at {pct_of_roofline(*data.shape, data.best.row['time_ms'], data.spec):.1f}% "
+        out.append(f"The best verified kernel runs at {pct_of_roofline(*data.shape, data.best.result['time_ms'], data.spec):.1f}% "
                    f"of it" + (f", cuBLAS at {pct_of_roofline(*data.shape, data.cublas['time_ms'], data.spec):.1f}%."
                                if data.cublas else "."))
-        out.append(f"Its accuracy: {contract_text(data.best.row)}.")
+        out.append(f"Its accuracy: {contract_text(data.best.result)}.")
     return out
 
 

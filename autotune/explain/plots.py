@@ -32,13 +32,13 @@ def plot_ladder(data: ReportData, path: Path) -> None:
     lines = [*data.ladder, *([data.best] if data.best else [])]
     fig, ax = plt.subplots(figsize=(9, 0.45 * len(lines) + 2))
     y = list(range(len(lines)))[::-1]
-    measured = [x.row["tflops"] if x.measured else 0.0 for x in lines]
+    measured = [x.result["tflops"] if x.measured else 0.0 for x in lines]
     ax.barh(y, measured, color="0.55", label="measured")
     for yi, x in zip(y, lines):
         if not x.measured:
             ax.text(0.3, yi, "not measured", va="center", fontsize=8, color="0.3")
         elif x.ratio is not None:
-            ax.text(x.row["tflops"] + 0.3, yi + 0.22, f"{x.row['tflops']:.2f} ({x.ratio:.0%} of ceiling)",
+            ax.text(x.result["tflops"] + 0.3, yi + 0.22, f"{x.result['tflops']:.2f} ({x.ratio:.0%} of ceiling)",
                     va="center", fontsize=7)
         if x.model:
             ax.plot([x.model["predicted_tflops"]] * 2, [yi - 0.4, yi + 0.4], color=COLORS[x.model["binding"]], lw=2.5)
@@ -68,7 +68,7 @@ def plot_ceilings(data: ReportData, path: Path) -> None:
         if shared:
             ax.annotate(f"{shared[-1]:.1f}", (Ts[-1], shared[-1]), xytext=(6, 0), textcoords="offset points",
                         va="center", fontsize=8, color=COLORS["shared"])
-        got = [(T, x.row["tflops"]) for T, x in zip(Ts, lines) if x.measured]
+        got = [(T, x.result["tflops"]) for T, x in zip(Ts, lines) if x.measured]
         if got:
             ax.plot(*zip(*got), marker, color=COLORS["measured"], ms=7, mfc="none" if pad else "black",
                     label=f"measured, pad={pad}")

@@ -67,7 +67,7 @@ class Dataset:
 
 
 def _reaches(row: dict | None, best_ms: float, target: float) -> bool:
-    return bool(row) and row["status"] == "ok" and row["time_ms"] <= best_ms / (1.0 - target)
+    return bool(row and row["status"] == "ok" and row["time_ms"] <= best_ms / (1.0 - target))
 
 
 def load_dataset(path: str | Path, shape: tuple[int, int, int], families: list[Family], name: str = "",
@@ -82,7 +82,8 @@ def load_dataset(path: str | Path, shape: tuple[int, int, int], families: list[F
         raise ValueError(f"{path} has no ok row for {', '.join(fams)}")
     prov = backend.provenance
     label = label or f"{prov['gpu_name']} ({backend.recorded_backend}), {best['created_at'][:10]}"
-    return Dataset(name or Path(path).stem, str(path), tuple(shape), families, valid, recorded, best, label)
+    M, N, K = shape
+    return Dataset(name or Path(path).stem, str(path), (M, N, K), families, valid, recorded, best, label)
 
 
 @dataclass
@@ -184,7 +185,7 @@ def skip_reason(sampler: str, ds: Dataset, ceilings: dict | None) -> str | None:
         return f"skipped: {samplers.missing(sampler)}"
     if sampler == "model" and not ceilings:
         return "skipped: no ceilings file (benchmarks/model_ceilings.py writes it)"
-    if sampler == "model" and not any(ceilings.get(c.name) for c in ds.space):
+    if sampler == "model" and ceilings and not any(ceilings.get(c.name) for c in ds.space):
         whole = sum(count_valid(f, Limits()) for f in ds.families)
         return ("skipped: the ceilings file has none of these configs (benchmarks/model_ceilings.py computes them "
                 f"from each config's SASS, which for the whole {'+'.join(f.name for f in ds.families)} space "
@@ -202,6 +203,7 @@ _JOB: tuple[Dataset, dict | None] | None = None  # what the forked workers of be
 
 
 def _run_job(sampler: str, seed: int) -> Run:
+    assert _JOB is not None, "bench() sets the job before it forks its workers"
     ds, ceilings = _JOB
     return run_one(ds, sampler, seed, ceilings)
 
@@ -327,14 +329,14 @@ def summary(ds: Dataset, runs: dict[str, list[Run]], skipped: dict[str, str]) ->
     samplers_out = {}
     for name, rs in runs.items():
         t2 = _stats([r.new[0.02] for r in rs])
-        finite = t2 is not None and math.isfinite(t2[0])
+        mean2 = t2[0] if t2 is not None and math.isfinite(t2[0]) else None  # the mean, where finite
         samplers_out[name] = {
             "trials_to_5pct": _spread([r.new[0.05] for r in rs]),
             "trials_to_2pct": _spread([r.new[0.02] for r in rs]),
-            "pct_of_space_to_2pct": round(100.0 * t2[0] / n, 3) if finite else None,
+            "pct_of_space_to_2pct": round(100.0 * mean2 / n, 3) if mean2 is not None else None,
             "sim_seconds_to_2pct": _spread([r.seconds[0.02] for r in rs]),
             "reached_2pct": sum(r.new[0.02] is not None for r in rs),
-            "vs_random_2pct": (round(base[0] / t2[0], 4) if base and finite and math.isfinite(base[0]) else None),
+            "vs_random_2pct": (round(base[0] / mean2, 4) if base and mean2 is not None and math.isfinite(base[0]) else None),
             "seeds": [r.seed for r in rs],
             "per_seed_trials_to_2pct": [r.new[0.02] for r in rs],
         }

@@ -192,8 +192,8 @@ def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], fam
 def _enqueue_grid(study: optuna.Study, families: list[Family], limits: Limits, measured: set[str], trials: int,
                   shared: bool) -> int:
     """The valid space, in order, less what the database already has; returns how many."""
-    todo = (c for f in families for c in iter_valid(f, limits) if c.name not in measured)
-    todo = list(itertools.islice(todo, trials))  # lazily: the blocked space is large
+    unmeasured = (c for f in families for c in iter_valid(f, limits) if c.name not in measured)
+    todo = list(itertools.islice(unmeasured, trials))  # lazily: the blocked space is large
     for config in todo:
         # a shared study may hold these already (another worker's run): enqueue each once
         study.enqueue_trial(trial_params(config), skip_if_exists=shared)
@@ -301,9 +301,11 @@ def _one_trial(run: _Run, db: sqlite_utils.Database, backend: Backend, owner: st
     try:
         config = asked.config if asked else suggest(trial, run.families)
         if config is None:  # a value another family has: nothing to measure
-            return _pruned(run, trial, "a parameter value outside the chosen family's values")
+            _pruned(run, trial, "a parameter value outside the chosen family's values")
+            return None
         if asked and not asked.settled_by(run.deadline):  # --timeout bounds the search: no compile after it
-            return _pruned(run, trial, "the search's time ran out while its kernel compiled")
+            _pruned(run, trial, "the search's time ran out while its kernel compiled")
+            return None
         trial.set_user_attr("kernel", config.name)
         trial.set_user_attr("owner", f"{owner.host}:{owner.pid}")
         done = evaluate(db, backend, config, run.limits, run.peak_tflops, owner, claims_for(db, run.server),
@@ -311,7 +313,8 @@ def _one_trial(run: _Run, db: sqlite_utils.Database, backend: Backend, owner: st
         if not asked and proposed:  # asked ahead: the pipeline noted it when it was asked
             proposed(config, done is None or done.cached or done.row["status"] == INVALID)
         if done is None:  # another worker is measuring it: no row, no value
-            return _pruned(run, trial, "another worker was measuring it")
+            _pruned(run, trial, "another worker was measuring it")
+            return None
         store.insert_trial(db, run.result.study, trial.number, done.row["id"], done.cached, owner.worker)
     except optuna.exceptions.UpdateFinishedTrialError:  # told by another process first (_told_elsewhere)
         return None

@@ -218,7 +218,7 @@ class Ahead:
     wanted() says how many new measurements the search still needs beyond those in flight:
     near the end of a search nothing more is asked than can be used."""
 
-    def __init__(self, study: optuna.Study, suggest: Callable[[optuna.Trial], Config], plan: BuildPlan,
+    def __init__(self, study: optuna.Study, suggest: Callable[[optuna.Trial], Config | None], plan: BuildPlan,
                  compiler: Compiler, depth: int, wanted: Callable[[], int] = lambda: 1 << 30,
                  proposed: Callable[[Config, bool], None] | None = None):
         self.study, self.suggest, self.plan, self.compiler = study, suggest, plan, compiler
