@@ -5,6 +5,7 @@ import random
 import sys
 import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from autotune import store
 from autotune.api.checks import check_search
@@ -15,6 +16,12 @@ from autotune.backends.reference import contract_text
 from autotune.codegen.render import render
 from autotune.errors import AutotuneError
 from autotune.space import Config, Family, Limits, combinations, count_valid, enumerate_space, violations
+
+if TYPE_CHECKING:
+    import sqlite_utils
+
+    from autotune.backends.verify import Runner
+    from autotune.backends.worker import WorkerBackend, WorkerSpec
 
 
 def format_row(row: dict) -> str:
@@ -55,7 +62,7 @@ class SearchOptions:
                      batch=self.batch)
 
 
-def _start(specs: list, db_path: str) -> tuple[list, object]:
+def _start(specs: list[WorkerSpec], db_path: str) -> tuple[list[WorkerBackend], sqlite_utils.Database]:
     """Workers first, the database second: a machine without a GPU, or a shape too large
     for it, writes nothing."""
     from autotune.backends.pool import start_workers
@@ -287,6 +294,7 @@ def verify_command(kind: str, families: list[Family], limit: int, shapes: list[t
     """Every sampled variant of each family on every shape against the float64 reference."""
     from autotune.backends.verify import sample_configs, verify_configs
 
+    run: Runner
     if kind == "sim":
         from autotune.backends.sim import run
     else:

@@ -90,7 +90,7 @@ def element_violation(C: np.ndarray, ref: np.ndarray, scale: np.ndarray, K: int,
     if precision == FP32_TC:
         return None
     err = np.abs(np.asarray(C, dtype=np.float64) - ref)
-    bound = element_bound(scale, K)
+    bound = np.asarray(element_bound(scale, K))  # an array: `scale` is one
     ratio = np.divide(err, bound, out=np.where(err > 0, np.inf, 0.0), where=bound > 0)
     worst = int(np.argmax(ratio))
     if not ratio.flat[worst] > 1:

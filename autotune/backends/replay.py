@@ -110,8 +110,9 @@ def current_name(row: dict) -> str:
         return row["kernel"]
 
 
-def load_baseline(db_path: str | Path, shape: tuple[int, int, int], gpu_name: str) -> Timing | None:
-    """cuBLAS as recorded: the median of the recorded medians (one per search and board)."""
+def load_baseline(db_path: str | Path, shape: tuple[int, int, int], gpu_name: str | None) -> Timing | None:
+    """cuBLAS as recorded: the median of the recorded medians (one per search and board); none
+    for rows without a GPU name."""
     conn = _connect(db_path)
     try:
         rows = conn.execute("SELECT time_ms, time_ms_min, time_ms_max FROM baselines WHERE gpu_name = ? "
@@ -136,7 +137,8 @@ class ReplayBackend(Backend):
     def __init__(self, db_path: str | Path, shape: tuple[int, int, int], gpu: str | None = None,
                  overhead_s: float = OVERHEAD_S):
         self.db_path = str(db_path)
-        self.shape = tuple(shape)
+        M, N, K = shape
+        self.shape = (M, N, K)
         self.overhead_s = overhead_s
         rows = load_rows(db_path, self.shape, gpu)
         self.recorded_backend = rows[0]["backend"]  # "cuda" for GPU data, "fake" for synthetic data

@@ -80,4 +80,5 @@ def _packed(x: np.ndarray, size: int, ld: int, stride: int) -> np.ndarray:
 
 
 def _pack(buf: np.ndarray, x: np.ndarray, ld: int, stride: int) -> None:
-    _view(buf, *x.shape, ld, stride)[...] = x  # stride 0: every batch writes the same values over one matrix
+    batch, rows, cols = x.shape
+    _view(buf, batch, rows, cols, ld, stride)[...] = x  # stride 0: every batch writes the same values over one matrix

@@ -27,6 +27,7 @@ from autotune.backends.reference import (  # noqa: F401 (TOLERANCE re-exported)
     stored,
 )
 from autotune.codegen.render import render
+from autotune.errors import SpaceError
 from autotune.families import precision_of
 from autotune.space import Config, Family, Launch, combinations, random_valid, shape_violations, valid_configs
 
@@ -93,10 +94,10 @@ def verify_configs(
     rows = []
     for config in configs:
         source = render(config)
-        for shape in shapes:
-            refused = shape_violations(config, shape[0], shape[1])
-            rows.append(VerifyRow(config.name, tuple(shape), SKIPPED, float("inf"), "; ".join(refused)) if refused
-                        else check(config, source, tuple(shape), run, seed))
+        for M, N, K in shapes:
+            refused = shape_violations(config, M, N)
+            rows.append(VerifyRow(config.name, (M, N, K), SKIPPED, float("inf"), "; ".join(refused)) if refused
+                        else check(config, source, (M, N, K), run, seed))
     return rows
 
 
@@ -135,6 +136,8 @@ def _pool(family: Family, seed: int) -> list[Config]:
                 found.setdefault(c.name, c)
     while len(found) < SAMPLED_POOL:
         c = random_valid(family, rng)
+        if c is None:
+            raise SpaceError(f"{family.name}: no valid config found by random draws")
         found.setdefault(c.name, c)
     return list(found.values())
 

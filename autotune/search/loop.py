@@ -20,7 +20,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 import optuna
 import sqlite_utils
@@ -125,7 +125,7 @@ class _Run:
             self.lock.notify_all()
 
 
-def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], families: list[Family],
+def run_search(db: sqlite_utils.Database, backends: Backend | Sequence[Backend], families: list[Family],
                limits: Limits, *, sampler: str = "tpe-mv", trials: int = 60, timeout: float | None = None,
                seed: int | None = 0, peak_tflops: float | None = None, progress=None,
                storage: str | Storage | None = None,
@@ -146,8 +146,8 @@ def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], fam
     stale = stale_source(families, limits) if remeasure_stale else None
     redo = store.Redo(tuple(remeasure), store.now(), stale) if remeasure or stale else None
     optuna.logging.set_verbosity(logging.WARNING)
-    backends = backends if isinstance(backends, list) else [backends]
-    first = backends[0]
+    workers = [backends] if isinstance(backends, Backend) else list(backends)
+    first = workers[0]
     where = open_storage(storage)
     shared = where.persistent
     name = study or study_name(families, first.shape, first.name, sampler, seed, shared)
@@ -164,7 +164,7 @@ def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], fam
     elif start_from_defaults:
         _enqueue_starts(opt, shape_starts(db, first, families, limits, measured, redo), families, limits, measured, shared,
                         note, first.shape)
-    result = SearchResult(study=name, workers=len(backends))
+    result = SearchResult(study=name, workers=len(workers))
     left = Left.of(families, first, limits, measured, trials)
     run = _Run(opt, families, limits, peak_tflops, result, trials, budget,
                time.monotonic() + timeout if timeout is not None else None, stop or threading.Event(), progress,
@@ -173,8 +173,8 @@ def run_search(db: sqlite_utils.Database, backends: Backend | list[Backend], fam
                else None)
     start = time.monotonic()
     try:
-        _start_compiler(run, backends, compile_jobs)
-        _run_workers(run, db, backends)
+        _start_compiler(run, workers, compile_jobs)
+        _run_workers(run, db, workers)
     except KeyboardInterrupt:
         run.stop.set()
         result.interrupted = True

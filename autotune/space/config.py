@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Union
+from typing import Any, Callable, Mapping, Union
 
 from autotune.errors import SpaceError
 
@@ -210,7 +210,7 @@ class Config:
         return f"{self.family.name} " + " ".join(f"{k}={v}" for k, v in self.params)
 
 
-def make_config(family: Family, given: dict[str, Value]) -> Config:
+def make_config(family: Family, given: Mapping[str, Value]) -> Config:
     """Build a config from (possibly string) values; a left-out parameter takes its only value where
     the (narrowed) family allows one (a layout's TA and TB), else its default, which may depend on
     those values (blocked's RT): the default of an NT search is NT's default kernel."""
@@ -228,7 +228,7 @@ def make_config(family: Family, given: dict[str, Value]) -> Config:
     return Config(family, tuple((p.name, values[p.name]) for p in family.params))
 
 
-def fitted(default: Config, shape: tuple[int, int, int], limits: Limits, given: dict[str, Value] | None = None) -> Config:
+def fitted(default: Config, shape: tuple[int, int, int], limits: Limits, given: Mapping[str, Value] | None = None) -> Config:
     """The default config `default` (made from `given`) fitted to the shape where its family has a fit
     (Family.fit), as a search's first trial; the fit changes no value in `given`, which is passed again so
     that defaults which depend on other values (blocked's RT on PB) follow what the fit changed."""

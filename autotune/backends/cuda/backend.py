@@ -6,6 +6,7 @@ cuBLAS time are made once, then every config is checked and timed against them.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 
@@ -69,7 +70,7 @@ class Problem:
         A, B = random_inputs(M, N, K, seed)
         self.a, self.b = upload(dev, stream, A), upload(dev, stream, B)
         self.host = (A, B)
-        self._stored: dict[tuple[bool, bool], tuple] = {(False, False): (self.a, self.b)}
+        self._stored: dict[tuple[bool, bool], tuple[Any, Any]] = {(False, False): (self.a, self.b)}
         self.c = dev.allocate(M * N * 4, stream=stream)
         self.ref_dev = dev.allocate(M * N * 4, stream=stream)
         blas.sgemm(int(self.a.handle), int(self.b.handle), int(self.ref_dev.handle), M, N, K)
@@ -82,7 +83,7 @@ class Problem:
         self.scale_sum: float | None = None  # the elementwise check's sum of scale_dev, intact (set by the backend)
         self.exact: Exact | None = None  # the float64 product (fp32-tc), made at the first need
 
-    def operands(self, config: Config) -> tuple:
+    def operands(self, config: Config) -> tuple[Any, Any]:
         """The device A and B a kernel of this layout reads (TA, TB: transposed copies, uploaded
         once); the reference, cuBLAS's A * B, is every layout's."""
         key = transposes(config.values)
@@ -226,8 +227,8 @@ class CudaBackend(Backend):
             p.ref_sums = self.compare.compare(p.ref_dev, p.ref_dev, p.M * p.N).ref_sums
             p.scale_sum = self.elements.worst(p.ref_dev, p.ref_dev, p.scale_dev, p.M * p.N, p.K).scale_sum
         self._canary()
-        self.baseline = self._time_baseline()
-        self.layout_baselines = self._time_layouts()
+        self.baseline = nn = self._time_baseline()
+        self.layout_baselines = self._time_layouts(nn)
         self.baseline_clock = sm_clock_mhz(self.info.uuid)
         self.limits, self.peak_tflops, self.device = self.info.limits, self.info.peak_tflops, str(self.info.index)
         self.min_launch_s = self.baseline.median_ms / 1e3  # a shorter watchdog would stop even the best kernel
@@ -238,9 +239,9 @@ class CudaBackend(Backend):
         return time_ms(lambda: self.blas.sgemm(int(p.a.handle), int(p.b.handle), int(p.c.handle), p.M, p.N, p.K),
                        self.stream, min_reps=20, head_start=self.head_start)
 
-    def _time_layouts(self) -> dict[str, Timing]:
+    def _time_layouts(self, nn: Timing) -> dict[str, Timing]:
         """cuBLAS in each layout on the same buffers (a transposed operand has as many elements)."""
-        p, out = self.main, {"NN": self.baseline}
+        p, out = self.main, {"NN": nn}
         for name, ta, tb in (("NT", False, True), ("TN", True, False), ("TT", True, True)):
             ops = tight(p.M, p.N, p.K, ta, tb)
             out[name] = time_ms(lambda: self.blas.sgemm_strided(int(p.a.handle), int(p.b.handle), int(p.c.handle),
@@ -284,13 +285,14 @@ class CudaBackend(Backend):
             kernel = load_kernels(built.cubin, config, config.geometry(*self.shape[:2], self.limits).shared_bytes, self.info.index)
             extra = {"num_regs": kernel.main.attributes.num_regs,
                      "static_shared": kernel.main.attributes.shared_size_bytes}
-            row_errors = None  # the search shape's: its verdict comes first, being the contract's
+            row_errors: tuple[float, float | None] | None = None  # the search shape's: its verdict comes first
             for problem in (self.main, self.check):
                 err, err_ref, wrong = self._verify(kernel, config, problem)
                 if wrong:
                     return Outcome(WRONG, reason=wrong, err=err, err_ref=err_ref, extra=extra)
                 row_errors = row_errors or (err, err_ref)
                 self.tick()
+            assert row_errors is not None  # set by the loop over both problems
             err, err_ref = row_errors
             stages["t_verify_s"] = clock.lap()
             timing = time_ms(lambda: self._launch(kernel, config, self.main), self.stream, tick=self.tick,

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from autotune.errors import NoDeviceError
 from autotune.space import Limits
@@ -93,7 +94,7 @@ def sm_clock_mhz(uuid: str) -> int | None:
     return clock if clock is not None else _smi_int("clocks.sm", uuid)
 
 
-_NVML: dict[str, object] = {}  # "lib": the loaded library or None; uuid: its device handle
+_NVML: dict[str, Any] = {}  # "lib": the loaded library (ctypes.CDLL) or None; uuid: its device handle or None
 NVML_CLOCK_SM = 1
 
 
