@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import time
 import zlib
+from types import SimpleNamespace
 
 from autotune.backends.base import Backend
 from autotune.backends.outcome import OK, WRONG, Outcome, Timing
@@ -97,3 +98,15 @@ class FakeLauncher:
         self.workspaces.append({"device": device, "bytes": nbytes, "stream": stream, "ptr": ptr, "freed_after": None})
         yield ptr
         self.workspaces[-1]["freed_after"] = len(self.launches)  # launches enqueued before the free
+
+
+class DriverTypes:
+    """The two value types of cuda.bindings.driver that the fake drivers of the workspace tests hand out."""
+
+    @staticmethod
+    def CUstream(handle: int) -> SimpleNamespace:  # noqa: N802  (the driver's own spelling)
+        return SimpleNamespace(handle=handle)
+
+    @staticmethod
+    def CUdeviceptr(ptr: int) -> int:  # noqa: N802
+        return ptr

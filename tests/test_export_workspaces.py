@@ -24,6 +24,7 @@ from autotune.codegen.launcher import launchers
 from autotune.codegen.render import render
 from autotune.families import FAMILIES
 from autotune.space import PROLOGUE_SUFFIX, make_config
+from tests.fakes import DriverTypes
 from tests.test_launchers import DATA, LAUNCH, load_module
 
 PB = make_config(FAMILIES["blocked"], {"TB": 1, "PB": 1})  # B transposed by a prologue into K*N floats
@@ -31,7 +32,7 @@ SHAPE = (96, 80, 40)
 ACTIVE = "active"
 
 
-class FakeDriver:
+class FakeDriver(DriverTypes):
     """What best.py asks of cuda.bindings.driver, recorded; every call succeeds (status 0)."""
 
     CUstreamCaptureStatus = SimpleNamespace(CU_STREAM_CAPTURE_STATUS_NONE="none", CU_STREAM_CAPTURE_STATUS_ACTIVE=ACTIVE)
@@ -42,13 +43,6 @@ class FakeDriver:
         self.capturing: set[int] = set()
         self.next_ptr = 0x100000
 
-    @staticmethod
-    def CUstream(handle: int) -> SimpleNamespace:  # noqa: N802  (the driver's own spelling)
-        return SimpleNamespace(handle=handle)
-
-    @staticmethod
-    def CUdeviceptr(ptr: int) -> int:  # noqa: N802
-        return ptr
 
     @staticmethod
     def CUcontext(context: int) -> int:  # noqa: N802

@@ -4,7 +4,6 @@ calls and grown on demand (the old one freed in the stream's order), NaN-filled 
 a capturing stream's taken and freed per call; the per-thread default stream's kept per thread; the
 least recently used freed beyond MAX_KEPT streams."""
 import threading
-from types import SimpleNamespace
 
 import pytest
 
@@ -13,9 +12,10 @@ from cuda.bindings import driver as real  # noqa: E402  (its CUresult only: noth
 
 from autotune.backends.cuda.buffers import NAN_BITS  # noqa: E402
 from autotune.backends.cuda.workspaces import MAX_KEPT, PER_THREAD_STREAM, Workspaces  # noqa: E402
+from tests.fakes import DriverTypes  # noqa: E402
 
 
-class FakeDriver:
+class FakeDriver(DriverTypes):
     CUresult = real.CUresult
     CUstreamCaptureStatus = real.CUstreamCaptureStatus
 
@@ -38,13 +38,6 @@ class FakeDriver:
         self.calls.append(("free now", ptr))
         return (real.CUresult.CUDA_SUCCESS,)
 
-    @staticmethod
-    def CUstream(handle: int) -> SimpleNamespace:  # noqa: N802  (the driver's own spelling)
-        return SimpleNamespace(handle=handle)
-
-    @staticmethod
-    def CUdeviceptr(ptr: int) -> int:  # noqa: N802
-        return ptr
 
     def cuMemAllocAsync(self, nbytes: int, stream) -> tuple:  # noqa: N802
         ptr, self.next_ptr = self.next_ptr, self.next_ptr + 0x10000000
