@@ -136,6 +136,8 @@ class Matmul:
         if torch is not None:
             if out is None and alpha == 1.0 and beta == 0.0 and len(a.shape) == 2 == len(B.shape) and \
                     self.dispatcher.runs_library(self.gpu_name(call.device), call.shape):
+                if len(self._to_torch) >= MAX_PLANS:  # bounded as the plans are
+                    self._to_torch.clear()
                 self._to_torch[(A.shape, B.shape, trans_a, trans_b, call.device)] = library.shortcut(torch)
             return library.torch_product(torch, A, B, out, alpha, beta, trans_a, trans_b)
         if out is None:
