@@ -26,7 +26,7 @@ from autotune.api.dispatch import beats_library
 from autotune.api.suite import read_shapes
 from autotune.backends.outcome import OK
 from autotune.errors import AutotuneError, NoDeviceError
-from autotune.families.layouts import layout_choices, narrow_to
+from autotune.families.layouts import layout_choices, layout_name, narrow_to
 from autotune.space import Family, Shape, check_shape, shape_text
 
 
@@ -131,9 +131,8 @@ def report(db_path: str, products: list[Product], kind: str = "cuda") -> list[di
     rows = []
     try:
         for p in products:
-            ta, tb = (int(v[0]) for v in layout_choices(p.layout).values())
             found = [r for r in store.results(db, p.shape, kind, None, OK)
-                     if (r.get("TA") or 0) == ta and (r.get("TB") or 0) == tb and not r.get("BLAS")]
+                     if layout_name(r) == p.layout and not r.get("BLAS")]
             best = min(found, key=lambda r: r["time_ms"]) if found else None
             cublas = best.get("cublas_ms") if best else None
             rows.append({"M": p.shape[0], "N": p.shape[1], "K": p.shape[2], "layout": p.layout, "origin": p.origin,

@@ -38,7 +38,7 @@ from autotune.backends.outcome import OK
 from autotune.codegen.render import render, sha256
 from autotune.errors import AutotuneError, SpaceError
 from autotune.families import FAMILIES, config_of_row, families_for
-from autotune.families.layouts import PROLOGUE_PARAMS
+from autotune.families.layouts import PROLOGUE_PARAMS, layout_name
 from autotune.space import Config, Limits, Shape, fitted, make_config, shape_text, shape_violations, violations
 
 DEFAULT_ORDER = ("blocked", *FAMILIES)  # the family defaults tried when nothing is recorded
@@ -56,8 +56,8 @@ def beats_library(row: dict) -> bool:
     """Whether a result row is evidence that its kernel is faster than cuBLAS at its own shape, in its own
     layout: rows of a transposed layout recorded before cuBLAS was timed per layout (no cublas_layout) hold
     cuBLAS's NN time, which at 16 x 4096 x 4096 is 1.5x its NT time: no evidence."""
-    transposed = bool(row.get("TA") or row.get("TB"))
-    if transposed and row.get("cublas_layout") != ("T" if row.get("TA") else "N") + ("T" if row.get("TB") else "N"):
+    layout = layout_name(row)
+    if layout != "NN" and row.get("cublas_layout") != layout:
         return False
     cublas_ms, ms = row.get("cublas_ms"), row.get("time_ms")
     return bool(cublas_ms and ms and HOST_FLOOR_MS <= ms <= (1 - WIN_MARGIN) * cublas_ms)
@@ -91,10 +91,6 @@ class Choice:
             return (f"{self.kernel} (the tiling of result {self.row_id} with BLAS=1, {how}: measured at "
                     f"{shape_text(self.measured_at)} with the plain signature)")
         return f"{self.kernel} ({how}: result {self.row_id}, measured at {shape_text(self.measured_at)})"
-
-
-def default_hint() -> str:
-    return "pass load(db=...) or set AUTOTUNE_DB to a database that a search wrote"
 
 
 def library_choice(why: str) -> Choice:
@@ -161,7 +157,8 @@ class Dispatcher:
         """A kernel measured at this shape that beat cuBLAS there (its plain tiling for a BLAS=1 call);
         else the library."""
         if not self._dbs:
-            return library_choice(f"no results database ({default_hint()})")
+            return library_choice("no results database (pass load(db=...) or set AUTOTUNE_DB to a database "
+                                  "that a search wrote)")
         wanted = kernel_params(layout)
         found = self._best(gpu, shape, wanted, layout.batch, exact_only=True)
         if found is None and layout.blas:

@@ -11,8 +11,6 @@ import sys
 import warnings
 from typing import Any, Callable, NamedTuple
 
-from autotune.space import Operands, Shape
-
 _warned: set[str] = set()
 
 
@@ -80,8 +78,3 @@ def torch_unchanged(A: Any, B: Any, out: Any, alpha: float, beta: float, trans_a
                       stacklevel=3)
     return torch_product(sys.modules["torch"], A, B, out, alpha, beta, trans_a, trans_b)
 
-
-def tight(shape: Shape, trans_a: bool, trans_b: bool) -> Operands:
-    """The cuBLAS-style operands of a plain call: contiguous matrices, alpha 1, beta 0, one batch."""
-    M, N, K = shape
-    return Operands(M if trans_a else K, K if trans_b else N, N)

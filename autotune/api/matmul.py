@@ -19,7 +19,7 @@ from autotune.api.arrays import ArrayView, read_array, signature
 from autotune.api.dispatch import Choice, Dispatcher
 from autotune.api.operands import Call, Layout, describe
 from autotune.errors import AutotuneError
-from autotune.space import PROLOGUE_SUFFIX, Launch, Operands, Prologue, Shape, batched
+from autotune.space import PROLOGUE_SUFFIX, Launch, Operands, Prologue, Shape, batched, tight
 
 MAX_PLANS = 1024
 
@@ -143,7 +143,7 @@ class Matmul:
         if out is None:
             out = new_output(A, a, call.out_shape)
         ptr = c.ptr if c is not None else read_array(out, "out", stream, self.launcher.device_of).ptr
-        ops = call.ops or library.tight(call.shape, trans_a, trans_b)
+        ops = call.ops or tight(*call.shape, trans_a, trans_b)
         self.launcher.gemm(call.device, stream, a.ptr, b.ptr, ptr, call.shape, trans_a, trans_b, ops)
         return out
 

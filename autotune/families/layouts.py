@@ -2,6 +2,8 @@
 search to one layout or to chosen parameter values."""
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from autotune.errors import AutotuneError
 from autotune.families import FAMILIES
 from autotune.space import Family, narrow
@@ -13,6 +15,11 @@ FOLLOW_LAYOUT = ("PB", "RT")
 PROLOGUE_PARAMS = ("PB", "AL")  # blocked's parameters that add a prologue for tight operands (none with BLAS=1)
 BLAS_FAMILY = "blocked"
 LAYOUTS = {"NN": (0, 0), "NT": (0, 1), "TN": (1, 0), "TT": (1, 1)}  # cuBLAS's names: op(A), then op(B)
+
+
+def layout_name(values: Mapping[str, Any]) -> str:
+    """The layout of a config's values or a result row: "NT" is TA=0, TB=1 (absent or NULL: 0)."""
+    return "".join("T" if values.get(name) else "N" for name in TRANSPOSES)
 
 
 def layout_choices(layout: str) -> dict[str, list[str]]:

@@ -18,6 +18,7 @@ from autotune.codegen.render import template_hash
 from autotune.explain import counts as explain
 from autotune.explain.roofline import roofline_columns
 from autotune.families import precision_of
+from autotune.families.layouts import layout_name
 from autotune.search.plan import Plan, plan
 from autotune.space import Config, Limits
 from autotune.store.claims import DONE, TAKEN, Claims, FileClaims, Owner
@@ -103,16 +104,11 @@ def _record(db: sqlite_utils.Database, backend: Backend, base: dict, outcome: Ou
             peak_tflops: float | None, redo: store.Redo | None = None) -> Evaluated:
     row = {**base, **outcome.row()}
     if outcome.timing:
-        row |= _rates(backend, outcome.timing.median_ms, peak_tflops, layout_of(row))
+        row |= _rates(backend, outcome.timing.median_ms, peak_tflops, layout_name(row))
     row |= explain.measured_over_ceiling(row)
     row |= roofline_columns(row, explain.DEFAULT_SPEC)  # the shape's floors: any backend, no SASS needed
     stored, inserted = store.record_result(db, row, redo)  # a refused config raced by two workers: one row
     return Evaluated(stored, cached=not inserted)
-
-
-def layout_of(row: dict) -> str:
-    """"NN", "NT", "TN" or "TT": T, that operand stored transposed (TA, TB; absent: N)."""
-    return ("T" if row.get("TA") else "N") + ("T" if row.get("TB") else "N")
 
 
 def _rates(backend: Backend, ms: float, peak_tflops: float | None, layout: str) -> dict:

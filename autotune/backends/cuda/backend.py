@@ -47,6 +47,7 @@ from autotune.backends.reference import (
 from autotune.codegen import nvrtc as nvrtc
 from autotune.errors import AutotuneError
 from autotune.families import precision_of
+from autotune.families.layouts import LAYOUTS
 from autotune.space import Config, Operands, takes_blas, tight
 
 CHECK_SHAPE = (131, 67, 93)  # an odd shape every variant must also get right (tails)
@@ -242,7 +243,10 @@ class CudaBackend(Backend):
     def _time_layouts(self, nn: Timing) -> dict[str, Timing]:
         """cuBLAS in each layout on the same buffers (a transposed operand has as many elements)."""
         p, out = self.main, {"NN": nn}
-        for name, ta, tb in (("NT", False, True), ("TN", True, False), ("TT", True, True)):
+        for name, (a_t, b_t) in LAYOUTS.items():
+            if name == "NN":
+                continue
+            ta, tb = bool(a_t), bool(b_t)
             ops = tight(p.M, p.N, p.K, ta, tb)
             out[name] = time_ms(lambda: self.blas.sgemm_strided(int(p.a.handle), int(p.b.handle), int(p.c.handle),
                                                                  p.M, p.N, p.K, ta, tb, ops),
