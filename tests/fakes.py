@@ -88,6 +88,14 @@ class FakeLauncher:
         self.launches.append({"device": device, "kernel": kernel, "launch": launch, "stream": stream,
                               "ptrs": (a, b, c), "shape": shape, "ops": ops})
 
+    def prepare(self, device, kernel, launch, shape):
+        """The short way of a repeated call: recorded as a launch marked fast."""
+        def run(stream, a, b, c):
+            self.launches.append({"device": device, "kernel": kernel, "launch": launch, "stream": stream,
+                                  "ptrs": (a, b, c), "shape": shape, "ops": None, "fast": True})
+            return 0
+        return run
+
     def gemm(self, device, stream, a, b, c, shape, trans_a, trans_b, ops):
         self.launches.append({"device": device, "kernel": "cublas", "launch": None, "stream": stream,
                               "ptrs": (a, b, c), "shape": shape, "ops": ops, "trans": (trans_a, trans_b)})

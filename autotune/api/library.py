@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import warnings
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
 _warned: set[str] = set()
 
@@ -24,18 +24,6 @@ def tf32_getter(torch: Any) -> Callable[[], bool]:
     (a 64^3 product's whole call is about 13)."""
     getter = getattr(torch._C, "_get_cublas_allow_tf32", None)
     return getter if getter is not None else lambda: torch.backends.cuda.matmul.allow_tf32
-
-
-class TorchShortcut(NamedTuple):
-    """What a repeated torch call that cuBLAS computes needs: torch.mm, float32 and the TF32 getter."""
-
-    mm: Callable[..., Any]
-    float32: Any
-    tf32: Callable[[], bool]
-
-
-def shortcut(torch: Any) -> TorchShortcut:
-    return TorchShortcut(torch.mm, torch.float32, tf32_getter(torch))
 
 
 def torch_of(A: Any, current: bool) -> Any:

@@ -14,7 +14,7 @@ import sys
 import threading
 from typing import Any, ContextManager, NamedTuple, Protocol
 
-from autotune.api import library
+from autotune.api import library, shortcuts
 from autotune.api.arrays import ArrayView, read_array, signature
 from autotune.api.dispatch import Choice, Dispatcher
 from autotune.api.operands import Call, Layout, describe
@@ -57,6 +57,11 @@ class Launcher(Protocol):
              ops: Operands) -> None:
         """Enqueue cuBLAS's SGEMM (pedantic FP32: no TF32) of a call's operands on the stream."""
 
+    def prepare(self, device: int, kernel: Any, launch: Launch, shape: Shape) -> shortcuts.Launch | None:
+        """The kernel's launch at the shape (plain signature) made ready for repeated calls: called with a
+        stream handle and the three pointers, it enqueues and returns 0, or returns the driver's status
+        without enqueuing; None where there is no such short way."""
+
     def workspace(self, device: int, nbytes: int, stream: int) -> ContextManager[int]:
         """Device memory of at least nbytes for a prologue's output (space.Prologue), the stream's own
         and kept for later calls: the launches enqueued on the stream inside the block are the only
@@ -82,20 +87,20 @@ class Matmul:
         # the plan of each kind of call (operands' shapes, strides, dtypes, devices; transposes, alpha,
         # beta): a repeated call skips the checks and the choice, whose Python cost a small product's kernel
         self._plans: dict[tuple, Plan] = {}
-        # (A's shape, B's shape, transposes, device) of 2-D torch calls that cuBLAS computes in every layout:
-        # such a call goes straight to torch.mm, its only cost above torch's a lookup (api.library)
-        self._to_torch: dict[tuple, library.TorchShortcut] = {}
+        # (A's shape, B's shape, transposes, device) of 2-D torch calls planned before: the short way of
+        # such a call (api.shortcuts), its cost above the product's own a lookup and a few reads
+        self._fast: dict[tuple, shortcuts.Shortcut] = {}
         self._lock = threading.Lock()
 
     def __call__(self, A: Any, B: Any, out: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
                  trans_a: bool = False, trans_b: bool = False, stream: Any = None) -> Any:
         if out is None and stream is None and alpha == 1.0 and beta == 0.0:
             try:
-                fast = self._to_torch.get((A.shape, B.shape, trans_a, trans_b, A.get_device()))
+                fast = self._fast.get((A.shape, B.shape, trans_a, trans_b, A.get_device()))
             except AttributeError:  # not a torch tensor
                 fast = None
-            if fast is not None and A.dtype is fast.float32 and not fast.tf32():
-                return fast.mm(A.mT if trans_a else A, B.mT if trans_b else B)
+            if fast is not None and (product := fast(A, B)) is not None:
+                return product
         handle = stream_handle(stream) if stream is not None else current_stream(A)
         current = stream is None and _on_device_of(A, B, out)  # A's library's current stream is theirs too
         if a_other_float := library.other_float(A, B, out):
@@ -110,9 +115,29 @@ class Matmul:
         if plan.geometry is None:
             return self._library(plan, A, B, out, (a, b, c), handle, current, (alpha, beta, trans_a, trans_b))
         if out is None:
+            if stream is None and current and alpha == 1.0 and beta == 0.0:
+                self._shortcut_kernel(plan, A, B, trans_a, trans_b)
             out = new_output(A, a, plan.call.out_shape)
         self._launch(plan, handle, a.ptr, b.ptr, c.ptr if c is not None else read(out, "out").ptr)
         return out
+
+    def _shortcut_kernel(self, plan: Plan, A: Any, B: Any, trans_a: bool, trans_b: bool) -> None:
+        """Remember the short way of a plain 2-D torch call that our kernel computes (api.shortcuts)."""
+        torch = sys.modules.get("torch")
+        call = plan.call
+        if torch is None or plan.pre is not None or call.ops is not None or plan.geometry is None \
+                or not shortcuts.kernel_eligible(torch, A, B):
+            return
+        launch = self.launcher.prepare(call.device, plan.kernel, plan.geometry, call.shape)
+        if launch is not None:
+            out_shape = (call.shape[0], call.shape[1])
+            self._shortcut((A.shape, B.shape, trans_a, trans_b, call.device),
+                           shortcuts.to_kernel(torch, launch, call.device, out_shape))
+
+    def _shortcut(self, key: tuple, run: shortcuts.Shortcut) -> None:
+        if len(self._fast) >= MAX_PLANS:  # bounded as the plans are
+            self._fast.clear()
+        self._fast[key] = run
 
     def _planned(self, a: ArrayView, b: ArrayView, c: ArrayView | None, trans_a: bool, trans_b: bool, alpha: float,
                  beta: float) -> Plan:
@@ -136,9 +161,8 @@ class Matmul:
         if torch is not None:
             if out is None and alpha == 1.0 and beta == 0.0 and len(a.shape) == 2 == len(B.shape) and \
                     self.dispatcher.runs_library(self.gpu_name(call.device), call.shape):
-                if len(self._to_torch) >= MAX_PLANS:  # bounded as the plans are
-                    self._to_torch.clear()
-                self._to_torch[(A.shape, B.shape, trans_a, trans_b, call.device)] = library.shortcut(torch)
+                self._shortcut((A.shape, B.shape, trans_a, trans_b, call.device),
+                               shortcuts.to_torch(torch, trans_a, trans_b))
             return library.torch_product(torch, A, B, out, alpha, beta, trans_a, trans_b)
         if out is None:
             out = new_output(A, a, call.out_shape)

@@ -12,6 +12,7 @@ from typing import Any, Iterator
 from autotune.backends.cuda.backend import required_kernel
 from autotune.backends.cuda.cublas import Cublas
 from autotune.backends.cuda.device import device_info
+from autotune.backends.cuda.fastlaunch import PreparedLaunch
 from autotune.backends.cuda.launch import kernel_function, launch_function
 from autotune.backends.cuda.workspaces import Workspaces
 from autotune.errors import AutotuneError
@@ -47,6 +48,10 @@ class CudaLauncher:
                shape: tuple[int, int, int], ops: Operands | None = None) -> None:
         with self._current(device):
             launch_function(stream, self._function(device, kernel), launch, a, b, c, *shape, ops)
+
+    def prepare(self, device: int, kernel: Any, launch: Launch, shape: tuple[int, int, int]) -> PreparedLaunch:
+        with self._current(device):
+            return PreparedLaunch(int(self._function(device, kernel)), launch, *shape)
 
     def gemm(self, device: int, stream: int, a: int, b: int, c: int, shape: tuple[int, int, int], trans_a: bool,
              trans_b: bool, ops: Operands) -> None:

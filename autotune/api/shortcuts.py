@@ -1,0 +1,57 @@
+"""The short ways of a repeated torch call (api.matmul): once a kind of call (A's and B's shapes, the
+transposes, A's device) has been checked and planned through the full path, its later calls go through
+a closure made for it, which checks only what the key does not hold (dtypes, contiguity, gradients,
+the device torch has current, TF32) and returns None for a call it was not made for: that call takes
+the full path. Two kinds:
+
+- to_torch: cuBLAS computes the shape (api.dispatch); the call is torch.mm itself, the library the
+  caller would have called, unless torch's TF32 is on (then cuBLAS runs in FP32 on the full path).
+- to_kernel: our kernel computes it; the call allocates C with torch and launches through a prepared
+  launch (backends.cuda.fastlaunch), with nothing of cuda.bindings or DLPack in between.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from autotune.api.library import tf32_getter
+
+Shortcut = Callable[[Any, Any], Any]  # (A, B) -> C, or None: not a call of this kind
+Launch = Callable[[int, int, int, int], int]  # (stream, a, b, c) -> the driver's status (0: enqueued)
+
+
+def to_torch(torch: Any, trans_a: bool, trans_b: bool) -> Shortcut:
+    mm, float32, tf32 = torch.mm, torch.float32, tf32_getter(torch)
+
+    def run(A: Any, B: Any) -> Any:
+        if A.dtype is not float32 or tf32():
+            return None
+        return mm(A.mT if trans_a else A, B.mT if trans_b else B)
+
+    return run
+
+
+def to_kernel(torch: Any, launch: Launch, device: int, out_shape: tuple[int, int]) -> Shortcut:
+    """The plan was made for contiguous float32 operands on `device`, outside autograd, on torch's
+    current stream there; the launch needs that device's context current, so torch's current device
+    must be it."""
+    float32 = torch.float32
+    raw_stream, current_device = torch._C._cuda_getCurrentRawStream, torch._C._cuda_getDevice
+
+    def run(A: Any, B: Any) -> Any:
+        if (A.dtype is not float32 or B.dtype is not float32 or A.requires_grad or B.requires_grad
+                or not A.is_contiguous() or not B.is_contiguous() or B.get_device() != device
+                or current_device() != device):
+            return None
+        C = A.new_empty(out_shape)
+        if launch(raw_stream(device), A.data_ptr(), B.data_ptr(), C.data_ptr()) != 0:
+            return None  # not enqueued (another context current): the full path says why or succeeds
+        return C
+
+    return run
+
+
+def kernel_eligible(torch: Any, A: Any, B: Any) -> bool:
+    """Whether a planned kernel call's operands are of the kind to_kernel takes."""
+    return (isinstance(A, torch.Tensor) and isinstance(B, torch.Tensor) and A.dim() == 2 == B.dim()
+            and A.is_contiguous() and B.is_contiguous() and not A.requires_grad and not B.requires_grad
+            and A.get_device() == torch.cuda.current_device())

@@ -1,0 +1,84 @@
+"""Host time per call, by path, at host-bound shapes: torch.matmul, torch.mm, autotune.load() (cuBLAS
+through torch), load(library=False) (our kernel), and the kernel's bare launch (launch_function after
+new_empty). `--calls` calls back to back, wall clock (no synchronisation inside), and CUDA events around
+the same calls (queued: max of host and GPU time); the paths take turns for `--rounds` rounds, medians kept.
+
+    python benchmarks/host_cost.py --shapes 64x64x64,144x10131x4 [-o host-cost.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from typing import Any, Callable
+
+import autotune
+
+
+def per_call(torch: Any, run: Callable[[], object], n: int) -> tuple[float, float]:
+    """(host us, queued us) a call over n calls back to back, after a warm-up."""
+    for _ in range(50):
+        run()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    t = time.perf_counter()
+    for _ in range(n):
+        run()
+    host = (time.perf_counter() - t) / n
+    end.record()
+    end.synchronize()
+    return round(host * 1e6, 2), round(start.elapsed_time(end) / n * 1e3, 2)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shapes", default="64x64x64,144x10131x4,1081x3322x15,11516x4x108,256x256x256")
+    parser.add_argument("--calls", type=int, default=500)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("-o", "--out")
+    args = parser.parse_args()
+    import torch
+
+    from autotune.backends.cuda.launch import launch_function
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    mm, own = autotune.load(), autotune.load(library=False)
+    rows = []
+    for text in args.shapes.split(","):
+        M, N, K = (int(v) for v in text.split("x"))
+        A, B = torch.randn(M, K, device="cuda"), torch.randn(K, N, device="cuda")
+        own(A, B)
+        plan = next(iter(own._plans.values()))
+        function = own.launcher._function(0, plan.kernel)
+        stream = torch.cuda.current_stream().cuda_stream
+
+        def bare() -> Any:
+            C = A.new_empty((M, N))
+            launch_function(stream, function, plan.geometry, A.data_ptr(), B.data_ptr(), C.data_ptr(), M, N, K)
+            return C
+
+        runs = {"torch.matmul": lambda: torch.matmul(A, B), "torch.mm": lambda: torch.mm(A, B),
+                "load()": lambda: mm(A, B), "load(library=False)": lambda: own(A, B), "bare launch": bare,
+                "new_empty": lambda: A.new_empty((M, N)), "torch.empty": lambda: torch.empty((M, N), device=A.device)}
+        row: dict[str, Any] = {"shape": [M, N, K], "kernel": own.choose(M, N, K).kernel}
+        names = list(runs)
+        rounds: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
+        for r in range(args.rounds):  # in turn, each round in another order: drifts of the host hit all alike
+            for name in names[r % len(names):] + names[:r % len(names)]:
+                rounds[name].append(per_call(torch, runs[name], args.calls))
+        for name in names:
+            row[name] = [statistics.median(x[0] for x in rounds[name]), statistics.median(x[1] for x in rounds[name])]
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        own._plans.clear()
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,59 @@
+"""On a GPU: a repeated torch call that our kernel computes goes the short way (api.shortcuts, a prepared
+cuLaunchKernel) and gives exactly the full path's product, on torch's current stream, including a side
+stream; calls of another kind (strided, float64) still take the full path."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+import autotune
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def mm():
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device answers")
+    return autotune.load(defaults_only=True)  # our kernels at every shape
+
+
+@pytest.mark.parametrize("tb", [False, True])
+def test_the_short_way_gives_the_full_paths_product(mm, tb):
+    torch.manual_seed(0)
+    M, N, K = 200, 136, 72
+    A = torch.randn(M, K, device="cuda")
+    B = torch.randn(N, K, device="cuda") if tb else torch.randn(K, N, device="cuda")
+    full = torch.empty(M, N, device="cuda")
+    mm(A, B, out=full, trans_b=tb)  # out= never goes the short way
+    first = mm(A, B, trans_b=tb)
+    key = (A.shape, B.shape, False, tb, A.get_device())
+    assert key in mm._fast
+    again = mm(A, B, trans_b=tb)
+    assert torch.equal(first, full) and torch.equal(again, full)
+    ref = A.double() @ (B.double().mT if tb else B.double())
+    assert float((again.double() - ref).abs().max()) < 1e-3
+
+
+def test_the_short_way_runs_on_the_current_stream(mm):
+    A, B = torch.randn(300, 64, device="cuda"), torch.randn(64, 90, device="cuda")
+    mm(A, B)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        outs = [mm(A, B) for _ in range(20)]
+    side.synchronize()
+    ref = A @ B
+    assert all(torch.allclose(o, ref, rtol=1e-5, atol=1e-4) for o in outs)
+
+
+def test_other_kinds_of_call_take_the_full_path(mm):
+    A, B = torch.randn(64, 48, device="cuda"), torch.randn(48, 40, device="cuda")
+    mm(A, B)
+    strided = torch.randn(48, 64, device="cuda").mT  # the same shape, not contiguous
+    assert torch.allclose(mm(strided, B), strided @ B, rtol=1e-5, atol=1e-4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # float64 goes to torch unchanged, said once a process
+        assert torch.allclose(mm(A.double(), B.double()), A.double() @ B.double())

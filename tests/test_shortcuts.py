@@ -1,0 +1,78 @@
+"""The short ways of a repeated torch call (api.shortcuts), on the CPU: each returns the product for a
+call of the kind it was made for and None (the full path) for any other; the kernel's takes its stream
+and device from torch and hands the launch the operands' pointers. A stand-in for torch's CUDA getters
+plays the device."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from autotune.api import shortcuts
+
+torch = pytest.importorskip("torch")
+
+
+def test_to_torch_is_torch_mm_in_fp32_and_nothing_else():
+    A, B = torch.randn(5, 3), torch.randn(4, 3)
+    run = shortcuts.to_torch(torch, False, True)
+    assert torch.equal(run(A, B), torch.mm(A, B.mT))
+    assert run(A.double(), B.double()) is None  # another dtype: the full path, which says so
+    was = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        assert run(A, B) is None  # TF32 on: the full path keeps the product FP32
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = was
+
+
+class StandIn:
+    """torch with its CUDA getters played: the current device and each device's raw stream."""
+
+    float32 = torch.float32
+
+    def __init__(self, current: int):
+        self.current = current
+        self._C = SimpleNamespace(_cuda_getCurrentRawStream=lambda device: 1000 + device,
+                                  _cuda_getDevice=lambda: self.current)
+
+
+def kernel_run(status: int = 0, current: int = -1):
+    launches: list[tuple] = []
+
+    def launch(stream, a, b, c):
+        launches.append((stream, a, b, c))
+        return status
+
+    # CPU tensors are on "device" -1 (get_device()), which the stand-in makes current
+    return shortcuts.to_kernel(StandIn(current), launch, -1, (5, 4)), launches
+
+
+def test_to_kernel_launches_on_the_current_stream_with_the_operands_pointers():
+    run, launches = kernel_run()
+    A, B = torch.randn(5, 3), torch.randn(3, 4)
+    C = run(A, B)
+    assert C.shape == (5, 4) and C.dtype == torch.float32
+    assert launches == [(999, A.data_ptr(), B.data_ptr(), C.data_ptr())]
+
+
+@pytest.mark.parametrize("why", ["float64", "strided", "grad", "b float64"])
+def test_to_kernel_leaves_other_calls_to_the_full_path(why):
+    run, launches = kernel_run()
+    A, B = torch.randn(5, 3), torch.randn(3, 4)
+    if why == "float64":
+        A = A.double()
+    elif why == "b float64":
+        B = B.double()
+    elif why == "strided":
+        A = torch.randn(3, 5).mT
+    elif why == "grad":
+        A.requires_grad_()
+    assert run(A, B) is None and launches == []
+
+
+def test_to_kernel_needs_the_operands_device_current_and_the_launch_enqueued():
+    run, launches = kernel_run(current=0)
+    assert run(torch.randn(5, 3), torch.randn(3, 4)) is None and launches == []
+    run, launches = kernel_run(status=201)  # CUDA_ERROR_INVALID_CONTEXT: not enqueued
+    assert run(torch.randn(5, 3), torch.randn(3, 4)) is None and len(launches) == 1
