@@ -6,12 +6,12 @@ it: torch tensors in, a new output out, host time included. Writes benchmarks/da
 Shapes: `--count` drawn with the seed, M, N and K log-uniform in [1, 16384] with 1e6 <= MNK <= 6e10
 (row-major A·B), then transformer projections (x·Wᵀ, W stored N x K, as nn.Linear calls it), then
 with --suite the suite's shapes. Each shape is timed two ways, for both in the same process:
-- queued: CUDA events around `reps` calls back to back (the best round's mean), so a call costs
-  max(host time, GPU time);
+- queued: CUDA events around `reps` calls back to back (the best round's mean, the two taking turns
+  round by round), so a call costs max(host time, GPU time);
 - alone: events around one call after a synchronisation (the median of `alone` calls): its launch
   latency and host time included.
 The host cost of one call at 64³ (2,000 calls back to back, wall clock, no synchronisation
-inside) is reported beside. Every product is checked against torch's (relative Frobenius error).
+inside; the two in turn, 500 calls at a time) is reported beside. Every product is checked against torch's (relative Frobenius error).
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ import autotune
 from autotune.api.python import databases
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cuda_events import time_ms  # noqa: E402
+from cuda_events import paired_ms, time_ms  # noqa: E402
 
 # (tokens, out_features, in_features) of common projections: x (tokens x in) · Wᵀ (W: out x in)
 PROJECTIONS = [(2048, 4096, 4096), (2048, 11008, 4096), (2048, 4096, 11008), (2048, 12288, 4096),
@@ -76,23 +76,29 @@ def measure(torch, mm, shape, trans_b: bool, kind: str) -> dict:
     once = time_ms(torch, theirs, 3, 1)
     reps = max(5, min(500, int(2.0 / max(once, 1e-4))))  # about 2 ms of work a round
     torch_alone, ours_alone = alone_ms(torch, ours, theirs, 40)
+    torch_ms, ours_ms = paired_ms(torch, theirs, ours, reps, 6)
     row = {"M": M, "N": N, "K": K, "layout": "NT" if trans_b else "NN", "kind": kind,
-           "torch_ms": time_ms(torch, theirs, reps, 5), "ours_ms": time_ms(torch, ours, reps, 5),
+           "torch_ms": torch_ms, "ours_ms": ours_ms,
            "torch_alone_ms": torch_alone, "ours_alone_ms": ours_alone,
            "kernel": mm.choose(M, N, K, torch.cuda.current_device(), trans_b=trans_b).describe(), "err": error}
     return row
 
 
-def host_us(torch, run, calls: int = 2000) -> float:
-    for _ in range(50):
-        run()
+def host_us(torch, runs, calls: int = 2000, chunk: int = 500) -> list[float]:
+    """Host microseconds a call of each of `runs`, over `calls` calls each, taken in turn `chunk` at a time."""
+    for run in runs:
+        for _ in range(50):
+            run()
     torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(calls):
-        run()
-    host = (time.perf_counter() - start) / calls * 1e6
-    torch.cuda.synchronize()
-    return host
+    spent = [0.0] * len(runs)
+    for r in range(calls // chunk):
+        for i in (range(len(runs)) if r % 2 == 0 else reversed(range(len(runs)))):
+            start = time.perf_counter()
+            for _ in range(chunk):
+                runs[i]()
+            spent[i] += time.perf_counter() - start
+            torch.cuda.synchronize()
+    return [s / (calls // chunk * chunk) * 1e6 for s in spent]
 
 
 def geomean(xs: list[float]) -> float:
@@ -138,8 +144,9 @@ def main() -> int:
                   f"{r['torch_ms'] / r['ours_ms']:.3f} alone {r['torch_alone_ms'] / r['ours_alone_ms']:.3f} "
                   f"err {r['err']:.1e} {r['kernel'][:60]}", flush=True)
     a, b = torch.randn(64, 64, device="cuda"), torch.randn(64, 64, device="cuda")
-    host = {"shape": [64, 64, 64], "calls": 2000, "ours_us": host_us(torch, lambda: mm(a, b)),
-            "torch_us": host_us(torch, lambda: torch.matmul(a, b))}
+    ours_us, torch_us = host_us(torch, [lambda: mm(a, b), lambda: torch.matmul(a, b)])
+    host = {"shape": [64, 64, 64], "calls": 2000, "ours_us": ours_us, "torch_us": torch_us,
+            "kernel": mm.choose(64, 64, 64, torch.cuda.current_device()).describe()}
     gpu = torch.cuda.get_device_name()
     out = {"device": gpu, "database": args.db or " + ".join(databases(None)), "cover": covered, "seed": args.seed, "commit": args.commit or _commit(),
            "torch": torch.__version__, "host_per_call": host, "shapes": rows,

@@ -19,3 +19,17 @@ def time_ms(torch: Any, run: Callable[[], object], reps: int = 20, rounds: int =
         end.synchronize()
         best = min(best, start.elapsed_time(end) / reps)
     return best
+
+
+def paired_ms(torch: Any, first: Callable[[], object], second: Callable[[], object], reps: int = 20,
+              rounds: int = 5, warmup: int = 3) -> tuple[float, float]:
+    """time_ms of two calls measured in turn, round by round, the order swapped each round: a drift of
+    the host or the clocks during the measurement hits both alike. The best round's mean of each."""
+    for _ in range(warmup):
+        first()
+        second()
+    best = [float("inf"), float("inf")]
+    for r in range(rounds):
+        for i in ((0, 1) if r % 2 == 0 else (1, 0)):
+            best[i] = min(best[i], time_ms(torch, (first, second)[i], reps, 1, 0))
+    return best[0], best[1]

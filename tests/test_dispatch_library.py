@@ -1,6 +1,7 @@
 """autotune.load()'s rule, without a GPU: cuBLAS computes every call unless a kernel measured at that
-very shape beat cuBLAS timed beside it (by WIN_MARGIN, above HOST_FLOOR_MS); a nearer shape's row,
-however fast it was there, is no evidence. Library calls go to the launcher's cuBLAS with the call's
+very shape beat cuBLAS timed beside it (by WIN_MARGIN), or one measured at a shape that holds the call's
+in at most HOST_BOUND_MS; a nearer shape's row that does not hold it, however fast it was there, is no
+evidence. Library calls go to the launcher's cuBLAS with the call's
 operands as they lie."""
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 
 import autotune
 from autotune import store
-from autotune.api.dispatch import HOST_FLOOR_MS, WIN_MARGIN, beats_library
+from autotune.api.dispatch import HOST_BOUND_MS, WIN_MARGIN, beats_library
 from tests.fakes import GPU
 from tests.test_api import DeviceArray
 from tests.test_starts import record
@@ -35,7 +36,9 @@ def recorded(tmp_path):
     names = {
         "win": timed(db, (512, 512, 512), "blocked", 0.080, 0.100, **SMALL),
         "tie": timed(db, (1024, 512, 512), "blocked", 0.099, 0.100, **SMALL),  # within the margin: no evidence
-        "tiny": timed(db, (64, 64, 64), "blocked", 0.005, 0.010, **SMALL),  # faster, but host-bound there
+        "tiny": timed(db, (64, 64, 64), "blocked", 0.005, 0.010, **SMALL),  # faster, and short: it covers
+        "short": timed(db, (128, 2048, 64), "blocked", 0.007, 0.009, **SMALL),  # covers too, a larger shape
+        "long": timed(db, (4096, 256, 64), "blocked", 0.020, 0.030, **SMALL),  # faster, too long to cover
         "nt": timed(db, (512, 512, 512), "blocked", 0.050, 0.100, TB=1, PB=0, **SMALL),
         # timed against cuBLAS's NN product, not its own layout's: no evidence
         "old_tn": timed(db, (512, 512, 512), "blocked", 0.050, 0.100, cublas_layout=None, TA=1, **SMALL),
@@ -46,10 +49,10 @@ def recorded(tmp_path):
     return str(path), names
 
 
-def test_a_row_is_evidence_only_past_the_margin_and_the_host_floor():
+def test_a_row_is_evidence_only_past_the_margin():
     assert beats_library({"time_ms": 1.0, "cublas_ms": 1.0 / (1 - WIN_MARGIN) + 1e-9})
     assert not beats_library({"time_ms": 1.0, "cublas_ms": 1.0})
-    assert not beats_library({"time_ms": HOST_FLOOR_MS / 2, "cublas_ms": HOST_FLOOR_MS * 10})
+    assert beats_library({"time_ms": HOST_BOUND_MS / 2, "cublas_ms": HOST_BOUND_MS})  # host-bound: a faster kernel
     assert not beats_library({"time_ms": 1.0, "cublas_ms": None})  # a row timed without cuBLAS beside it
     assert not beats_library({"time_ms": 1.0, "cublas_ms": 2.0, "TB": 1, "cublas_layout": None})
     assert beats_library({"time_ms": 1.0, "cublas_ms": 2.0, "TB": 1, "cublas_layout": "NT"})
@@ -59,12 +62,27 @@ def test_a_kernel_runs_only_where_it_beat_cublas_at_that_very_shape(recorded, la
     path, k = recorded
     mm = autotune.load(db=path, launcher=launcher)
     assert mm.choose(512, 512, 512).kernel == k["win"] and mm.choose(512, 512, 512, trans_b=True).kernel == k["nt"]
-    for shape in [(1024, 512, 512), (64, 64, 64), (500, 512, 512), (4096, 4096, 4096)]:
+    for shape in [(1024, 512, 512), (500, 512, 512), (4096, 4096, 4096)]:
         choice = mm.choose(*shape)
         assert choice.library and choice.describe().startswith("cuBLAS ("), shape
     assert "took 0.099 ms against cuBLAS's 0.1" in mm.choose(1024, 512, 512).describe()
     assert mm.choose(512, 512, 512, trans_a=True).library  # its TN row was timed against NN cuBLAS
     assert mm.runs_library(500, 512, 512) and not mm.runs_library(512, 512, 512)
+
+
+def test_a_short_kernel_covers_the_shapes_its_shape_holds(recorded, launcher):
+    path, k = recorded
+    mm = autotune.load(db=path, launcher=launcher)
+    assert mm.choose(64, 64, 64).origin == "exact"
+    inside = mm.choose(60, 33, 17)  # held by both short rows: the smaller shape's kernel, the closer fit
+    assert (inside.kernel, inside.origin, inside.measured_at) == (k["tiny"], "covering", (64, 64, 64))
+    assert "covering: result" in inside.describe()
+    assert mm.choose(100, 1000, 64).kernel == k["short"]
+    assert not mm.runs_library(100, 1000, 64)
+    for shape in [(100, 1000, 65), (129, 100, 10), (4000, 200, 60)]:  # past a row's K or M; a 20 us row
+        assert mm.choose(*shape).library and mm.runs_library(*shape), shape
+    assert mm.choose(60, 33, 17, trans_b=True).library  # an NN row covers NN calls only
+    assert mm.choose(60, 33, 17, blas=True).library  # nor calls of the cuBLAS-style signature
 
 
 def test_a_tensor_core_row_runs_only_under_its_precision_and_where_it_beats_the_fp32_choice(recorded, launcher):

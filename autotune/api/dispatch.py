@@ -1,12 +1,19 @@
 """Which kernel computes a call: per GPU model, shape and layout, decided once per process.
 
 cuBLAS is a candidate at every shape (`library=True`, load()'s default): one of our kernels runs
-only where the evidence says it is faster there, that is where step 1 below finds a row measured at
-this very shape that beat cuBLAS timed in the same process by WIN_MARGIN, and whose time is above
-HOST_FLOOR_MS (below it a call is host-bound, and our launch costs the host more than the library's).
+only where the evidence says it is faster there. Evidence is a verified row that beat cuBLAS timed
+beside it in the same process by WIN_MARGIN (beats_library), either
+- exact: measured at this very shape; or
+- covering: measured at a shape that holds this one (every one of M, N, K at least as large) in at
+  most HOST_BOUND_MS. The same kernel does no more work at a smaller shape (no more blocks, no more
+  k-steps, no more bytes), so it takes no longer there either; and a call whose kernel takes that
+  little is host-bound, where the short way of a repeated torch call (api.shortcuts) costs the host
+  less than torch.matmul does (benchmarks/data/host-cost-h200.json). Of the covering rows the one
+  measured at the smallest shape runs (the closest fit), where its constraints allow this shape.
 Everywhere else cuBLAS runs (the `cublas` choice: torch's own matmul on torch tensors, else cuBLAS
-in pedantic FP32). A nearest shape's row, or a family default, is no evidence: a tile that won at
-4096 rows can lose by 5x at 400. With `library=False` (and `defaults_only`) the kernels run anyway:
+in pedantic FP32). A nearest shape's row that does not cover the call, or a family default, is no
+evidence: a tile that won at 4096 rows can lose by 5x at 400. With `library=False` (and
+`defaults_only`) the kernels run anyway:
 
 The kernel rule, in order:
 1. exact: the fastest verified row of the backend on this GPU model at this very shape;
@@ -47,9 +54,10 @@ LIBRARY = "cublas"  # the origin of the library's choice
 # A kernel must beat cuBLAS by 2% in its own row: both times are medians of one process, whose spread
 # run to run is about 1%, and a tie goes to the library the caller would have called.
 WIN_MARGIN = 0.02
-# Below 30 us of GPU time a call is host-bound: a launch through this package costs the host about
-# 25-30 us (docs/BENCHMARKS.md, "the API's host time a call"), torch.matmul about 10.
-HOST_FLOOR_MS = 0.03
+# A kernel of at most 8 us hides behind a call's host time: on the H200's host the short way of a torch call
+# costs 12.6 us, torch.matmul 14.1 (benchmarks/data/host-cost-h200.json); 8 leaves room for a faster host.
+HOST_BOUND_MS = 0.008
+COVERING = "covering"  # the origin of a row measured at a shape that holds the call's
 
 
 def beats_library(row: dict) -> bool:
@@ -60,7 +68,13 @@ def beats_library(row: dict) -> bool:
     if layout != "NN" and row.get("cublas_layout") != layout:
         return False
     cublas_ms, ms = row.get("cublas_ms"), row.get("time_ms")
-    return bool(cublas_ms and ms and HOST_FLOOR_MS <= ms <= (1 - WIN_MARGIN) * cublas_ms)
+    return bool(cublas_ms and ms and ms <= (1 - WIN_MARGIN) * cublas_ms)
+
+
+def covers(row: dict, shape: Shape) -> bool:
+    """Whether a row is evidence at a shape it holds (the module's docstring says why)."""
+    M, N, K = shape
+    return row["M"] >= M and row["N"] >= N and row["K"] >= K and row["time_ms"] <= HOST_BOUND_MS
 
 
 @dataclass(frozen=True)
@@ -71,7 +85,7 @@ class Choice:
     kernel: str  # its name in `source`
     source: str
     source_hash: str
-    origin: str  # "exact", "nearest", "exact tiling", "nearest tiling", "default" or "cublas"
+    origin: str  # "exact", "covering", "nearest", "exact tiling", "nearest tiling", "default" or "cublas"
     measured_at: Shape | None  # the shape its recorded time is from (None: the default, never timed here)
     row_id: int | None
     why: str = ""  # the library's choice: what the evidence was
@@ -113,6 +127,7 @@ class Dispatcher:
         self._dbs = [store.open_readonly(p) for p in paths]
         self._chosen: dict[tuple[str, Shape, Layout], Choice] = {}
         self._kernel_shapes: dict[str, frozenset[Shape]] = {}  # per GPU: the shapes where a kernel beat cuBLAS
+        self._covering: dict[str, list[dict]] = {}  # per GPU: the rows that may cover smaller shapes
         self._lock = threading.Lock()  # one reader of the database at a time
 
     def choose(self, gpu_name: str, shape: Shape, layout: Layout) -> Choice:
@@ -146,12 +161,39 @@ class Dispatcher:
         shapes = self._kernel_shapes.get(gpu)
         if shapes is None:
             with self._lock:
-                shapes = self._kernel_shapes[gpu] = self._winning_shapes(gpu)
-        return shape not in shapes
+                shapes = self._kernel_shapes[gpu] = frozenset(
+                    (r["M"], r["N"], r["K"]) for r in self._winning_rows(gpu))
+        return shape not in shapes and not any(covers(r, shape) for r in self._covering_rows(gpu))
 
-    def _winning_shapes(self, gpu: str) -> frozenset[Shape]:
-        rows = (r for db in self._dbs for r in store.faster_than_library(db, self.backend, gpu))
-        return frozenset((r["M"], r["N"], r["K"]) for r in rows if r["family"] in self.families and beats_library(r))
+    def _winning_rows(self, gpu: str) -> list[dict]:
+        """The rows of this GPU and contract that beat cuBLAS at their shape, each with its database's index."""
+        return [{**r, "_db": i} for i, db in enumerate(self._dbs) for r in store.faster_than_library(db, self.backend, gpu)
+                if r["family"] in self.families and beats_library(r)]
+
+    def _covering_rows(self, gpu: str) -> list[dict]:
+        """The winning rows short enough to cover smaller shapes, the smallest shape's first."""
+        rows = self._covering.get(gpu)
+        if rows is None:
+            rows = sorted((r for r in self._winning_rows(gpu) if r["time_ms"] <= HOST_BOUND_MS),
+                          key=lambda r: (r["M"] * r["N"] * r["K"], r["time_ms"]))
+            self._covering[gpu] = rows
+        return rows
+
+    def _covering_choice(self, gpu: str, shape: Shape, layout: Layout) -> Choice | None:
+        """The kernel of the smallest-shape row that covers this plain call and launches at it."""
+        if layout.blas:
+            return None  # rows of the plain signature only: a strided or batched call has its own evidence
+        wanted = kernel_params(layout)
+        for row in self._covering_rows(gpu):
+            if not covers(row, shape) or any((row.get(k) or 0) != v for k, v in wanted.items()):
+                continue
+            try:
+                config = config_of_row(row)
+            except SpaceError:  # a family or parameter this version does not know
+                continue
+            if not violations(config) and not shape_violations(config, shape[0], shape[1]):
+                return self._of_row(row, COVERING)
+        return None
 
     def _against_library(self, gpu: str, shape: Shape, layout: Layout) -> Choice:
         """A kernel measured at this shape that beat cuBLAS there (its plain tiling for a BLAS=1 call);
@@ -168,7 +210,11 @@ class Dispatcher:
         if found is not None and beats_library(found[0]):
             return self._of_row(*found)
         if found is None:
-            return library_choice(f"nothing of this layout measured at {shape_text(shape)} on {gpu}")
+            covering = self._covering_choice(gpu, shape, layout)
+            if covering is not None:
+                return covering
+            return library_choice(f"nothing of this layout measured at {shape_text(shape)} or at a shape that holds "
+                                  f"it in {HOST_BOUND_MS * 1e3:g} us on {gpu}")
         row = found[0]
         return library_choice(f"the fastest kernel measured at {shape_text(shape)}, {row['kernel']}, took "
                               f"{row['time_ms']:.4g} ms against cuBLAS's {row.get('cublas_ms') or float('nan'):.4g}")
