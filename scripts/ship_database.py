@@ -1,10 +1,14 @@
-"""Make the tuned database the package ships (autotune/store/tuned/) from a results database: of the
+"""Make the tuned database the package ships (autotune/store/tuned/) from results databases: of the
 verified rows whose kernel beat cuBLAS timed beside it, the fastest of each GPU model, shape, layout,
 batch count and contract, the only rows load() can ever run (api.dispatch takes a shape's fastest row
 of the call's layout and contract, and runs it only where it beat cuBLAS); their sources and the
 cuBLAS baselines. Trials, claims, SASS counts and profiles stay behind.
 
-    python scripts/ship_database.py results.sqlite autotune/store/tuned/h200.sqlite
+    python scripts/ship_database.py results.sqlite [more.sqlite ...] autotune/store/tuned/h200.sqlite
+
+The H200's: the shape suite's search (benchmarks/data/h200-suite.sqlite.gz) and the host-bound shapes'
+(benchmarks/data/h200-host-bound.sqlite.gz, `autotune cover --shapes benchmarks/host-bound-shapes.toml`),
+each gunzipped first.
 """
 from __future__ import annotations
 
@@ -14,12 +18,26 @@ import sys
 from pathlib import Path
 
 
-def ship(source: Path, target: Path) -> dict[str, int]:
+def merge(conn: sqlite3.Connection, other: Path) -> None:
+    """Another database's results and sources into this one (the columns the two share; new ids)."""
+    conn.execute("ATTACH DATABASE ? AS other", (str(other),))
+    for table in ("results", "sources"):
+        mine = [r[1] for r in conn.execute(f"PRAGMA main.table_info({table})")]
+        theirs = {r[1] for r in conn.execute(f"PRAGMA other.table_info({table})")}
+        columns = ", ".join(f'"{c}"' for c in mine if c in theirs and c != "id")
+        conn.execute(f"INSERT OR IGNORE INTO main.{table} ({columns}) SELECT {columns} FROM other.{table}")
+    conn.commit()
+    conn.execute("DETACH DATABASE other")
+
+
+def ship(sources: list[Path], target: Path) -> dict[str, int]:
     tmp = target.with_suffix(".tmp")
-    shutil.copyfile(source, tmp)
+    shutil.copyfile(sources[0], tmp)
     conn = sqlite3.connect(tmp)
     try:
         conn.execute("PRAGMA journal_mode = DELETE")  # one file: no -wal beside it in the package
+        for other in sources[1:]:
+            merge(conn, other)
         conn.execute("DELETE FROM results WHERE NOT (status = 'ok' AND cublas_ms IS NOT NULL AND time_ms < cublas_ms)")
         conn.execute("""DELETE FROM results WHERE id NOT IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER (
                         PARTITION BY backend, gpu_name, M, N, K, COALESCE(TA, 0), COALESCE(TB, 0), COALESCE(BLAS, 0),
@@ -39,6 +57,6 @@ def ship(source: Path, target: Path) -> dict[str, int]:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit(__doc__.strip().splitlines()[-1].strip())
-    print(ship(Path(sys.argv[1]), Path(sys.argv[2])))
+    if len(sys.argv) < 3:
+        sys.exit("usage: python scripts/ship_database.py results.sqlite [more.sqlite ...] target.sqlite")
+    print(ship([Path(p) for p in sys.argv[1:-1]], Path(sys.argv[-1])))
