@@ -54,9 +54,12 @@ def ok_rows(db: Path, shape: tuple[int, int, int]) -> list[dict]:
 
 def test_the_committed_suite_has_every_group_the_issue_names():
     shapes = read_shapes(SHAPES)
-    assert len(shapes) >= 24
+    assert len(shapes) >= 36
     groups = {s.group for s in shapes}
-    assert groups == {"large", "non-multiple", "skinny-m", "skinny-n", "deep-k", "shallow-k", "small", "llm"}
+    assert groups == {"large", "non-multiple", "skinny-m", "skinny-n", "deep-k", "shallow-k", "small", "llm",
+                      "few-tiles"}
+    few = [s for s in shapes if s.group == "few-tiles"]
+    assert len(few) >= 8 and all(s.K >= min(s.M, s.N) for s in few)  # few tiles, K at least C's side
     have = {s.shape for s in shapes}
     wanted = {(2048,) * 3, (4096,) * 3, (8192,) * 3, (4000,) * 3, (4097, 4095, 4093),
               (1024, 1024, 65536), (256, 256, 262144), (8192, 8192, 64), (8192, 8192, 128),
