@@ -23,7 +23,7 @@ whether 3 MMAs per product beat cuBLAS SGEMM by 2x with mma.sync is for the GPU 
 """
 from __future__ import annotations
 
-from autotune.space import Constraint, Family, Launch, Param, Params, ceil_div
+from autotune.space import ArchNeed, Constraint, Family, Launch, Param, Params, ceil_div
 
 WARP = 32
 MMA_M, MMA_N, MMA_K = 16, 8, 8  # mma.sync.aligned.m16n8k8 .tf32
@@ -114,4 +114,5 @@ TF32X3 = Family(
     geometry=_geometry,
     derive=derive,
     tags={"STAGES": "S", "TERMS": "X", "PROMOTE": "PR"},
+    needs=ArchNeed("mma.sync with TF32 operands (sm_80 or newer)", lambda cc: cc >= 80),
 )
