@@ -145,8 +145,9 @@ def run_search(db: sqlite_utils.Database, backends: Backend | Sequence[Backend],
     that says where the search starts. fresh: enqueue a new valid config next to each wasted
     proposal (search.fresh; the sampler benchmark turns it off, as the defaults)."""
     families, refused = for_device(families, limits)  # the device's own space: its waves, its architecture's families
-    for line in refused if note else ():
-        note(f"{line}: not searched")
+    for line in refused:
+        if note:
+            note(f"{line}: not searched")
     stale = stale_source(families, limits) if remeasure_stale else None
     redo = store.Redo(tuple(remeasure), store.now(), stale) if remeasure or stale else None
     optuna.logging.set_verbosity(logging.WARNING)
