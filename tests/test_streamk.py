@@ -351,3 +351,16 @@ def test_the_defaults_main_loop_keeps_its_values_in_registers():
         pytest.skip("nvdisasm absent: pip install 'sgemm-autotune[sass]'")
     loop = count(text)[config.name]
     assert loop.ffma == 16 * 2048 // 16 and loop.ldl <= 2 and loop.stl == 0
+
+
+@pytest.mark.parametrize("device", ("a100", "h100-pcie", "h200"))
+def test_one_config_is_right_on_the_grid_of_each_device(device):
+    """The grid follows the device's SMs (108, 114, 132: space.devices): the same config, at an odd shape whose
+    k-steps those blocks share unevenly (many blocks with one step or none), is right on each."""
+    from autotune.backends.sim.backend import SimBackend
+    from autotune.space.devices import PRESETS
+
+    config, limits = streamk({**SMALL, "SKB": 1, "DP": 0}), PRESETS[device]
+    backend = SimBackend(67, 45, 300, limits=limits)
+    assert config.geometry(67, 45, limits).grid == (limits.sms, 1, 1)
+    assert backend.measure(config, render(config)).status == "ok"

@@ -38,6 +38,9 @@ from autotune.families import FAMILIES, families_for
 from autotune.families.layouts import for_batch, narrow_to
 from autotune.search import SAMPLERS
 from autotune.space import Limits, expand, fitted
+from autotune.space.devices import PRESETS as DEVICE_PRESETS
+from autotune.space.devices import for_device
+from autotune.space.devices import preset as device_preset_limits
 
 
 @click.group(cls=Cli, context_settings={"help_option_names": ["-h", "--help"]})
@@ -216,12 +219,18 @@ def verify(backend, family_text, precision, limit, shapes, seed, device, as_json
 
 @cli.command()
 @click.option("--family", type=click.Choice(sorted(FAMILIES)), help="one family only")
-def space(family) -> None:
+@click.option("--device-preset", default="h200", show_default=True,
+              help=f"the device the space is sized for: {', '.join(DEVICE_PRESETS)}")
+@friendly
+def space(family, device_preset) -> None:
     """The search space: parameters, values, defaults, constraints and how many configs are valid."""
     from autotune.api.commands import describe_space
 
-    for name in [family] if family else FAMILIES:
-        click.echo(describe_space(FAMILIES[name], Limits()))
+    families, refused = for_device([FAMILIES[family]] if family else list(FAMILIES.values()), device_preset_limits(device_preset))
+    for line in refused:
+        click.echo(f"{line}: no configs")
+    for f in families:
+        click.echo(describe_space(f, device_preset_limits(device_preset)))
 
 
 @cli.command()

@@ -48,7 +48,6 @@ from dataclasses import replace
 from autotune.space import Constraint, Family, Launch, Limits, Param, Params, Prologue, Value, ceil_div, round_up
 
 MAX_ACCUMULATORS = 128  # per thread; beyond it the kernel cannot stay within 255 registers
-MAX_THREADS_PER_SM = 2048
 WARP = 32
 TILE = ("BM", "BN", "WM", "WN")  # what the thread count reads
 LANES = ("WN", "WNITER", "TN", "WM", "TM")  # what the lane layout reads
@@ -307,8 +306,8 @@ BLOCKED = Family(
         Constraint("cp.async loading (ASYNC=1) needs at least 2 stages", ("ASYNC", "STAGES"), lambda p, _: p["ASYNC"] == 0 or p["STAGES"] >= 2),
         Constraint("shared memory STAGES*BK*(BM+pad+BN)*4 bytes must fit the device's per-block limit",
                    ("STAGES", "BK", "BM", "pad", "BN"), lambda p, lim: shared_bytes(p) <= lim.max_shared_optin),
-        Constraint(f"MINB blocks of this many threads must fit one SM ({MAX_THREADS_PER_SM} threads)", (*TILE, "MINB"),
-                   lambda p, _: p["MINB"] * threads(p) <= MAX_THREADS_PER_SM),
+        Constraint("MINB blocks of this many threads must fit one SM (the device's threads per SM)", (*TILE, "MINB"),
+                   lambda p, lim: p["MINB"] * threads(p) <= lim.max_threads_per_sm),
         Constraint("threads per block must be a multiple of BK/4 and of BN/4, so that a thread's float4 loads "
                    "of a tile lie whole rows apart", (*TILE, "BK"), lambda p, _: _rows_apart(p)),
         Constraint("BSWAP=1 needs ASYNC=0 (cp.async copies B's 16 bytes as they are) and TN a multiple of 4 "

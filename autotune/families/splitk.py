@@ -1,6 +1,6 @@
 """The split-K family: the register-blocked kernel (blocked.py, the same template) with the K loop
 divided among SPLITK blocks per tile of C, for shapes whose tiles alone do not fill the GPU (deep K:
-1024 x 1024 x 65536 has 64 tiles of 128 x 128 for 132 SMs; small squares).
+1024 x 1024 x 65536 has 64 tiles of 128 x 128 for the H200's 132 SMs, for example; small squares).
 
 Block z of the grid (x, y, SPLITK) computes the partial product over its chunk of K: ceil(K/SPLITK)
 rounded up to a multiple of BK, so only the last chunk has a partial BK step (a chunk may be empty
@@ -25,7 +25,6 @@ from typing import Callable
 from autotune.families.blocked import (
     BLOCKED,
     MAX_ACCUMULATORS,
-    MAX_THREADS_PER_SM,
     accumulators,
     chunked_constraints,
     chunked_params,
@@ -162,7 +161,7 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
         halved = {**q, tile: q[tile] // 2, warp: q[warp] // 2}
         if size <= halved[tile] and BLOCKED.allows(halved, limits):
             q = halved
-    per_sm = max(1, min(MAX_THREADS_PER_SM // threads(q), 65536 // (threads(q) * REGISTERS_PER_THREAD)))
+    per_sm = limits.resident(threads(q), REGISTERS_PER_THREAD)
     at_once, t = limits.sms * per_sm, tiles(q, M, N)
     usable = usable_splits(q, K)
     if t < at_once and usable:

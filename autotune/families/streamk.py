@@ -34,7 +34,6 @@ from __future__ import annotations
 
 from autotune.families.blocked import (
     BLOCKED,
-    MAX_THREADS_PER_SM,
     chunked_constraints,
     chunked_params,
     derive_tiles,
@@ -50,7 +49,6 @@ MAX_BLOCKS = 2048  # counters, and so blocks, at most (the workspace may allow f
 SKBS = (1, 2, 3, 4)
 DPS = (0, 1, 2)
 STEPS_LIMIT = 2**31  # the kernel's step indices are ints
-SHARED_PER_SM = 228 * 1024  # an sm_90 SM's shared memory, for the blocks it holds at once (fit)
 
 
 def max_blocks(p: Params) -> int:
@@ -120,10 +118,10 @@ def _shape_rules(p: Params, M: int, N: int) -> list[str]:
             f"{p['BK']} may make {most} stream-K steps, which the kernel's int indices cannot count: use larger tiles or BK"]
 
 
-def resident(p: Params) -> int:
-    """Blocks of this config an SM holds at once, by threads, registers (REGISTERS_PER_THREAD) and shared memory."""
-    t = threads(p)
-    return max(1, min(MAX_THREADS_PER_SM // t, 65536 // (t * REGISTERS_PER_THREAD), SHARED_PER_SM // shared_bytes(p)))
+def resident(p: Params, limits: Limits) -> int:
+    """Blocks of this config an SM of the device holds at once, by threads, registers (REGISTERS_PER_THREAD)
+    and shared memory."""
+    return limits.resident(threads(p), REGISTERS_PER_THREAD, shared_bytes(p))
 
 
 def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
@@ -137,7 +135,7 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
         halved = {**q, tile: q[tile] // 2, warp: q[warp] // 2}
         if size <= halved[tile] and BLOCKED.allows(halved, limits):
             q = halved
-    fits = [s for s in SKBS if s <= resident(q) and s * limits.sms <= max_blocks(q)]
+    fits = [s for s in SKBS if s <= resident(q, limits) and s * limits.sms <= max_blocks(q)]
     q["SKB"] = max(fits, default=SKBS[0])
     q["DP"] = 0 if tiles(q, M, N) <= blocks(q, limits) else 2
     return {name: value for name, value in q.items() if value != p[name]}

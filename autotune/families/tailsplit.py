@@ -1,9 +1,9 @@
 """The tail-split family: the register-blocked kernel (blocked.py, the same template) with the last,
 partial wave of output tiles split along K, so that it fills the GPU (at 4096^3, 512 tiles of
-128 x 256 on 132 SMs are 3.88 waves: the fourth leaves 16 SMs idle for a whole tile's time).
+128 x 256 on the H200's 132 SMs are 3.88 waves: the fourth leaves 16 SMs idle for a whole tile's time).
 
 WAVE is the number of blocks the GPU runs at once (SMs x resident blocks per SM; the H200 has 132
-SMs). With T output tiles and rest = T mod WAVE, the first T - rest tiles are one block each over
+SMs): a search walks the device's own (waves; fit picks SMs x the blocks an SM holds of the config). With T output tiles and rest = T mod WAVE, the first T - rest tiles are one block each over
 all of K (whole waves, data-parallel, as in blocked); each of the `rest` tiles of the last wave is
 split into `pieces` blocks over consecutive chunks of K (chunks as in splitk), added into C in piece
 order behind the turnstiles of templates/_splitk.cu.j2: ordered, not atomic, so the output is
@@ -48,13 +48,13 @@ Why the kernel is shaped as it is (measured on the H200, 128 x 256 tiles):
   "AL=2, operands padded to whole tiles").
 - MAXS caps the pieces per tail tile. Each piece pays a prologue and a read-add-write of a tile of
   C, so the best cap depends on the shape and is for the search to find (MAXS=8 at 4096^3 with
-  WAVE=132 leaves the tail unsplit: there only 9 pieces beat one whole tile).
+  WAVE=132, the H200's SMs, leaves the tail unsplit: there only 9 pieces beat one whole tile).
 
 Pieces per tail tile (a deviation from pieces = WAVE // rest, for the reason that follows): the
 number s in 1 .. MAXS that minimises the tail's time, rounds(s) / s tiles' time, where rounds(s) =
 ceil(rest * s / WAVE) is the number of rounds in which WAVE blocks run its rest * s pieces; ties go
 to the fewest pieces (fewer additions into C). WAVE // rest alone never splits when more than half
-of the last wave is busy, the very case of 4096^3 above (rest = 116 of 132: WAVE // rest = 1, while
+of the last wave is busy, the very case of 4096^3 above (rest = 116 of the H200's 132: WAVE // rest = 1, while
 9 pieces take 8 rounds of a ninth of a tile, 0.89 of a tile's time instead of 1).
 """
 from __future__ import annotations
@@ -62,10 +62,22 @@ from __future__ import annotations
 import functools
 
 from autotune.families.blocked import BLOCKED, chunked_constraints, chunked_params, derive_tiles, shared_bytes, threads
-from autotune.space import Family, Launch, Param, Params, ceil_div
+from autotune.families.splitk import REGISTERS_PER_THREAD
+from autotune.space import Family, Launch, Limits, Param, Params, Value, ceil_div
+from autotune.space.devices import PRESETS
 from autotune.space.expr import Helper, call, is_expr
 
-WAVES = (132, 264, 396, 528)  # 1 to 4 resident blocks on each of the H200's 132 SMs
+BLOCKS_PER_SM = (1, 2, 3, 4)  # the waves a search tries: this many resident blocks on each SM of the device
+
+
+def waves(limits: Limits) -> tuple[int, ...]:
+    """The WAVE values of a device: its SMs times each of BLOCKS_PER_SM."""
+    return tuple(k * limits.sms for k in BLOCKS_PER_SM)
+
+
+# Every named device's waves (space.devices), so that a row of any of them reads back; a search walks
+# only its own device's (Family.device_values). The H200's are 132, 264, 396, 528.
+WAVES = tuple(sorted({w for limits in PRESETS.values() for w in waves(limits)}))
 MAXSES = (2, 4, 8, 16)  # the cap on pieces per tail tile (parameter MAXS)
 
 
@@ -150,6 +162,19 @@ def _geometry(p: Params, M: int, N: int) -> Launch:
     return Launch(grid=(blocks(p, M, N), 1, 1), block=(threads(p), 1, 1), shared_bytes=shared_bytes(p))
 
 
+def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
+    """blocked's fit, and WAVE the blocks the device runs at once: its SMs x the blocks an SM holds."""
+    q = {**p, **BLOCKED.fit(p, shape, limits)} if BLOCKED.fit else dict(p)
+    wave = limits.sms * min(limits.resident(threads(q), REGISTERS_PER_THREAD, shared_bytes(q)), BLOCKS_PER_SM[-1])
+    if wave in WAVES:
+        q["WAVE"] = wave
+    return {name: value for name, value in q.items() if value != p[name]}
+
+
+def _device_values(limits: Limits) -> dict[str, tuple[Value, ...]]:
+    return {"WAVE": waves(limits)}
+
+
 DEFAULTS = {"ORDER": 1}  # blocked's defaults otherwise; the module docstring says why
 
 TAILSPLIT = Family(
@@ -157,7 +182,7 @@ TAILSPLIT = Family(
     doc="register blocking (the blocked template) with the tiles of the last, partial wave split along K "
         "into pieces that fill it, added into C in piece order (deterministic)",
     params=(*chunked_params(BLOCKED.params, DEFAULTS, al=(0, 2)),
-            Param("WAVE", WAVES, 132, "blocks the GPU runs at once (SMs x resident blocks per SM): "
+            Param("WAVE", WAVES, waves(Limits())[0], "blocks the GPU runs at once (SMs x resident blocks per SM): "
                                       "the tiles past the last whole wave are split"),
             Param("MAXS", MAXSES, 16, "pieces per tail tile at most (each piece adds a tile of C: "
                                       "more pieces fill the last wave better but add more)")),
@@ -167,5 +192,6 @@ TAILSPLIT = Family(
     derive=derive,
     tags={**BLOCKED.tags, "WAVE": "WV", "MAXS": "MS"},
     prologue=BLOCKED.prologue,
-    fit=BLOCKED.fit,
+    fit=fit,
+    device_values=_device_values,
 )

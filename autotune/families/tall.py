@@ -14,7 +14,7 @@ column blocks, each reading A again (mostly from L2: they are neighbours on the 
 
 Why these parameters pay at 8192 x 16 x 8192: per float4 of A a lane does 4*NR FMAs and NR shared
 loads of B serve ROWS rows, so ROWS >= 2 keeps both the FMA pipe and shared memory under the rate
-at which HBM delivers A; 8192 rows are too few groups to keep enough loads in flight on 132 SMs,
+at which HBM delivers A; 8192 rows are too few groups to keep enough loads in flight on the H200's 132 SMs,
 so K is split (SPLITK) among blocks that add their partials in split order behind the turnstiles of
 templates/_splitk.cu.j2, as the skinny and splitk families do (deterministic). The kernel is capped at
 128 registers a thread (16 warps an SM) to keep loads in flight; KT = 64 is the deepest tile at which

@@ -23,7 +23,7 @@ whether 3 MMAs per product beat cuBLAS SGEMM by 2x with mma.sync is for the GPU 
 """
 from __future__ import annotations
 
-from autotune.space import Constraint, Family, Launch, Param, Params, ceil_div
+from autotune.space import ArchNeed, Constraint, Family, Launch, Limits, Param, Params, ceil_div
 
 WARP = 32
 MMA_M, MMA_N, MMA_K = 16, 8, 8  # mma.sync.aligned.m16n8k8 .tf32
@@ -75,6 +75,13 @@ def derive(p: Params) -> dict[str, int]:
             "LA": (p["BM"] * p["BK"] // 4) // t if t else 0, "LB": (p["BK"] * p["BN"] // 4) // t if t else 0}
 
 
+def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
+    """The most stages up to the default's that fit the device's shared memory per block: the default's 3
+    take 105 KiB, past the 99 KiB of an sm_86, sm_89 or sm_120 block."""
+    fitting = [s for s in STAGES.values if s <= p["STAGES"] and shared_bytes({**p, "STAGES": s}) <= limits.max_shared_optin]
+    return {"STAGES": max(fitting)} if fitting and max(fitting) != p["STAGES"] else {}
+
+
 def _geometry(p: Params, M: int, N: int) -> Launch:
     return Launch(grid=(ceil_div(N, p["BN"]), ceil_div(M, p["BM"]), 1), block=(threads(p), 1, 1),
                   shared_bytes=shared_bytes(p))
@@ -114,4 +121,6 @@ TF32X3 = Family(
     geometry=_geometry,
     derive=derive,
     tags={"STAGES": "S", "TERMS": "X", "PROMOTE": "PR"},
+    fit=fit,
+    needs=ArchNeed("mma.sync with TF32 operands (sm_80 or newer)", lambda cc: cc >= 80),
 )

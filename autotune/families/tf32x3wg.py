@@ -49,7 +49,7 @@ big*big first.
 from __future__ import annotations
 
 from autotune.families.tf32x3 import PLAIN_TF32, STAGES, TERMS
-from autotune.space import Constraint, Family, Launch, Param, Params, Prologue, ceil_div, round_up
+from autotune.space import ArchNeed, Constraint, Family, Launch, Param, Params, Prologue, ceil_div, round_up
 
 # Rows of C per block: two warpgroups, each the 64 rows of one wgmma m64nNk8. Not a parameter: a block
 # of one warpgroup halves the reuse of every B tile, and four exceed the accumulator budget per thread.
@@ -157,4 +157,6 @@ TF32X3WG = Family(
     derive=derive,
     tags={"STAGES": "S", "TERMS": "X", "PIPE": "PI"},
     prologue=_prologue,
+    # wgmma is Hopper's alone: sm_100 and sm_120 have no wgmma (Blackwell's tensor cores take tcgen05 / mma.sync)
+    needs=ArchNeed("wgmma (sm_90a: Hopper only)", lambda cc: cc == 90),
 )

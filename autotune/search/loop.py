@@ -47,6 +47,7 @@ from autotune.search.study import (
     warm_start,
 )
 from autotune.space import Config, Family, Limits, fitted, iter_valid, make_config, violations, within
+from autotune.space.devices import for_device
 from autotune.store.claims import ServerClaims, claims_for
 
 if TYPE_CHECKING:
@@ -143,6 +144,10 @@ def run_search(db: sqlite_utils.Database, backends: Backend | Sequence[Backend],
     measured from a source other than today's rendering (plan.stale_source). note: receives the line
     that says where the search starts. fresh: enqueue a new valid config next to each wasted
     proposal (search.fresh; the sampler benchmark turns it off, as the defaults)."""
+    families, refused = for_device(families, limits)  # the device's own space: its waves, its architecture's families
+    for line in refused:
+        if note:
+            note(f"{line}: not searched")
     stale = stale_source(families, limits) if remeasure_stale else None
     redo = store.Redo(tuple(remeasure), store.now(), stale) if remeasure or stale else None
     optuna.logging.set_verbosity(logging.WARNING)

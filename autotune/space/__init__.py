@@ -13,6 +13,7 @@ from autotune.space.blas import (
 from autotune.space.config import (
                                    MAX_ELEMENTS,
                                    PROLOGUE_SUFFIX,
+                                   ArchNeed,
                                    Config,
                                    Constraint,
                                    Family,
@@ -22,11 +23,13 @@ from autotune.space.config import (
                                    Params,
                                    Prologue,
                                    Value,
+                                   arch_refusal,
                                    check_shape,
                                    expand,
                                    fitted,
                                    make_config,
                                    narrow,
+                                   on_device,
                                    shape_violations,
                                    violations,
                                    within,
@@ -35,7 +38,7 @@ from autotune.space.expr import ceil_div, round_up
 from autotune.space.shapes import Shape, nearness, rank_shapes, shape_distance, shape_text
 from autotune.space.walk import combinations, count_valid, enumerate_space, iter_valid, random_valid, valid_configs
 
-__all__ = ["BLAS_ARGS", "MAX_ELEMENTS", "Operands", "batched", "buffer_sizes", "operand_problems", "stored_shapes", "takes_blas", "tight", "Config", "Constraint", "Family", "Launch", "Limits", "PROLOGUE_SUFFIX", "Param", "Params", "Prologue", "Shape", "Value",
-           "ceil_div", "check_shape", "combinations", "count_valid", "enumerate_space", "expand", "fitted", "iter_valid",
-           "make_config", "narrow", "nearness", "random_valid", "rank_shapes", "round_up", "shape_distance", "shape_text",
+__all__ = ["BLAS_ARGS", "MAX_ELEMENTS", "Operands", "batched", "buffer_sizes", "operand_problems", "stored_shapes", "takes_blas", "tight", "ArchNeed", "Config", "Constraint", "Family", "Launch", "Limits", "PROLOGUE_SUFFIX", "Param", "Params", "Prologue", "Shape", "Value",
+           "arch_refusal", "ceil_div", "check_shape", "combinations", "count_valid", "enumerate_space", "expand", "fitted", "iter_valid",
+           "make_config", "narrow", "nearness", "on_device", "random_valid", "rank_shapes", "round_up", "shape_distance", "shape_text",
            "shape_violations", "valid_configs", "violations", "within"]

@@ -21,7 +21,8 @@ MAX_ELEMENTS = 2**31 - 1
 
 @dataclass(frozen=True)
 class Limits:
-    """What the device allows; the defaults are an sm_90 part (H100/H200)."""
+    """What the device allows: read from the GPU (backends.cuda.device) or a named preset
+    (space.devices). The defaults are the H200's (space.devices.PRESETS["h200"])."""
 
     max_threads_per_block: int = 1024
     max_static_shared: int = 48 * 1024  # statically declared __shared__ arrays
@@ -29,6 +30,31 @@ class Limits:
     max_grid_y: int = 65535
     max_grid_z: int = 65535
     sms: int = 132  # multiprocessors: a grid of fewer blocks than the SMs hold leaves some idle (Family.fit)
+    max_threads_per_sm: int = 2048  # with registers and shared memory, how many blocks an SM holds at once
+    max_blocks_per_sm: int = 32
+    shared_per_sm: int = 228 * 1024
+    regs_per_sm: int = 65536
+    arch: str = "sm_90"  # what NVRTC compiles for; a family's ArchNeed is checked against it
+
+    @property
+    def compute_capability(self) -> int:
+        """90 for sm_90 (and sm_90a): what an ArchNeed tests."""
+        return int(self.arch.removeprefix("sm_").rstrip("af"))
+
+    def resident(self, threads: int, registers_per_thread: int, shared_bytes: int = 0) -> int:
+        """Blocks of this many threads, registers and shared bytes an SM holds at once (at least 1)."""
+        by_shared = self.shared_per_sm // shared_bytes if shared_bytes else self.max_blocks_per_sm
+        return max(1, min(self.max_threads_per_sm // threads, self.regs_per_sm // (threads * registers_per_thread),
+                          by_shared, self.max_blocks_per_sm))
+
+
+@dataclass(frozen=True)
+class ArchNeed:
+    """Instructions a family's kernels use that only some architectures have (wgmma: sm_90a alone).
+    On another device the family is refused with one line and is absent from its search."""
+
+    what: str  # what the kernels need, for the refusal: "wgmma (sm_90a, Hopper only)"
+    ok: Callable[[int], bool]  # whether a compute capability (90 for sm_90) has it
 
 
 @dataclass(frozen=True)
@@ -146,6 +172,10 @@ class Family:
     # True: `geometry` takes the device's Limits as a fourth argument, with Limits() as its default (a
     # persistent grid of blocks per SM: streamk); Config.geometry passes a backend's limits where it has them.
     geometry_reads_limits: bool = False
+    # The values of parameters whose good values follow from the device (on_device); None: none do.
+    device_values: Callable[[Limits], dict[str, tuple[Value, ...]]] | None = None
+    # The architecture its kernels need, where they use instructions others lack; None: any sm_80+.
+    needs: ArchNeed | None = None
 
     def __post_init__(self) -> None:
         names = {p.name for p in self.params}
@@ -250,6 +280,19 @@ def narrow(family: Family, choices: dict[str, list[str]]) -> Family:
     return replace(family, params=params)
 
 
+def on_device(family: Family, limits: Limits) -> Family:
+    """The family a search on the device of `limits` walks: each parameter whose good values follow from
+    the device (Family.device_values: tailsplit's WAVE, multiples of its SMs) cut to those, so that the
+    search proposes no other. Values given with -p outside them, or a device none of whose values the
+    family lists, keep the values as they were. Configs stay the whole family's."""
+    wanted = family.device_values(limits) if family.device_values else {}
+
+    def kept(p: Param) -> tuple[Value, ...]:
+        return tuple(v for v in p.values if v in wanted.get(p.name, p.values)) or p.values
+
+    return replace(family, params=tuple(replace(p, values=kept(p)) for p in family.params))
+
+
 def within(family: Family, values: Params) -> bool:
     """Whether every parameter value lies in the family's (possibly narrowed) values."""
     return all(values.get(p.name) in p.values for p in family.params)
@@ -262,8 +305,19 @@ def expand(family: Family, choices: dict[str, list[str]]) -> list[Config]:
     return [make_config(family, dict(zip(names, combo))) for combo in itertools.product(*lists)]
 
 
+def arch_refusal(family: Family, limits: Limits) -> str | None:
+    """Why the family cannot run on the device of `limits` (its ArchNeed), or None where it can."""
+    need = family.needs
+    if need is None or need.ok(limits.compute_capability):
+        return None
+    return f"family {family.name} needs {need.what}; the device is {limits.arch}"
+
+
 def violations(config: Config, limits: Limits = Limits()) -> list[str]:
     """The reasons this config is refused (empty if it is valid), shape aside."""
+    refused = arch_refusal(config.family, limits)
+    if refused:
+        return [refused]
     v = config.values
     return [c.reason for c in config.family.constraints if not c.holds(v, limits)]
 

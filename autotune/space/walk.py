@@ -11,7 +11,7 @@ import math
 from dataclasses import replace
 from typing import Iterator
 
-from autotune.space.config import Config, Constraint, Family, Limits, Params, violations
+from autotune.space.config import Config, Constraint, Family, Limits, Params, arch_refusal, violations
 
 
 def enumerate_space(family: Family, limits: Limits = Limits()) -> Iterator[tuple[Config, list[str]]]:
@@ -24,8 +24,11 @@ def enumerate_space(family: Family, limits: Limits = Limits()) -> Iterator[tuple
 
 def iter_valid(family: Family, limits: Limits = Limits()) -> Iterator[Config]:
     """The valid configs of a family, lazily, in declaration order. Parameters are bound one
-    at a time and each constraint is checked once every parameter it reads is bound."""
+    at a time and each constraint is checked once every parameter it reads is bound. None on a
+    device whose architecture the family cannot run on (Family.needs)."""
     names = [p.name for p in family.params]
+    if arch_refusal(family, limits):
+        return
 
     def walk(i: int, bound: Params, pending: list[Constraint]) -> Iterator[Config]:
         if i == len(names):
@@ -76,6 +79,8 @@ def count_valid(family: Family, limits: Limits = Limits()) -> int:
     """How many valid configs the family has. A parameter no constraint reads (TA, TB, BLAS)
     multiplies the count by its number of values, so the walk leaves it out."""
     key = _key(family, limits)
+    if arch_refusal(family, limits):
+        return 0
     if key not in _COUNTS:
         read = {name for c in family.constraints for name in c.reads}
         walked = replace(family, params=tuple(p for p in family.params if p.name in read))

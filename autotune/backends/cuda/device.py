@@ -74,12 +74,17 @@ def device_info(index: int = 0) -> DeviceInfo:
         max_static_shared=min(48 * 1024, props.max_shared_memory_per_block),
         max_shared_optin=props.max_shared_memory_per_block_optin,
         sms=props.multiprocessor_count,
+        max_threads_per_sm=props.max_threads_per_multiprocessor,
+        max_blocks_per_sm=props.max_blocks_per_multiprocessor,
+        shared_per_sm=props.max_shared_memory_per_multiprocessor,
+        regs_per_sm=props.max_registers_per_multiprocessor,
+        arch=f"sm_{dev.arch}",
     )
     return DeviceInfo(
         index=index,
         name=dev.name,
         uuid=str(dev.uuid),
-        arch=f"sm_{dev.arch}",
+        arch=limits.arch,
         sm_count=props.multiprocessor_count,
         max_clock_mhz=props.clock_rate // 1000 or _smi_int("clocks.max.sm", str(dev.uuid)) or 0,  # kHz
         driver_version=f"{version // 1000}.{version % 1000 // 10}",
