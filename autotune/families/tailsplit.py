@@ -168,4 +168,7 @@ TAILSPLIT = Family(
     tags={**BLOCKED.tags, "WAVE": "WV", "MAXS": "MS"},
     prologue=BLOCKED.prologue,
     fit=BLOCKED.fit,
+    hip=BLOCKED.hip,
+    intensity=BLOCKED.intensity,  # the tail's split adds C's read-modify-write, left out as split-K's
+    bank_model=BLOCKED.bank_model,
 )

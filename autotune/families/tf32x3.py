@@ -23,6 +23,7 @@ whether 3 MMAs per product beat cuBLAS SGEMM by 2x with mma.sync is for the GPU 
 """
 from __future__ import annotations
 
+from autotune.families.common import WAVE32, tile_intensity
 from autotune.space import Constraint, Family, Launch, Param, Params, ceil_div
 
 WARP = 32
@@ -114,4 +115,7 @@ TF32X3 = Family(
     geometry=_geometry,
     derive=derive,
     tags={"STAGES": "S", "TERMS": "X", "PROMOTE": "PR"},
+    precision="fp32-tc",
+    hip=WAVE32,  # refused anyway: inline PTX
+    intensity=lambda p: tile_intensity(p["BM"], p["BN"]),
 )

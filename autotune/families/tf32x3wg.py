@@ -48,6 +48,7 @@ big*big first.
 """
 from __future__ import annotations
 
+from autotune.families.common import WAVE32, tile_intensity
 from autotune.families.tf32x3 import PLAIN_TF32, STAGES, TERMS
 from autotune.space import Constraint, Family, Launch, Param, Params, Prologue, ceil_div, round_up
 
@@ -157,4 +158,7 @@ TF32X3WG = Family(
     derive=derive,
     tags={"STAGES": "S", "TERMS": "X", "PIPE": "PI"},
     prologue=_prologue,
+    precision="fp32-tc",
+    hip=WAVE32,  # refused anyway: inline PTX (wgmma, Hopper's alone)
+    intensity=lambda p: tile_intensity(BM, p["BN"], parts=2),  # each operand read as two parts (big, small)
 )
