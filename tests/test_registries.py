@@ -11,6 +11,9 @@ from optuna.samplers import BaseSampler
 
 import autotune
 from autotune import store
+from autotune.backends.kinds import BACKENDS, backend_kind
+from autotune.backends.pool import worker_specs
+from autotune.cli import cli
 from autotune.codegen.hip import refusal
 from autotune.errors import AutotuneError
 from autotune.explain.model import BANK_MODELS, intensity
@@ -85,3 +88,24 @@ def test_no_family_name_outside_its_module():
     found = [hit for path in sorted(package.rglob("*.py")) if "families" not in path.relative_to(package).parts
              for hit in family_literals(path)]
     assert found == [], "\n".join(found)
+
+
+# --------------------------------------------------------------------------- backends
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_every_registered_backend_says_what_it_is(name):
+    kind = backend_kind(name)
+    assert kind.name == name and kind.doc and callable(kind.build)
+    assert [kind.on_gpus, kind.emulated, kind.replays].count(True) == 1  # callers branch on exactly one of these
+
+
+def test_the_command_line_offers_every_registered_backend():
+    offered = next(p for p in cli.commands["search"].params if p.name == "backend")
+    assert tuple(offered.type.choices) == BACKENDS
+
+
+def test_an_unknown_backend_is_one_line_listing_the_known_ones():
+    with pytest.raises(AutotuneError) as exc:
+        worker_specs("simulator", (8, 8, 8), 0, None, None, None)
+    message = str(exc.value)
+    assert "\n" not in message and "'simulator'" in message and all(name in message for name in BACKENDS)
