@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from autotune import store
 from autotune.cli import cli
-from autotune.codegen.hip import CHECK_ARCH, WAVE32
+from autotune.codegen.hip import CHECK_ARCH
 from autotune.codegen.render import render
 from autotune.families import FAMILIES, TENSOR_CORE
 from autotune.space import make_config
@@ -59,22 +59,18 @@ def exported(tmp_path_factory, empty_db):
     return folder
 
 
-def test_every_family_says_whether_it_needs_32_lane_waves():
-    assert set(WAVE32) == set(FAMILIES)
-
-
 def test_hip_export_writes_kernel_header_and_manifest_only(exported):
     for name in EXPORTED:
         config = make_config(FAMILIES[name], HIP_PARAMS.get(name, {}))
         source = (exported / f"{name}.hip").read_text()
         assert "#include <hip/hip_runtime.h>" in source and "not run" in source
         assert not re.search(r"_sync\(|__ldcg\(|__launch_bounds__\([^,()]+,", source)  # CUDA-only forms gone
-        assert ("#error" in source) == bool(WAVE32[name])
+        assert ("#error" in source) == bool(FAMILIES[name].hip.wave32)
         header = (exported / f"{name}.h").read_text()
         assert "hipError_t" in header and "cuda" not in header.replace(f"{name}.hip", "")
         info = json.loads((exported / f"{name}.json").read_text())
         assert info["lang"] == "hip" and info["kernel"] == config.name and "not run" in info["hip"]["checked"]
-        assert info["hip"]["wavefront"].startswith("32 only" if WAVE32[name] else "any")
+        assert info["hip"]["wavefront"].startswith("32 only" if FAMILIES[name].hip.wave32 else "any")
         assert not (exported / f"{name}.py").exists()
     blocked = json.loads((exported / "blocked.json").read_text())
     assert blocked["needs_shared_optin"] and blocked["shared_optin"].startswith("hipFuncSetAttribute(")

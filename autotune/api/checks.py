@@ -6,11 +6,11 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
+from autotune.backends.kinds import BACKENDS
 from autotune.errors import AutotuneError
 from autotune.search import SAMPLERS
 
 SEED_MAX = 2**32 - 1  # Optuna's samplers (numpy's RandomState) take seeds of 32 bits
-BACKENDS = ("cuda", "sim", "replay")
 REMEASURE = ("failed", "stale")
 
 Rule = Callable[[Any], "str | None"]

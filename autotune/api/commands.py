@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from autotune import store
 from autotune.api.checks import check_search
 from autotune.api.result import TuneResult
+from autotune.backends.kinds import backend_kind
 from autotune.backends.outcome import FAILED, OK, Fault
 from autotune.backends.pool import check_kernel_timeout, check_same_model, exit_status, stop_on_signals, worker_specs
 from autotune.backends.reference import contract_text
@@ -146,7 +147,7 @@ def check_replay(o: SearchOptions) -> SearchOptions:
     from autotune.backends.replay import recorded_families
 
     check_replay_db(o.kind, o.replay_db, o.db_path)
-    if o.kind != "replay":
+    if not backend_kind(o.kind).replays:
         return o
     kept = recorded_families(str(o.replay_db), o.shape, [f.name for f in o.families])
     if len(kept) < len(o.families):
@@ -160,7 +161,7 @@ def check_replay_db(kind: str, replay_db: str | None, db_path: str) -> None:
     """--replay-db goes with --backend replay, exists, and is not the database written to."""
     from pathlib import Path
 
-    if kind != "replay":
+    if not backend_kind(kind).replays:
         if replay_db:
             raise AutotuneError(f"--replay-db is the dataset that --backend replay answers from; --backend {kind} "
                                 f"does not read it: drop --replay-db, or add --backend replay")
@@ -191,7 +192,7 @@ def preflight(families: list[Family]) -> None:
 def _header(o: SearchOptions, workers: list) -> str:
     prov, base = workers[0].provenance, workers[0].baseline
     devices = ",".join(str(w.spec.device) for w in workers)
-    where = f"devices {devices}" if o.kind == "cuda" else f"{len(workers)} worker(s)"
+    where = f"devices {devices}" if backend_kind(o.kind).on_gpus else f"{len(workers)} worker(s)"
     cublas = f", cuBLAS {base.median_ms:.3f} ms" if base else ""
     return (f"autotune: {prov['gpu_name']} ({prov['arch']}), {where}, shape {'x'.join(map(str, o.shape))}, "
             f"families {', '.join(f.name for f in o.families)}, sampler {o.sampler}{cublas}")
@@ -295,7 +296,7 @@ def verify_command(kind: str, families: list[Family], limit: int, shapes: list[t
     from autotune.backends.verify import sample_configs, verify_configs
 
     run: Runner
-    if kind == "sim":
+    if backend_kind(kind).emulated:
         from autotune.backends.sim import run
     else:
         from autotune.backends.cuda.backend import GpuRunner

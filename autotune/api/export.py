@@ -19,6 +19,7 @@ from typing import Callable, NamedTuple
 import sqlite_utils
 
 from autotune import store
+from autotune.backends.kinds import REGISTRY
 from autotune.backends.outcome import OK
 from autotune.codegen.hip import CHECK_ARCH, hip_source, wavefront
 from autotune.codegen.launcher import Launchers, launchers, nvcc_arch, signature
@@ -98,7 +99,8 @@ def nothing_found(db: sqlite_utils.Database, db_path: str, shape: tuple[int, int
     what = f"{family} result" if family else "result"
     where = f" on {gpu}" if gpu else ""
     search = f"autotune search --M {M} --N {N} --K {K}" + (f" --backend {backend}" if backend != "cuda" else "")
-    if backend == "replay":
+    kind = REGISTRY.get(backend)  # a recorded row's backend may be none of ours (a test's fake)
+    if kind and kind.replays:
         search += " --replay-db DATASET"
     others = [b for b in store.backends_with_ok(db, shape) if b != backend]
     hint = f"it has some from backend {', '.join(others)} (pass --backend), or run `{search}`" if others \

@@ -19,6 +19,7 @@ from typing import Any
 
 from autotune import store
 from autotune.api.commands import SearchOptions, check_replay_db, search_command
+from autotune.backends.kinds import backend_kind
 from autotune.backends.pool import exit_status, stop_on_signals, visible_devices
 from autotune.errors import AutotuneError, NoDeviceError
 from autotune.explain.model import PRESETS
@@ -131,7 +132,7 @@ def git_commit() -> str | None:
 def stem(device: str | None, kind: str) -> str:
     """shape-suite-h200 for a GPU run; the emulator's and replays' names say so (never a GPU's file)."""
     name = "".join(c if c.isalnum() else "-" for c in (device or "").lower().removeprefix("nvidia ")).strip("-")
-    tag = name if kind == "cuda" and name else "-".join(p for p in (kind, name) if p)
+    tag = name if backend_kind(kind).on_gpus and name else "-".join(p for p in (kind, name) if p)
     return f"shape-suite-{tag}"
 
 
@@ -139,10 +140,10 @@ def check_backend(o: SuiteOptions, shapes: list[SuiteShape]) -> None:
     """What can be refused before anything starts: the database path, a missing GPU, the replay
     dataset, the emulator's size limit."""
     store.check_path(o.db_path)
-    if o.kind == "cuda" and o.devices is None:
+    if backend_kind(o.kind).on_gpus and o.devices is None:
         visible_devices()  # no GPU: one error now, not one per shape
     check_replay_db(o.kind, o.replay_db, o.db_path)
-    if o.kind == "sim":
+    if backend_kind(o.kind).emulated:
         from autotune.backends.sim.backend import MAX_WORK
 
         big = [s.label for s in shapes if s.M * s.N * s.K > MAX_WORK]
@@ -201,7 +202,7 @@ def run_suite(o: SuiteOptions, stop: threading.Event | None = None) -> int:
     started = time.monotonic()
     if o.tune:
         check_backend(o, shapes)
-        if o.kind == "cuda" and o.devices is None:  # every visible GPU: say which, in the outputs' budget
+        if backend_kind(o.kind).on_gpus and o.devices is None:  # every visible GPU: say which, in the outputs' budget
             o = dataclasses.replace(o, devices=visible_devices())
         with stop_on_signals(stop):
             for i, s in enumerate(shapes):

@@ -54,7 +54,10 @@ class Backend(ABC):
 
 @dataclass(frozen=True)
 class _Family:
+    """What a backend reads of a family: its name and the accuracy contract it is verified under."""
+
     name: str
+    precision: str
 
 
 @dataclass(frozen=True)
@@ -73,7 +76,7 @@ class Job:
         """The job of `config` at `shapes`, its launches for the device of `limits` (Config.geometry)."""
         launches = tuple(((M, N), config.geometry(M, N, limits)) for M, N, _ in shapes)
         prologues = tuple(((M, N, K), config.prologue(M, N, K)) for M, N, K in shapes)
-        return Job(config.name, _Family(config.family.name), config.params, launches, prologues)
+        return Job(config.name, _Family(config.family.name, config.family.precision), config.params, launches, prologues)
 
     def prologue(self, M: int, N: int, K: int) -> Prologue | None:
         return dict(self.prologues)[(M, N, K)]

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from autotune.backends.cuda.device import NO_GPU
+from autotune.backends.kinds import backend_kind
 from autotune.backends.worker import WorkerBackend, WorkerSpec, worker_name
 from autotune.errors import AutotuneError, NoDeviceError
 
@@ -46,11 +47,11 @@ def worker_specs(kind: str, shape: tuple[int, int, int], seed: int, devices: tup
                  batch: int = 1) -> list[WorkerSpec]:
     """One spec per worker. On the GPU one worker per device: two workers timing on one GPU
     would slow each other down and the times would say so."""
-    if kind in ("sim", "replay"):
+    if not backend_kind(kind).on_gpus:
         if devices is not None:
             raise AutotuneError(f"--device/--devices choose GPUs and do not apply to --backend {kind}; "
                                 f"use --workers N for {kind} workers")
-        if kind == "replay" and batch != 1:
+        if not backend_kind(kind).batches and batch != 1:
             raise AutotuneError("--batch does not apply to --backend replay: its datasets are of one batch")
         return [WorkerSpec(kind, shape, seed, 0, kernel_timeout, replay_db, batch) for _ in range(workers or 1)]
     devices = devices if devices is not None else visible_devices()

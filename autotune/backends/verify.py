@@ -28,7 +28,6 @@ from autotune.backends.reference import (  # noqa: F401 (TOLERANCE re-exported)
 )
 from autotune.codegen.render import render
 from autotune.errors import SpaceError
-from autotune.families import precision_of
 from autotune.space import Config, Family, Launch, combinations, random_valid, shape_violations, valid_configs
 
 # (M, N, K): the degenerate case, primes, and sizes that are not multiples of any tile
@@ -64,7 +63,7 @@ def check(config: Config, source: str, shape: tuple[int, int, int], run: Runner,
         return VerifyRow(config.name, shape, kind, float("inf"), getattr(exc, "message", str(exc)))
     ref = reference(A, B)
     err = relative_error(C, ref)
-    precision = precision_of(config.family.name)
+    precision = config.family.precision
     err_ref = fp32_error(A, B, ref) if precision == FP32_TC else None
     why = judge(precision, err, err_ref)
     if why is None:

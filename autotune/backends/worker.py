@@ -34,6 +34,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 
 from autotune.backends.base import Backend, Job
+from autotune.backends.kinds import REGISTRY
 from autotune.backends.outcome import LAUNCH_ERROR, TIMEOUT, Fault, Outcome, Timing
 from autotune.backends.spawn import MAIN_GUARD_HINT, REIMPORTED_MAIN
 from autotune.errors import AutotuneError, EnvironmentFault
@@ -82,25 +83,9 @@ class Ready:
 
 
 def build_backend(spec: WorkerSpec):
-    M, N, K = spec.shape
-    if spec.kind == "cuda":
-        from autotune.backends.cuda.backend import CudaBackend
-
-        if spec.batch > 1:
-            from autotune.backends.cuda.batched import BatchedCudaBackend
-
-            return BatchedCudaBackend(M, N, K, device=spec.device, seed=spec.seed, batch=spec.batch)
-        return CudaBackend(M, N, K, device=spec.device, seed=spec.seed)
-    if spec.kind == "replay":
-        from autotune.backends.replay import ReplayBackend
-
-        assert spec.replay_db is not None, "--backend replay without --replay-db"  # checked before any worker starts
-        return ReplayBackend(spec.replay_db, spec.shape)
-    if spec.kind == "sim":
-        from autotune.backends.sim.backend import SimBackend
-        from autotune.backends.sim.runner import DEFAULT_TIMEOUT_S
-
-        return SimBackend(M, N, K, seed=spec.seed, timeout=spec.kernel_timeout or DEFAULT_TIMEOUT_S, batch=spec.batch)
+    kind = REGISTRY.get(spec.kind)
+    if kind is not None:
+        return kind.build(spec)
     module, _, function = spec.kind.partition(":")
     return getattr(importlib.import_module(module), function)(spec)
 
@@ -395,5 +380,6 @@ class WorkerBackend(Backend):
 
     def _where(self) -> str:
         spec = self.spec
-        return f"device {spec.device}" if spec.kind == "cuda" else f"backend {spec.kind}"
+        kind = REGISTRY.get(spec.kind)
+        return f"device {spec.device}" if kind and kind.on_gpus else f"backend {spec.kind}"
 

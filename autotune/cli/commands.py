@@ -288,7 +288,7 @@ def report(M, N, K, db_path, output, preset, gpu, arch) -> None:
 def suite_families(precision: str) -> list[str]:
     """A suite's families unless --family says: the contract's, less naive (it never wins, and a trial
     of it takes seconds at the large shapes)."""
-    return [name for name in families_for(precision) if name != "naive"]
+    return [name for name in families_for(precision) if FAMILIES[name].in_suites]
 
 
 @cli.command()

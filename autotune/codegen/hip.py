@@ -9,7 +9,8 @@ families that lay threads out by warps (blocked, splitk, tailsplit: warp tiles o
 lane groups meeting by shuffles) were written and tuned for 32-lane warps (their coalescing, bank
 conflicts and shuffle widths), so they are built for wave32 targets only (RDNA, gfx10xx/gfx11xx):
 their source stops a wave64 compile (CDNA, gfx9xx) with #error. naive, tiled and skinny do not
-depend on the warp width and compile for any AMD target. The HIP export is compile-checked with
+depend on the warp width and compile for any AMD target. Each family says which it is in its module
+(Family.hip); one that says nothing is not exported as HIP. The HIP export is compile-checked with
 hipcc, not run: no AMD GPU has measured it.
 """
 from __future__ import annotations
@@ -23,15 +24,6 @@ from autotune.space import Config, Launch
 CHECK_ARCH = "gfx1030"
 # The most LDS (shared memory) one AMD workgroup can address (CDNA and RDNA alike).
 LDS_BYTES = 64 * 1024
-WAVE32_REASON = "its threads are laid out in 32-lane warps (warp tiles or shuffle groups, tuned for that width)"
-# Every family, so that a new one must say which it is: the reason it needs 32-lane warps, or None.
-WAVE32: dict[str, str | None] = {
-    "naive": None, "tiled": None, "skinny": None,
-    "blocked": WAVE32_REASON, "splitk": WAVE32_REASON, "tailsplit": WAVE32_REASON, "streamk": WAVE32_REASON,
-    "tall": WAVE32_REASON,
-    "tf32x3": WAVE32_REASON,  # refused anyway: inline PTX
-    "tf32x3wg": WAVE32_REASON,  # refused anyway: inline PTX (wgmma, Hopper's alone)
-}
 
 # (pattern, replacement, why): applied in order to the CUDA render.
 TRANSLATIONS: tuple[tuple[str, str, str], ...] = (
@@ -51,10 +43,6 @@ INSTEAD: tuple[tuple[str, str], ...] = (
     ("cvt.rna.tf32", "a config of an FP32 family without tensor cores (e.g. --family blocked -p ASYNC=0)"),
     ("cp.async", "the same config with -p {no_cp_async}"),
 )
-# The parameter value that keeps a family's kernel off cp.async, and what then does its copies.
-NO_CP_ASYNC = {"skinny": "SA=0 -p SB=0 (A and B are read from global memory)",
-               "tall": "ST=0 (A is loaded into registers, B staged by plain loads)"}
-NO_CP_ASYNC_ELSE = "ASYNC=0 (its stages are filled through registers)"
 ASM = re.compile(r'\basm\s*(?:volatile\s*)?\(\s*"\s*([a-z][\w.]*)')
 
 
@@ -66,19 +54,20 @@ def ptx_instructions(source: str) -> list[str]:
 
 def refusal(config: Config, kernel: str, source: str, launch: Launch) -> str | None:
     """Why `kernel` cannot be exported as HIP, with what to export instead; None if it can."""
+    hip = config.family.hip
+    if hip is None:  # checked first: a family that has not said what HIP needs is never translated
+        return (f"{kernel} cannot be exported as HIP: family {config.family.name} declares no HIP support "
+                f"(Family.hip); export it as CUDA")
     ptx = ptx_instructions(source)
     if ptx:
         instead = next((what for prefix, what in INSTEAD if any(op.startswith(prefix) for op in ptx)),
-                       "a config that uses no inline PTX").format(
-                           no_cp_async=NO_CP_ASYNC.get(config.family.name, NO_CP_ASYNC_ELSE))
+                       "a config that uses no inline PTX").format(no_cp_async=hip.no_cp_async)
         return (f"{kernel} cannot be exported as HIP: it uses inline PTX ({', '.join(ptx)}), which only NVIDIA "
                 f"GPUs run; export {instead}")
     if launch.shared_bytes > LDS_BYTES:
         return (f"{kernel} cannot be exported as HIP: it needs {launch.shared_bytes} bytes of dynamic shared "
                 f"memory and an AMD workgroup has at most {LDS_BYTES}; export a config with smaller tiles or "
                 f"fewer stages")
-    if config.family.name not in WAVE32:
-        return f"{kernel} cannot be exported as HIP: family {config.family.name} is not in codegen.hip.WAVE32"
     return None
 
 
@@ -97,7 +86,7 @@ def preamble(config: Config, kernel: str) -> str:
     lines = [f"// HIP translation of the CUDA kernel {kernel} (autotune export --lang hip, autotune/codegen/hip.py):",
              "// compile-checked with hipcc for an AMD target, not run on an AMD GPU.",
              "#include <hip/hip_runtime.h>", ""]
-    reason = WAVE32[config.family.name]
+    reason = wave32(config)
     if reason:
         lines[2:2] = [f"// Wave32 targets only (RDNA: --offload-arch={CHECK_ARCH}, gfx11xx): {reason}."]
         lines += ["#if defined(__AMDGCN_WAVEFRONT_SIZE) && __AMDGCN_WAVEFRONT_SIZE != 32",
@@ -107,7 +96,15 @@ def preamble(config: Config, kernel: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def wave32(config: Config) -> str | None:
+    """Why the config's kernel needs 32-lane waves (its family's HipSupport), None where any width does."""
+    hip = config.family.hip
+    if hip is None:
+        raise AutotuneError(f"family {config.family.name} declares no HIP support (Family.hip); export it as CUDA")
+    return hip.wave32
+
+
 def wavefront(config: Config) -> str:
     """The manifest's word on the warp width."""
-    reason = WAVE32[config.family.name]
+    reason = wave32(config)
     return f"32 only (wave32 targets, RDNA): {reason}" if reason else "any (wave32 or wave64)"

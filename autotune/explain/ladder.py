@@ -7,6 +7,7 @@ from typing import Any
 
 from autotune.backends.outcome import OK
 from autotune.explain.model import DeviceSpec
+from autotune.families import TILED
 from autotune.space import Config
 
 FLAT_TS = (8, 16, 32)  # the tile sizes the flat-ceiling claim is about
@@ -56,7 +57,7 @@ class ReportData:
     profiles: list[dict[str, Any]] = field(default_factory=list)  # store.profiles rows of this shape
 
     def line(self, T: int, pad: int) -> Line:
-        return next(x for x in self.ladder if x.config.family.name == "tiled"
+        return next(x for x in self.ladder if x.config.family.name == TILED.name
                     and x.config.values["T"] == T and x.config.values["pad"] == pad)
 
 

@@ -46,7 +46,6 @@ from typing import Any
 
 from autotune.errors import AutotuneError
 from autotune.explain.sass import SassCounts
-from autotune.families.tf32x3wg import BM as WG_ROWS  # its block tile's rows: two warpgroups of 64
 from autotune.space import Config, Launch
 
 BANKS = 32
@@ -232,11 +231,6 @@ class BlockedShape:
         return self.b_floats if self.lanes_n == 1 else self.TN
 
 
-# Families rendered from templates/blocked.cu.j2 (split-K and the tail split add C's read-modify-write per split,
-# stream-K its cut tiles' partial sums, which the model leaves out: small beside the operand traffic of a deep K).
-BLOCKED_TEMPLATE = ("blocked", "splitk", "tailsplit", "streamk")
-
-
 def blocked_shape(config: Config) -> BlockedShape:
     p, d = config.values, config.derived
     return BlockedShape(BM=p["BM"], BN=p["BN"], BK=p["BK"], LDA=p["BM"] + p["pad"], TM=p["TM"], TN=p["TN"],
@@ -306,11 +300,18 @@ def blocked_wavefronts(config: Config, counts: SassCounts) -> float:
 
 
 def shared_wavefronts(config: Config, counts: SassCounts) -> float:
-    """Wavefronts the hot loop spends in shared memory (the rule in the module doc)."""
-    if config.family.name in BLOCKED_TEMPLATE:
-        return blocked_wavefronts(config, counts)
-    if config.family.name != "tiled":
+    """Wavefronts the hot loop spends in shared memory (the rule in the module doc), by the bank model
+    the family names (Family.bank_model)."""
+    name = config.family.bank_model
+    if name is None:
         return float(counts.shared_loads)  # lower bound: conflict-free, one pass each
+    if name not in BANK_MODELS:
+        raise AutotuneError(f"family {config.family.name} names bank model {name!r}; known: {', '.join(BANK_MODELS)}")
+    return BANK_MODELS[name](config, counts)
+
+
+def tiled_wavefronts(config: Config, counts: SassCounts) -> float:
+    """The tiled family's T x T tiles: up to T*RN narrow loads are B's, the rest and every wide one A's."""
     p = config.values
     rn = p["T"] // (p["bx"] if p["x_over"] == "cols" else p["by"])
     narrow = sum(n for bits, n in counts.lds.items() if bits <= 32)
@@ -323,25 +324,15 @@ def shared_wavefronts(config: Config, counts: SassCounts) -> float:
     return total
 
 
+BANK_MODELS = {"warp-tiles": blocked_wavefronts, "tiles": tiled_wavefronts}
+
 # --------------------------------------------------------------------------- ceilings
 
 def intensity(config: Config) -> float:
-    """FLOP per DRAM byte if every operand load went to DRAM once per tile."""
-    if config.family.name == "tiled":
-        return config.values["T"] / 4
-    if config.family.name == "naive":
-        return 0.25
-    if config.family.name in (*BLOCKED_TEMPLATE, "tf32x3"):  # per BK step: (BM + BN)*BK floats in, 2*BM*BN*BK FLOP
-        BM, BN = config.values["BM"], config.values["BN"]
-        return BM * BN / (2 * (BM + BN))
-    if config.family.name == "tf32x3wg":  # the same, but each operand read as two parts (big, small)
-        BM, BN = WG_ROWS, config.values["BN"]
-        return BM * BN / (4 * (BM + BN))
-    if config.family.name == "skinny":  # per k: a float4 of B (16 bytes) for 4*MR FMAs (A is MR floats beside it)
-        return config.values["MR"] / 2
-    if config.family.name == "tall":  # per float4 of A (16 bytes) 4*NR FMAs (B is NR floats beside it)
-        return config.values["NR"] / 2
-    raise AutotuneError(f"no traffic model for family {config.family.name}")
+    """FLOP per DRAM byte if every operand load went to DRAM once per tile (the family's Family.intensity)."""
+    if config.family.intensity is None:
+        raise AutotuneError(f"no traffic model for family {config.family.name}: it declares no Family.intensity")
+    return config.family.intensity(config.values)
 
 
 def predict(spec: DeviceSpec, counts: SassCounts, launch: Launch, regs: int,

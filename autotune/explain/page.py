@@ -8,6 +8,7 @@ from autotune.backends.reference import contract_text
 from autotune.explain.ladder import FLAT_TS, Line, ReportData, verdict
 from autotune.explain.profile import comparison, stalls_text
 from autotune.explain.roofline import pct_of_roofline, roofline
+from autotune.families import TILED
 
 PAGE = "report.md"
 PLOTS = {"ladder": "ladder.png", "ceilings": "ceilings_vs_T.png", "progress": "progress.png"}
@@ -54,7 +55,7 @@ def ceilings_table(data: ReportData) -> list[str]:
            "| occupancy (warps/SM) | measured | measured / shared ceiling |",
            "|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|"]
     for line in data.ladder:
-        if line.config.family.name != "tiled" or not line.model:
+        if line.config.family.name != TILED.name or not line.model:
             continue
         m, v = line.model, line.config.values
         measured = line.result["tflops"] if line.measured else None

@@ -11,6 +11,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator, ScalarFo
 
 from autotune.explain.ladder import ReportData  # noqa: E402
 from autotune.explain.page import PLOTS  # noqa: E402
+from autotune.families import TILED  # noqa: E402
 
 COLORS = {"fma": "tab:red", "shared": "tab:blue", "global": "tab:green", "measured": "black"}
 DPI = 130
@@ -59,7 +60,7 @@ def plot_ceilings(data: ReportData, path: Path) -> None:
     """Measured TFLOP/s against T, with the FMA, shared (per pad) and global ceilings."""
     fig, ax = plt.subplots(figsize=(8, 6.5))
     for pad, style, marker in ((0, "-", "o"), (1, ":", "s")):
-        lines = [x for x in data.ladder if x.config.family.name == "tiled" and x.config.values["pad"] == pad
+        lines = [x for x in data.ladder if x.config.family.name == TILED.name and x.config.values["pad"] == pad
                  and x.model]
         Ts = [x.config.values["T"] for x in lines]
         shared = [x.model["ceil_shared"] for x in lines]
@@ -74,7 +75,7 @@ def plot_ceilings(data: ReportData, path: Path) -> None:
                     label=f"measured, pad={pad}")
         for T, value in got:
             ax.annotate(f"{value:.2f}", (T, value), xytext=(7, -3), textcoords="offset points", fontsize=8)
-    tiled = [x for x in data.ladder if x.config.family.name == "tiled" and x.config.values["pad"] == 0 and x.model]
+    tiled = [x for x in data.ladder if x.config.family.name == TILED.name and x.config.values["pad"] == 0 and x.model]
     Ts = [x.config.values["T"] for x in tiled]
     ax.plot(Ts, [x.model["ceil_global"] for x in tiled], "--", color=COLORS["global"], lw=2,
             label="global ceiling (DRAM once per tile, T/4 FLOP/B)")

@@ -26,15 +26,15 @@ from autotune.explain.ladder import Line, ReportData
 from autotune.explain.model import PRESETS, DeviceSpec
 from autotune.explain.page import write_page
 from autotune.explain.plots import write_plots
-from autotune.families import FAMILIES, config_of_row
+from autotune.families import FAMILIES, NAIVE, TILED, config_of_row
 from autotune.space import Config, make_config
 
 # The seed chapter's ladder: both naive mappings, then the chapter's tiled kernel (one
 # output per thread, bx = by = T) with and without one float of padding per row.
 LADDER: tuple[tuple[str, str, dict[str, Any]], ...] = (
-    ("naive, x over rows", "naive", {"x_over": "rows"}),
-    ("naive, x over cols", "naive", {"x_over": "cols"}),
-    *((f"tiled T={T}" + (" padded" if pad else ""), "tiled", {"T": T, "pad": pad})
+    ("naive, x over rows", NAIVE.name, {"x_over": "rows"}),
+    ("naive, x over cols", NAIVE.name, {"x_over": "cols"}),
+    *((f"tiled T={T}" + (" padded" if pad else ""), TILED.name, {"T": T, "pad": pad})
       for T in (4, 8, 16, 32) for pad in (0, 1)),
 )
 # --------------------------------------------------------------------------- reading

@@ -20,11 +20,12 @@ from autotune.space import Config, Family, make_config
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (NAIVE, TILED, BLOCKED, SPLITK, TAILSPLIT, STREAMK, SKINNY, TALL, TF32X3, TF32X3WG)}
 
-# The accuracy contracts a search can run under. fp32: every product and sum in FP32 units. fp32-tc:
-# FP32 in and out, products on tensor cores from TF32 parts (the tensor-core families): FP32-class
-# error rather than FP32 arithmetic, so such a family is searched only when the user asks for it.
+# The accuracy contracts a search can run under (each family declares its own: Family.precision).
+# fp32: every product and sum in FP32 units. fp32-tc: FP32 in and out, products on tensor cores from
+# TF32 parts (the tensor-core families): FP32-class error rather than FP32 arithmetic, so such a
+# family is searched only when the user asks for it.
 PRECISIONS = ("fp32", "fp32-tc")
-TENSOR_CORE = ("tf32x3", "tf32x3wg")
+TENSOR_CORE = tuple(name for name, f in FAMILIES.items() if f.precision == "fp32-tc")
 
 __all__ = ["BLOCKED", "FAMILIES", "NAIVE", "PRECISIONS", "SKINNY", "SPLITK", "STREAMK", "TAILSPLIT", "TALL", "TENSOR_CORE",
            "TF32X3", "TF32X3WG", "TILED", "config_of_row", "families_for", "precision_of"]
@@ -34,7 +35,7 @@ def families_for(precision: str) -> list[str]:
     """The families a search under this contract may use, in FAMILIES order."""
     if precision not in PRECISIONS:
         raise SpaceError(f"unknown precision {precision!r}; choose from {', '.join(PRECISIONS)}")
-    return [name for name in FAMILIES if precision == "fp32-tc" or name not in TENSOR_CORE]
+    return [name for name, f in FAMILIES.items() if precision == "fp32-tc" or f.precision == "fp32"]
 
 
 def precision_of(family: str) -> str:
@@ -42,7 +43,7 @@ def precision_of(family: str) -> str:
     A family's, not a search's: an FP32 family does FP32 arithmetic whatever the search allows, so
     its row means the same in every search and is reused across them; a tensor-core family's rows
     always meet the float64 comparison. `--precision` picks which families may run."""
-    return "fp32-tc" if family in TENSOR_CORE else "fp32"
+    return FAMILIES[family].precision
 
 
 def config_of_row(row: Mapping[str, Any]) -> Config:

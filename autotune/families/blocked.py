@@ -45,6 +45,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
+from autotune.families.common import WAVE32, tile_intensity
 from autotune.space import Constraint, Family, Launch, Limits, Param, Params, Prologue, Value, ceil_div, round_up
 
 MAX_ACCUMULATORS = 128  # per thread; beyond it the kernel cannot stay within 255 registers
@@ -330,4 +331,7 @@ BLOCKED = Family(
     tags={"WNITER": "WNI", "STAGES": "S", "ASYNC": "AS", "MINB": "LB", "BSWAP": "BSW", "ORDER": "OR", "EARLY": "EB"},
     prologue=_prologue,
     fit=_fit,
+    hip=WAVE32,
+    intensity=lambda p: tile_intensity(p["BM"], p["BN"]),
+    bank_model="warp-tiles",
 )

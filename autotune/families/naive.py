@@ -7,7 +7,7 @@ Block (bx, by); grid covers C with bx x by outputs per block.
 from __future__ import annotations
 
 from autotune.families.common import POW2_BLOCK, THREADS, X_OVER
-from autotune.space import Family, Launch, Param, Params, ceil_div
+from autotune.space import Family, HipSupport, Launch, Param, Params, ceil_div
 
 
 def _naive_geometry(p: Params, M: int, N: int) -> Launch:
@@ -31,4 +31,7 @@ NAIVE = Family(
     template="naive.cu.j2",
     geometry=_naive_geometry,
     tags={"x_over": "x"},
+    hip=HipSupport(wave32=None),
+    intensity=lambda p: 0.25,  # per FMA one float of A and one of B (8 bytes) for 2 FLOP
+    in_suites=False,
 )

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from autotune.families.splitk import MAX_TILES, WS_FLOATS, fit_block, split_grid, workspace_rule
-from autotune.space import Constraint, Family, Launch, Limits, Param, Params, ceil_div
+from autotune.space import Constraint, Family, HipSupport, Launch, Limits, Param, Params, ceil_div
 
 COLUMNS_PER_THREAD = 4  # one float4 of a row of B
 ROWS_PER_BLOCK = (1, 2, 4, 8, 16)  # MR
@@ -217,4 +217,6 @@ SKINNY = Family(
     tags={"THREADS": "T", "SPLITK": "SK", "RED": "RD"},
     shape_rules=_shape_rules,
     fit=fit,
+    hip=HipSupport(wave32=None, no_cp_async="SA=0 -p SB=0 (A and B are read from global memory)"),
+    intensity=lambda p: p["MR"] / 2,  # per k: a float4 of B (16 bytes) for 4*MR FMAs (A is MR floats beside it)
 )

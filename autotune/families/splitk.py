@@ -200,4 +200,8 @@ SPLITK = Family(
     tags={**BLOCKED.tags, "SPLITK": "SK", "RED": "RD"},
     shape_rules=_shape_rules,
     fit=fit,
+    # its C read-modify-write per split is left out of the traffic: small beside a deep K's operands
+    hip=BLOCKED.hip,
+    intensity=BLOCKED.intensity,
+    bank_model=BLOCKED.bank_model,
 )

@@ -167,4 +167,7 @@ STREAMK = Family(
     shape_rules=_shape_rules,
     fit=fit,
     geometry_reads_limits=True,
+    hip=BLOCKED.hip,
+    intensity=BLOCKED.intensity,  # its cut tiles' partial sums are left out, as split-K's C
+    bank_model=BLOCKED.bank_model,  # blocked's warp tiles and shared layout
 )

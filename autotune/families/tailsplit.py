@@ -194,4 +194,7 @@ TAILSPLIT = Family(
     prologue=BLOCKED.prologue,
     fit=fit,
     device_values=_device_values,
+    hip=BLOCKED.hip,
+    intensity=BLOCKED.intensity,  # the tail's split adds C's read-modify-write, left out as split-K's
+    bank_model=BLOCKED.bank_model,
 )

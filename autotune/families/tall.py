@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from autotune.families.common import WAVE32
 from autotune.families.splitk import MAX_TILES, fit_block, split_grid
 from autotune.space import Constraint, Family, Launch, Param, Params, ceil_div
 
@@ -139,4 +140,6 @@ TALL = Family(
     shape_rules=_shape_rules,
     # at least 4 columns: NR=4 beat NR=1 by 13-17% at 8192x1x8192 (docs/BENCHMARKS.md, sessions 5 and 7)
     fit=lambda p, shape, limits: fit_block(p, "NR", COLUMNS_PER_BLOCK, max(shape[1], 4)),
+    hip=replace(WAVE32, no_cp_async="ST=0 (A is loaded into registers, B staged by plain loads)"),
+    intensity=lambda p: p["NR"] / 2,  # per float4 of A (16 bytes) 4*NR FMAs (B is NR floats beside it)
 )

@@ -23,6 +23,7 @@ whether 3 MMAs per product beat cuBLAS SGEMM by 2x with mma.sync is for the GPU 
 """
 from __future__ import annotations
 
+from autotune.families.common import WAVE32, tile_intensity
 from autotune.space import ArchNeed, Constraint, Family, Launch, Limits, Param, Params, ceil_div
 
 WARP = 32
@@ -123,4 +124,7 @@ TF32X3 = Family(
     tags={"STAGES": "S", "TERMS": "X", "PROMOTE": "PR"},
     fit=fit,
     needs=ArchNeed("mma.sync with TF32 operands (sm_80 or newer)", lambda cc: cc >= 80),
+    precision="fp32-tc",
+    hip=WAVE32,  # refused anyway: inline PTX
+    intensity=lambda p: tile_intensity(p["BM"], p["BN"]),
 )

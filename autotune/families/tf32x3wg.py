@@ -48,6 +48,7 @@ big*big first.
 """
 from __future__ import annotations
 
+from autotune.families.common import WAVE32, tile_intensity
 from autotune.families.tf32x3 import PLAIN_TF32, STAGES, TERMS
 from autotune.space import ArchNeed, Constraint, Family, Launch, Param, Params, Prologue, ceil_div, round_up
 
@@ -159,4 +160,7 @@ TF32X3WG = Family(
     prologue=_prologue,
     # wgmma is Hopper's alone: sm_100 and sm_120 have no wgmma (Blackwell's tensor cores take tcgen05 / mma.sync)
     needs=ArchNeed("wgmma (sm_90a: Hopper only)", lambda cc: cc == 90),
+    precision="fp32-tc",
+    hip=WAVE32,  # refused anyway: inline PTX (wgmma, Hopper's alone)
+    intensity=lambda p: tile_intensity(BM, p["BN"], parts=2),  # each operand read as two parts (big, small)
 )

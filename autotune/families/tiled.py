@@ -11,7 +11,7 @@ pad: floats of padding at the end of each shared-array row.
 from __future__ import annotations
 
 from autotune.families.common import POW2_BLOCK, THREADS, X_OVER
-from autotune.space import Constraint, Family, Launch, Param, Params, ceil_div
+from autotune.space import Constraint, Family, HipSupport, Launch, Param, Params, ceil_div
 
 MAX_OUTPUTS_PER_THREAD = 64  # accumulators beyond this spill out of registers
 
@@ -60,4 +60,7 @@ TILED = Family(
     geometry=_tiled_geometry,
     derive=derive,
     tags={"x_over": "x"},
+    hip=HipSupport(wave32=None),
+    intensity=lambda p: p["T"] / 4,  # per tile step 2*T*T floats in, 2*T*T*T FLOP
+    bank_model="tiles",
 )

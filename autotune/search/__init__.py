@@ -3,5 +3,7 @@ search.loop runs it; search.study speaks Optuna; search.samplers builds samplers
 search.pipeline compiles the next trials' kernels while the GPU measures; search.starts picks what a
 search measures first (the nearest recorded shapes' winners)."""
 
-# Names only (no Optuna import): the command line lists them without loading the search.
-SAMPLERS = ("tpe", "random", "grid", "tpe-mv", "qmc", "gp")
+# Names from the registry (no Optuna import): the command line lists them without loading the search.
+from autotune.search.kinds import SAMPLERS
+
+__all__ = ["SAMPLERS"]

@@ -33,7 +33,7 @@ from autotune.search.fresh import Fresh
 from autotune.search.left import Left
 from autotune.search.measure import Evaluated, evaluate
 from autotune.search.plan import plan, stale_source
-from autotune.search.samplers import make_sampler
+from autotune.search.samplers import kind_of, make_sampler
 from autotune.search.starts import Starts, shape_starts
 from autotune.search.study import (
     Storage,
@@ -153,6 +153,7 @@ def run_search(db: sqlite_utils.Database, backends: Backend | Sequence[Backend],
     optuna.logging.set_verbosity(logging.WARNING)
     workers = [backends] if isinstance(backends, Backend) else list(backends)
     first = workers[0]
+    grid = kind_of(sampler).enqueues_grid  # an unknown sampler is refused here, before any storage is opened
     where = open_storage(storage)
     shared = where.persistent
     name = study or study_name(families, first.shape, first.name, sampler, seed, shared)
@@ -164,7 +165,7 @@ def run_search(db: sqlite_utils.Database, backends: Backend | Sequence[Backend],
     fail_orphans(opt)
     measured = warm_start(opt, db, first.shape, first.name, first.provenance["gpu_name"], families, redo)
     budget = trials * MAX_TRIALS_PER_NEW
-    if sampler == "grid":
+    if grid:
         budget = _enqueue_grid(opt, families, limits, measured, trials, shared)
     elif start_from_defaults:
         _enqueue_starts(opt, shape_starts(db, first, families, limits, measured, redo), families, limits, measured, shared,
@@ -174,7 +175,7 @@ def run_search(db: sqlite_utils.Database, backends: Backend | Sequence[Backend],
     run = _Run(opt, families, limits, peak_tflops, result, trials, budget,
                time.monotonic() + timeout if timeout is not None else None, stop or threading.Event(), progress,
                server=where.claims, redo=redo, left=left,
-               fresh=Fresh(opt, measured, seed, shared, left) if fresh and sampler != "grid" and first.any_config
+               fresh=Fresh(opt, measured, seed, shared, left) if fresh and not grid and first.any_config
                else None)
     start = time.monotonic()
     try:

@@ -17,7 +17,6 @@ from autotune.backends.outcome import INVALID, OK, Fault, Outcome, tflops
 from autotune.codegen.render import template_hash
 from autotune.explain import counts as explain
 from autotune.explain.roofline import roofline_columns
-from autotune.families import precision_of
 from autotune.families.layouts import layout_name
 from autotune.search.plan import Plan, plan
 from autotune.space import Config, Limits
@@ -95,7 +94,7 @@ def measure_and_record(db: sqlite_utils.Database, backend: Backend, p: Plan, pea
 def _base(backend: Backend, config: Config) -> dict[str, Any]:
     M, N, K = backend.shape
     return {"kernel": config.name, "family": config.family.name, "backend": backend.name,
-            "precision": precision_of(config.family.name), "M": M, "N": N, "K": K, "batch": backend.batch,
+            "precision": config.family.precision, "M": M, "N": N, "K": K, "batch": backend.batch,
             **config.values,
             **backend.provenance}
 

@@ -1,21 +1,7 @@
-"""The samplers a search can use, by name (autotune.search.SAMPLERS): make_sampler.
+"""Building the registered samplers (search.kinds: the names, what each is, what it needs) and our
+own: make_sampler.
 
-Names:
-  tpe       Optuna's TPE, one parameter at a time, with constant liar (workers in flight spread out).
-  random    uniform over each parameter's values.
-  grid      every valid config in order: enqueued by the loop, the sampler behind it is random.
-  gp        Optuna's GPSampler (needs torch and scipy: the `bench` extra). It models only the
-            parameters every trial shares: over several families that is the family alone, the
-            rest is sampled at random; over one family it models every parameter.
-  tpe-mv    TPE with multivariate=True, group=True: the joint distribution of each family's
-            parameters (conditional spaces split into groups) instead of one parameter at a time.
-            The search's default: it needed the fewest trials of the samplers that work on any
-            space on both exhaustive H200 datasets (docs/BENCHMARKS.md).
-  qmc       Optuna's QMCSampler (Sobol, scrambled), a space-filling baseline (needs scipy).
   model     our own, `ModelSampler`: bound to predicted ceilings by `bind()`, see its doc.
-CMA-ES does not apply: every parameter here is categorical (a choice among listed values),
-which Optuna's CmaEsSampler does not model; it would sample them all with its independent
-random sampler, i.e. it would be random search under another name.
 
 A benchmark binds dataset-specific samplers (the model's ceilings, a non-exhaustive
 dataset's configs) to names for the duration of a run with `bind(name, factory)`.
@@ -23,87 +9,43 @@ dataset's configs) to names for the duration of a run with `bind(name, factory)`
 from __future__ import annotations
 
 import contextlib
-import importlib
 import random
 import warnings
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution
 from optuna.samplers import BaseSampler
 from optuna.trial import FrozenTrial, TrialState
 
-from autotune.errors import AutotuneError
+from autotune.search.kinds import Factory, SamplerKind, missing, require, sampler_kind
 from autotune.search.study import distributions, trial_params
 from autotune.space import Config
 
-Factory = Callable[[int | None], BaseSampler]
 CMAES_NOTE = ("does not apply: every parameter is categorical, which CmaEsSampler does not model "
               "(it would be random search under another name)")
+_BOUND: dict[str, SamplerKind] = {}
+__all__ = ["bind", "kind_of", "make_sampler", "missing", "require"]  # missing, require: search.kinds's
 
 
-# Modules a sampler needs beyond Optuna's own: Optuna imports them lazily, so without them a
-# search would start (and create its database) and then fail at the first trial.
-NEEDS: dict[str, tuple[str, ...]] = {"gp": ("scipy", "torch"), "qmc": ("scipy",)}
+def kind_of(name: str) -> SamplerKind:
+    """The sampler a name stands for: one a benchmark bound, else the registered one (unknown: refused)."""
+    return _BOUND.get(name) or sampler_kind(name)
 
 
-def missing(name: str) -> str | None:
-    """Why sampler `name` cannot run here (a module it needs is not installed), or None."""
-    needed = NEEDS.get(name, ())
-    for module in needed:
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            return (f"sampler {name} needs {' and '.join(needed)}, and {module} is not installed: "
-                    f"pip install 'sgemm-autotune[bench]'")
-    return None
-
-
-def require(name: str) -> None:
-    """Refuse, in one line, a sampler whose dependencies are missing (before anything starts)."""
-    reason = missing(name)
-    if reason:
-        raise AutotuneError(reason)
-
-
-def _gp(seed: int | None) -> BaseSampler:
-    require("gp")
-    # deterministic_objective: a replayed time is the same every time it is asked
-    return optuna.samplers.GPSampler(seed=seed, deterministic_objective=True, warn_independent_sampling=False)
-
-
-BUILTIN: dict[str, Factory] = {
-    "gp": _gp,
-    # constant_liar: trials asked ahead (compile-ahead, other workers) count as pending, as for tpe
-    "tpe-mv": lambda seed: optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True, constant_liar=True),
-    # needs scipy only when it samples: search_command and the benchmark check first (require, missing)
-    "qmc": lambda seed: optuna.samplers.QMCSampler(seed=seed, scramble=True, warn_independent_sampling=False),
-}
-_BOUND: dict[str, Factory] = {}
-
-
-def make(name: str, seed: int | None) -> BaseSampler | None:
-    """The sampler for a name, or None for one this module does not know."""
-    factory = _BOUND.get(name) or BUILTIN.get(name)
-    if factory is None:
-        return None
+def make_sampler(name: str, seed: int | None) -> BaseSampler:
+    """The sampler of that name, seeded; an unknown name is an AutotuneError listing the known ones."""
+    kind = kind_of(name)
     with warnings.catch_warnings():  # gp, qmc and TPE's group are "experimental": used knowingly
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        return factory(seed)
-
-
-def make_sampler(name: str, seed: int | None) -> optuna.samplers.BaseSampler:
-    if name == "tpe":
-        return optuna.samplers.TPESampler(seed=seed, constant_liar=True)  # workers in flight spread out
-    return make(name, seed) or optuna.samplers.RandomSampler(seed=seed)  # grid: enqueued, see _enqueue_grid
-
+        return kind.build(seed)
 
 
 @contextlib.contextmanager
 def bind(name: str, factory: Factory) -> Iterator[None]:
     """Make `name` build samplers with `factory` (closing over a dataset) inside the block."""
     earlier = _BOUND.get(name)
-    _BOUND[name] = factory
+    _BOUND[name] = SamplerKind(name, "bound by a benchmark run", factory)
     try:
         yield
     finally:

@@ -137,6 +137,17 @@ class Constraint:
         return self.ok(values, limits)
 
 
+@dataclass(frozen=True)
+class HipSupport:
+    """What a family says about exporting its kernels as HIP (codegen.hip): a family without one is
+    refused there in one line, so a new family is never exported untried."""
+
+    # Why its kernels need 32-lane waves (their source then stops a wave64 compile); None: any width.
+    wave32: str | None
+    # The -p values that keep its kernels off cp.async, and what then does their copies.
+    no_cp_async: str = "ASYNC=0 (its stages are filled through registers)"
+
+
 def _no_derived(p: Params) -> dict[str, int]:
     return {}
 
@@ -176,6 +187,21 @@ class Family:
     device_values: Callable[[Limits], dict[str, tuple[Value, ...]]] | None = None
     # The architecture its kernels need, where they use instructions others lack; None: any sm_80+.
     needs: ArchNeed | None = None
+    # The accuracy contract its kernels are verified under (families.PRECISIONS, backends.reference):
+    # "fp32-tc" for products on tensor cores from TF32 parts, searched only when the user asks for it.
+    precision: str = "fp32"
+    # Its HIP export (codegen.hip); None: refused in one line.
+    hip: HipSupport | None = None
+    # FLOP per DRAM byte if every operand load went to DRAM once per tile: the ceiling model's global
+    # ceiling (explain.model.intensity). None: no traffic model, refused in one line there.
+    intensity: Callable[[Params], float] | None = None
+    # Which of explain.model's bank-conflict models counts its hot loop's shared loads (BANK_MODELS):
+    # "warp-tiles" (blocked's tiles of warp tiles), "tiles" (tiled's T x T tiles); None: each load
+    # counted conflict-free, one pass (a lower bound).
+    bank_model: str | None = None
+    # False: a suite leaves it out unless --family names it (naive: it never wins, and a trial of it
+    # takes seconds at the large shapes).
+    in_suites: bool = True
 
     def __post_init__(self) -> None:
         names = {p.name for p in self.params}

@@ -46,7 +46,6 @@ from autotune.backends.reference import (
 )
 from autotune.codegen import nvrtc as nvrtc
 from autotune.errors import AutotuneError
-from autotune.families import precision_of
 from autotune.families.layouts import LAYOUTS
 from autotune.space import Config, Operands, takes_blas, tight
 
@@ -282,7 +281,7 @@ class CudaBackend(Backend):
         if not built.ok:
             return Outcome(COMPILE_ERROR, reason=first_error(built.log), extra={"compile_log": built.log})
         self.tick()
-        if precision_of(config.family.name) == FP32_TC:  # before the try: no room is the environment's fault
+        if config.family.precision == FP32_TC:  # before the try: no room is the environment's fault
             self._exact(self.main)
         stages = {"t_compile_s": clock.lap()}  # a cache hit when the search compiled it ahead
         try:
@@ -340,10 +339,10 @@ class CudaBackend(Backend):
             p.restore_scale()
             return (float("inf"), None,
                     f"wrote outside its output at {shape} (over the reference or |A|.|B|, now restored)")
-        precision = precision_of(config.family.name) if p is self.main else FP32
+        precision = config.family.precision if p is self.main else FP32
         if precision != FP32_TC:
             why = judge(precision, result.error)
-            if why is None and precision_of(config.family.name) == FP32 and worst.ratio > 1:  # not fp32-tc's
+            if why is None and config.family.precision == FP32 and worst.ratio > 1:  # not fp32-tc's
                 why = element_text(*divmod(worst.index, p.N), worst.error, worst.bound)
             return result.error, None, why and f"{why} at {shape}"
         exact = self._exact(p)

@@ -29,7 +29,6 @@ from autotune.backends.sim.build import build_kernel, compiler
 from autotune.backends.sim.runner import DEFAULT_TIMEOUT_S
 from autotune.backends.strided import Strided, strided_error, strided_inputs
 from autotune.errors import AutotuneError
-from autotune.families import precision_of
 from autotune.space import Config, Limits, Operands, batched, takes_blas, tight
 
 MAX_WORK = 2**27  # M*N*K: about 512^3, a few seconds per variant on the emulator
@@ -100,7 +99,7 @@ class SimBackend(Backend):
             return Outcome(STATUS_OF_KIND[exc.kind], reason=f"{exc.kind}: {exc.message}"[:300])
         ms = (time.perf_counter() - start) * 1e3
         err = relative_error(C, self.ref)
-        precision = precision_of(config.family.name)
+        precision = config.family.precision
         err_ref = self.err_ref() if precision == FP32_TC else None
         why = judge(precision, err, err_ref) or element_violation(C, self.ref, self.scale, K, precision)
         if why:
@@ -119,7 +118,7 @@ class SimBackend(Backend):
                             given.A, given.B, given.C, timeout=timeout)
         ms = (time.perf_counter() - start) * 1e3
         err = strided_error(C, given, M, N, ops)
-        why = judge(precision_of(config.family.name), err)
+        why = judge(config.family.precision, err)
         if why:
             return Outcome(WRONG, reason=why, err=err)
         return Outcome(OK, err=err, timing=Timing(ms, ms, ms, 1))
