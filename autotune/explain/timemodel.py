@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import gzip
 import math
+import shutil
 import sqlite3
+import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -229,21 +231,22 @@ def measured(rows: Iterable[Mapping[str, Any]]) -> list[tuple[Config, Shape, flo
 
 # --------------------------------------------------------------------------- from databases
 
-def open_database(path: str | Path) -> sqlite3.Connection:
-    """A results database, gzip'd (benchmarks/data's *.sqlite.gz) or not, opened in memory where gzip'd."""
+def read_rows(path: str | Path, gpu: str | None = None, backend: str = "cuda") -> list[dict[str, Any]]:
+    """The verified rows of one backend (and GPU name or UUID, when given) in a results database,
+    gzip'd (benchmarks/data's *.sqlite.gz, unpacked into a temporary folder) or not."""
     path = Path(path)
     if path.suffix != ".gz":
-        return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    image = bytearray(gzip.decompress(path.read_bytes()))
-    image[18:20] = b"\x01\x01"  # a WAL-mode file cannot be opened from memory: read it as a rollback-journal one
-    conn = sqlite3.connect(":memory:")
-    conn.deserialize(bytes(image))
-    return conn
+        return _query(path, gpu, backend)
+    with tempfile.TemporaryDirectory() as folder:
+        plain = Path(folder) / path.stem
+        with gzip.open(path) as src, plain.open("wb") as dst:
+            shutil.copyfileobj(src, dst)
+        return _query(plain, gpu, backend)
 
 
-def read_rows(path: str | Path, gpu: str | None = None, backend: str = "cuda") -> list[dict[str, Any]]:
-    """The verified rows of one backend (and GPU name or UUID, when given) in a database."""
-    conn = open_database(path)
+def _query(path: Path, gpu: str | None, backend: str) -> list[dict[str, Any]]:
+    # immutable: no lock, no -wal or -shm file written beside a committed database
+    conn = sqlite3.connect(f"file:{path}?immutable=1", uri=True)
     conn.row_factory = sqlite3.Row
     where, args = "status = ? AND backend = ?", [OK, backend]
     if gpu:
