@@ -11,8 +11,8 @@ value), so that what a parameter value costs at the recorded shapes carries over
 
 The model is a ridge regression (numpy least squares) on log2 of the time: ratios, not
 differences, carry over between shapes (a 2x slower kernel at 1024^3 is likely 2x slower at
-2048^3). Nothing is saved: a fit on the ~3,400 rows of the H200 suite takes well under a second
-(tests/test_timemodel.py bounds it), so a caller fits when it needs one.
+2048^3). Nothing is saved: a fit on the H200 suite database takes seconds
+(docs/time-model.md has the figure, tests/test_timemodel.py a bound), so a caller fits when it needs one.
 
 Its validation (leave one shape out, against ranking by the nearest recorded shape's times) is
 benchmarks/timemodel_eval.py, its figures docs/time-model.md.
