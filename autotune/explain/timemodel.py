@@ -41,13 +41,13 @@ from autotune.families.tf32x3wg import BM as WG_ROWS  # its block tile's rows
 from autotune.families.tiled import tiled_shared_bytes
 from autotune.space import Config, Limits, Shape, ceil_div
 
-LAUNCH_MS = 0.004  # about the shortest kernel time the H200 rows record (a 256^3 product takes 0.0065 ms)
-TENSOR_TERMS_DEFAULT = 1
+LAUNCH_MS = 0.004  # a launch's few microseconds: near the shortest times the H200 rows record at all
+TENSOR_TERMS_DEFAULT = 1  # a tensor-core family without TERMS does one MMA per product
 WARP = 32
 # The ridge penalty on the standardised features. Leave-one-shape-out on the H200 suite (benchmarks/
 # timemodel_eval.py) over 0.1, 1, 3, 10, 30 and 100: 30 and 100 gave the lowest top-1 regret, the
 # smaller ones let the indicators of a family few rows hold pick it at a shape unlike theirs.
-RIDGE = 30.0  # a tensor-core family without TERMS does one MMA per product
+RIDGE = 30.0
 
 # Numeric features, in the order of the vector (family and parameter indicators follow them).
 NUMERIC = ("log_flops", "log_fma_floor", "log_dram_floor", "log_tile_traffic", "log_roofline", "log_waves",
