@@ -1,0 +1,143 @@
+"""The time model (autotune/explain/timemodel.py) at shapes it never saw: leave one shape out.
+
+For each shape of the suite database, the model is fitted on the rows of every other shape and
+ranks the configs measured at the held-out one. Per shape: the Spearman rank correlation of
+predicted and measured times, the regret of its first choice (that config's measured time over
+the best measured there) and of its top five (the best of them over the best). The baseline ranks
+the same configs the way `export` borrows from other shapes (api/export.nearest_best over
+autotune/store/nearest.py): those the nearest recorded shape measured, fastest there first, then
+those of the next nearest, and so on; a config no other shape measured goes last. No GPU: it reads the recorded rows.
+
+    PYTHONPATH=. python benchmarks/timemodel_eval.py   # writes benchmarks/data/timemodel-h200.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from autotune.explain.timemodel import TimeModel, measured, read_rows
+from autotune.space import Config, Shape, rank_shapes, shape_text
+
+ROOT = Path(__file__).resolve().parent.parent
+# The one place the data is named (the integrator may move the file).
+SUITE_DB = ROOT / "benchmarks" / "data" / "session26" / "suite.sqlite.gz"
+OUT = ROOT / "benchmarks" / "data" / "timemodel-h200.json"
+TOP = 5  # the top-k regret: the best of the first TOP choices, as a search that times them would find
+
+Sample = tuple[Config, Shape, float]
+
+
+def ranks(values: Sequence[float]) -> np.ndarray:
+    """Ranks from 0, ties sharing their mean rank (what Spearman's coefficient needs)."""
+    a = np.asarray(values, dtype=float)
+    order = np.argsort(a, kind="stable")
+    r = np.empty(len(a))
+    r[order] = np.arange(len(a))
+    for value in np.unique(a):
+        tied = a == value
+        r[tied] = r[tied].mean()
+    return r
+
+
+def spearman(predicted: Sequence[float], actual: Sequence[float]) -> float:
+    return float(np.corrcoef(ranks(predicted), ranks(actual))[0, 1])
+
+
+def regrets(predicted: Sequence[float], actual: Sequence[float]) -> tuple[float, float]:
+    """(top-1 regret, top-TOP regret): the measured time of the first (best of the first TOP) predicted
+    over the best measured."""
+    order = np.argsort(np.asarray(predicted), kind="stable")
+    best = min(actual)
+    return actual[order[0]] / best, min(actual[i] for i in order[:TOP]) / best
+
+
+def nearest_order(samples: list[Sample], shape: Shape, configs: list[Config]) -> list[float]:
+    """Each config's place in the baseline's order (lower first): the configs the nearest other shape
+    measured, fastest there first, then those of the next nearest shape, and so on, as
+    api/export.nearest_best walks them; inf for a config no other shape measured."""
+    by_shape: dict[Shape, dict[str, float]] = {}
+    for config, s, t in samples:
+        by_shape.setdefault(s, {})[config.name] = t
+    order = rank_shapes(shape, by_shape)
+    keys: list[tuple[float, float]] = []
+    for config in configs:
+        near = next((i for i, s in enumerate(order) if config.name in by_shape[s]), None)
+        keys.append((math.inf, math.inf) if near is None else (near, by_shape[order[near]][config.name]))
+    place = {key: i for i, key in enumerate(sorted(set(keys)))}
+    return [math.inf if math.isinf(k[0]) else float(place[k]) for k in keys]
+
+
+def scored(predicted: list[float], actual: list[float]) -> dict:
+    top1, topk = regrets(predicted, actual)
+    return {"spearman": round(spearman(predicted, actual), 3), "top1_regret": round(top1, 3),
+            f"top{TOP}_regret": round(topk, 3)}
+
+
+def evaluate_shape(rows: list[dict], samples: list[Sample], shape: Shape) -> dict:
+    """The model fitted without the shape's rows, and the nearest-shape baseline, at that shape."""
+    rest = [r for r in rows if (r["M"], r["N"], r["K"]) != shape]
+    started = time.perf_counter()
+    model = TimeModel.fit(rest)
+    fit_s = time.perf_counter() - started
+    held = [(c, t) for c, s, t in samples if s == shape]
+    configs, actual = [c for c, _ in held], [t for _, t in held]
+    baseline = nearest_order([x for x in samples if x[1] != shape], shape, configs)
+    return {"shape": shape_text(shape), "configs": len(held), "best_ms": round(min(actual), 5),
+            "fit_s": round(fit_s, 2), "model": scored([model.predict_ms(c, shape) for c in configs], actual),
+            "nearest": {**scored(baseline, actual), "covered": sum(math.isfinite(b) for b in baseline)}}
+
+
+def geomean(xs: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def summary(shapes: list[dict], who: str) -> dict:
+    rho = [s[who]["spearman"] for s in shapes]
+    top1 = [s[who]["top1_regret"] for s in shapes]
+    topk = [s[who][f"top{TOP}_regret"] for s in shapes]
+    return {"median_spearman": round(float(np.median(rho)), 3), "geomean_top1_regret": round(geomean(top1), 3),
+            "max_top1_regret": round(max(top1), 3), f"geomean_top{TOP}_regret": round(geomean(topk), 3),
+            "shapes_top1_within_10pct": sum(t <= 1.1 for t in top1)}
+
+
+def _commit() -> str:
+    run = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
+    return run.stdout.strip()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", default=str(SUITE_DB), help="results database (.sqlite or .sqlite.gz)")
+    parser.add_argument("-o", "--out", default=str(OUT), help="output JSON")
+    args = parser.parse_args()
+    rows = read_rows(args.db)
+    samples = measured(rows)
+    started = time.perf_counter()
+    whole = TimeModel.fit(rows)
+    fit_all_s = time.perf_counter() - started
+    shapes = []
+    for shape in sorted({s for _, s, _ in samples}):
+        shapes.append(evaluate_shape(rows, samples, shape))
+        r = shapes[-1]
+        print(f"{r['shape']:>16} {r['configs']:4d} model rho {r['model']['spearman']:5.2f} "
+              f"top1 {r['model']['top1_regret']:5.2f} | nearest rho {r['nearest']['spearman']:5.2f} "
+              f"top1 {r['nearest']['top1_regret']:5.2f}", flush=True)
+    out = {"database": Path(args.db).relative_to(ROOT).as_posix() if Path(args.db).is_relative_to(ROOT) else args.db,
+           "command": "PYTHONPATH=. python benchmarks/timemodel_eval.py", "commit": _commit(),
+           "rows": whole.rows, "shapes_recorded": whole.shapes, "fit_all_s": round(fit_all_s, 2), "top": TOP,
+           "summary": {"model": summary(shapes, "model"), "nearest": summary(shapes, "nearest")}, "shapes": shapes}
+    Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
+    print(json.dumps(out["summary"], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
