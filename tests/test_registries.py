@@ -62,8 +62,11 @@ def test_every_family_declares_what_the_package_asks_it(name):
     assert family.hip is not None, f"{name}: say whether its kernels need 32-lane waves (Family.hip)"
     assert family.intensity is not None, f"{name}: give the ceiling model its DRAM traffic (Family.intensity)"
     assert family.bank_model is None or family.bank_model in BANK_MODELS
+    assert family.block_tile is not None, f"{name}: give the time model its block's tile (Family.block_tile)"
     config = make_config(family, {})
     assert intensity(config) > 0  # the hook reads only parameters the family has
+    rows, cols = family.block_tile(config.values)
+    assert rows >= 1 and cols >= 1
 
 
 def test_a_family_that_declares_nothing_is_refused_not_passed_over():

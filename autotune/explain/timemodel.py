@@ -33,12 +33,8 @@ import numpy as np
 
 from autotune.backends.outcome import OK
 from autotune.errors import AutotuneError, SpaceError
-from autotune.explain.model import BLOCKED_TEMPLATE, PRESETS, DeviceSpec
+from autotune.explain.model import PRESETS, DeviceSpec
 from autotune.families import FAMILIES, config_of_row
-from autotune.families.skinny import COLUMNS_PER_THREAD
-from autotune.families.tall import rows_per_block
-from autotune.families.tf32x3wg import BM as WG_ROWS  # its block tile's rows
-from autotune.families.tiled import tiled_shared_bytes
 from autotune.space import Config, Limits, Shape, ceil_div
 
 LAUNCH_MS = 0.004  # a launch's few microseconds: near the shortest times the H200 rows record at all
@@ -63,25 +59,15 @@ PER_FAMILY = ("log_roofline", "log_serial", "log_splits", "log_blocks", "log_wav
 
 def block_tile(config: Config) -> tuple[int, int]:
     """(rows, columns) of C one block computes: what sets the tiles, their padding and the operand reuse."""
-    p, family = config.values, config.family.name
-    if family in BLOCKED_TEMPLATE or family == "tf32x3":
-        return p["BM"], p["BN"]
-    if family == "tf32x3wg":
-        return WG_ROWS, p["BN"]
-    if family == "tiled":
-        return p["T"], p["T"]
-    if family == "naive":  # x_over says which of C's dimensions threadIdx.x walks
-        return (p["by"], p["bx"]) if p["x_over"] == "cols" else (p["bx"], p["by"])
-    if family == "skinny":
-        return p["MR"], COLUMNS_PER_THREAD * p["THREADS"]
-    if family == "tall":
-        return rows_per_block(p), p["NR"]
-    raise AutotuneError(f"the time model has no tile for family {family}")
+    tile = config.family.block_tile
+    if tile is None:
+        raise AutotuneError(f"the time model has no tile for family {config.family.name}: it declares no block_tile")
+    return tile(config.values)
 
 
 def peak_tflops(config: Config, spec: DeviceSpec) -> float:
     """The rate the family's products run at: FP32 FMA, or the TF32 tensor cores over TERMS MMAs per product."""
-    if config.family.name in ("tf32x3", "tf32x3wg"):
+    if config.family.precision == "fp32-tc":
         return spec.tf32_tflops / config.values.get("TERMS", TENSOR_TERMS_DEFAULT)
     return spec.fma_tflops
 
@@ -111,7 +97,8 @@ def numeric_features(config: Config, shape: Shape, limits: Limits, spec: DeviceS
     blocks = launch.grid[0] * launch.grid[1] * launch.grid[2]
     splits = max(1.0, blocks / tiles)  # blocks sharing a tile's K: SPLITK, the tail's pieces, stream-K's share
     threads = launch.threads
-    shared = launch.shared_bytes + (tiled_shared_bytes(config.values) if config.family.name == "tiled" else 0)
+    static = config.family.static_shared
+    shared = launch.shared_bytes + (static(config.values) if static is not None else 0)
     outputs = rows * cols / threads
     resident = resident_blocks(threads, shared, outputs, spec)
     slots = limits.sms * resident

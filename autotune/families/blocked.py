@@ -334,4 +334,5 @@ BLOCKED = Family(
     hip=WAVE32,
     intensity=lambda p: tile_intensity(p["BM"], p["BN"]),
     bank_model="warp-tiles",
+    block_tile=lambda p: (p["BM"], p["BN"]),
 )

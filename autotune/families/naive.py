@@ -34,4 +34,6 @@ NAIVE = Family(
     hip=HipSupport(wave32=None),
     intensity=lambda p: 0.25,  # per FMA one float of A and one of B (8 bytes) for 2 FLOP
     in_suites=False,
+    # x_over says which of C's dimensions threadIdx.x walks
+    block_tile=lambda p: (p["by"], p["bx"]) if p["x_over"] == "cols" else (p["bx"], p["by"]),
 )

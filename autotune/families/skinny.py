@@ -219,4 +219,5 @@ SKINNY = Family(
     fit=fit,
     hip=HipSupport(wave32=None, no_cp_async="SA=0 -p SB=0 (A and B are read from global memory)"),
     intensity=lambda p: p["MR"] / 2,  # per k: a float4 of B (16 bytes) for 4*MR FMAs (A is MR floats beside it)
+    block_tile=lambda p: (p["MR"], COLUMNS_PER_THREAD * p["THREADS"]),
 )

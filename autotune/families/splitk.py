@@ -204,4 +204,5 @@ SPLITK = Family(
     hip=BLOCKED.hip,
     intensity=BLOCKED.intensity,
     bank_model=BLOCKED.bank_model,
+    block_tile=lambda p: (p["BM"], p["BN"]),
 )

@@ -170,4 +170,5 @@ STREAMK = Family(
     hip=BLOCKED.hip,
     intensity=BLOCKED.intensity,  # its cut tiles' partial sums are left out, as split-K's C
     bank_model=BLOCKED.bank_model,  # blocked's warp tiles and shared layout
+    block_tile=lambda p: (p["BM"], p["BN"]),
 )

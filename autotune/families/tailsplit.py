@@ -197,4 +197,5 @@ TAILSPLIT = Family(
     hip=BLOCKED.hip,
     intensity=BLOCKED.intensity,  # the tail's split adds C's read-modify-write, left out as split-K's
     bank_model=BLOCKED.bank_model,
+    block_tile=BLOCKED.block_tile,
 )

@@ -142,4 +142,5 @@ TALL = Family(
     fit=lambda p, shape, limits: fit_block(p, "NR", COLUMNS_PER_BLOCK, max(shape[1], 4)),
     hip=replace(WAVE32, no_cp_async="ST=0 (A is loaded into registers, B staged by plain loads)"),
     intensity=lambda p: p["NR"] / 2,  # per float4 of A (16 bytes) 4*NR FMAs (B is NR floats beside it)
+    block_tile=lambda p: (rows_per_block(p), p["NR"]),
 )

@@ -127,4 +127,5 @@ TF32X3 = Family(
     precision="fp32-tc",
     hip=WAVE32,  # refused anyway: inline PTX
     intensity=lambda p: tile_intensity(p["BM"], p["BN"]),
+    block_tile=lambda p: (p["BM"], p["BN"]),
 )

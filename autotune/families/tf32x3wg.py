@@ -163,4 +163,5 @@ TF32X3WG = Family(
     precision="fp32-tc",
     hip=WAVE32,  # refused anyway: inline PTX (wgmma, Hopper's alone)
     intensity=lambda p: tile_intensity(BM, p["BN"], parts=2),  # each operand read as two parts (big, small)
+    block_tile=lambda p: (BM, p["BN"]),
 )

@@ -63,4 +63,6 @@ TILED = Family(
     hip=HipSupport(wave32=None),
     intensity=lambda p: p["T"] / 4,  # per tile step 2*T*T floats in, 2*T*T*T FLOP
     bank_model="tiles",
+    block_tile=lambda p: (p["T"], p["T"]),
+    static_shared=tiled_shared_bytes,
 )

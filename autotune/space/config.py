@@ -202,6 +202,11 @@ class Family:
     # False: a suite leaves it out unless --family names it (naive: it never wins, and a trial of it
     # takes seconds at the large shapes).
     in_suites: bool = True
+    # (rows, columns) of C one block computes: the tiles, their edge padding and the operand reuse the time
+    # model reads (explain.timemodel). None: no tile to tell, refused in one line there.
+    block_tile: Callable[[Params], tuple[int, int]] | None = None
+    # The static shared memory a block declares, which Launch.shared_bytes (the dynamic part) leaves out.
+    static_shared: Callable[[Params], int] | None = None
 
     def __post_init__(self) -> None:
         names = {p.name for p in self.params}
