@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Any, ContextManager, NamedTuple, Protocol
+from typing import Any, Callable, ContextManager, NamedTuple, Protocol
 
 from autotune.api import library
 from autotune.api.arrays import ArrayView, read_array, signature
@@ -86,6 +86,9 @@ class Matmul:
         # such a call goes straight to torch.mm, its only cost above torch's a lookup (api.library)
         self._to_torch: dict[tuple, library.TorchShortcut] = {}
         self._lock = threading.Lock()
+        # told (device, shape, layout) of each call kind planned onto cuBLAS (autotune.firstuse enqueues it)
+        self.on_library: Callable[[int, Shape, Layout], None] | None = None
+        self._epoch = 0  # counts forget(): a plan or shortcut made across one is stale, and not kept
 
     def __call__(self, A: Any, B: Any, out: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
                  trans_a: bool = False, trans_b: bool = False, stream: Any = None) -> Any:
@@ -119,7 +122,10 @@ class Matmul:
         key = (signature(a), signature(b), signature(c) if c is not None else None, trans_a, trans_b, alpha, beta)
         plan = self._plans.get(key)
         if plan is None:
+            epoch = self._epoch
             plan = self._plan(a, b, c, trans_a, trans_b, alpha, beta)
+            if epoch != self._epoch:  # forget() ran meanwhile: this plan may hold the old choice
+                return plan
             if len(self._plans) >= MAX_PLANS:  # a process that calls ever new shapes keeps a bounded cache
                 self._plans.clear()
             self._plans[key] = plan
@@ -134,8 +140,9 @@ class Matmul:
         call = plan.call
         torch = library.torch_of(A, current)
         if torch is not None:
+            epoch = self._epoch
             if out is None and alpha == 1.0 and beta == 0.0 and len(a.shape) == 2 == len(B.shape) and \
-                    self.dispatcher.runs_library(self.gpu_name(call.device), call.shape):
+                    self.dispatcher.runs_library(self.gpu_name(call.device), call.shape) and epoch == self._epoch:
                 if len(self._to_torch) >= MAX_PLANS:  # bounded as the plans are
                     self._to_torch.clear()
                 self._to_torch[(A.shape, B.shape, trans_a, trans_b, call.device)] = library.shortcut(torch)
@@ -165,6 +172,8 @@ class Matmul:
         device, shape = call.device, call.shape
         choice = self.dispatcher.choose(self.gpu_name(device), shape, call.layout)
         if choice.config is None:
+            if self.on_library is not None:
+                self.on_library(device, shape, call.layout)
             return Plan(call, None, None, None, None)
         geometry = choice.config.geometry(shape[0], shape[1])
         if call.ops is not None:
@@ -185,6 +194,14 @@ class Matmul:
                      trans_b: bool = False) -> bool:
         """Whether a plain call of this shape and these transposes runs cuBLAS (no kernel measured there beat it)."""
         return self.choose(M, N, K, device, trans_a=trans_a, trans_b=trans_b).library
+
+    def forget(self, shape: Shape) -> None:
+        """Choose again for this shape at its next call (new rows were recorded there: autotune.firstuse).
+        Every plan and torch shortcut is dropped (each call kind plans once more), as the dispatcher's
+        choices at the shape are; a plan being made meanwhile is not kept (the epoch)."""
+        self.dispatcher.forget(shape)
+        self._epoch += 1
+        self._plans, self._to_torch = {}, {}
 
     def gpu_name(self, device: int) -> str:
         name = self._names.get(device)
