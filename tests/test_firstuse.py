@@ -189,3 +189,20 @@ def test_process_exit_stops_a_job_in_flight_and_leaves_whole_rows(tmp_path):
     assert process.wait(10) is not None
     assert store.open_db(path).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     assert not background.wait(0)  # the shape it was tuning was not finished
+
+
+def test_the_candidates_are_the_neighbours_winners_then_the_fits_that_moved_then_the_defaults(db):
+    from autotune.families import FAMILIES
+    from autotune.firstuse.candidates import AsFound, candidates
+    from autotune.space import Limits
+    from tests.fakes import FakeBackend
+    from tests.test_starts import record
+
+    neighbour = record(db, (3000, 3000, 64), "blocked", 0.5, **SMALL)
+    backend = FakeBackend(3072, 2900, 64)
+    families = [FAMILIES[f] for f in ("naive", "blocked", "splitk")]
+    found = AsFound().rank(candidates(db, backend, families, Limits(), measured=set()), backend.shape)
+    assert found[0].name == neighbour
+    assert [c.family.name for c in found[1:3]] == ["splitk", "blocked"]  # split-K's fit moved at K = 64
+    assert len({c.name for c in found}) == len(found) and "naive" in {c.family.name for c in found}
+    assert neighbour not in {c.name for c in candidates(db, backend, families, Limits(), measured={neighbour})}

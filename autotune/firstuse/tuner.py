@@ -1,6 +1,7 @@
 """What tunes one shape (the Tuner seam) and the default one: a process of its own (job.py)."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -82,7 +83,8 @@ class SubprocessTuner:
                 return
             # a session of its own: the terminal's Ctrl-C reaches the caller, whose exit stops the job
             self._process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+                                             stderr=subprocess.PIPE, text=True, start_new_session=True,
+                                             env=with_this_package())
         process = self._process
         try:
             _, err = process.communicate(timeout=self.budget.seconds + KILL_GRACE_S)
@@ -121,6 +123,14 @@ class SubprocessTuner:
             return any(layout_name(r) == job.layout for r in store.results(db, job.shape, self.backend, job.gpu))
         finally:
             db.close()
+
+
+def with_this_package() -> dict[str, str]:
+    """The environment, with this very package first on the job's path (the caller may have found it
+    through a path of its own: a script's folder, sys.path edits)."""
+    root = str(Path(__file__).resolve().parents[2])
+    rest = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": root + (os.pathsep + rest if rest else "")}
 
 
 def job_args(job: Job, db_path: str, backend: str, precision: str, budget: Budget) -> list[str]:
