@@ -88,7 +88,6 @@ class Matmul:
         self._lock = threading.Lock()
         # told (device, shape, layout) of each call kind planned onto cuBLAS (autotune.firstuse enqueues it)
         self.on_library: Callable[[int, Shape, Layout], None] | None = None
-        self._epoch = 0  # counts forget(): a plan or shortcut made across one is stale, and not kept
 
     def __call__(self, A: Any, B: Any, out: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
                  trans_a: bool = False, trans_b: bool = False, stream: Any = None) -> Any:
@@ -120,15 +119,13 @@ class Matmul:
     def _planned(self, a: ArrayView, b: ArrayView, c: ArrayView | None, trans_a: bool, trans_b: bool, alpha: float,
                  beta: float) -> Plan:
         key = (signature(a), signature(b), signature(c) if c is not None else None, trans_a, trans_b, alpha, beta)
-        plan = self._plans.get(key)
+        plans = self._plans  # taken first: a plan made across a forget() lands in the table it dropped
+        plan = plans.get(key)
         if plan is None:
-            epoch = self._epoch
             plan = self._plan(a, b, c, trans_a, trans_b, alpha, beta)
-            if epoch != self._epoch:  # forget() ran meanwhile: this plan may hold the old choice
-                return plan
-            if len(self._plans) >= MAX_PLANS:  # a process that calls ever new shapes keeps a bounded cache
-                self._plans.clear()
-            self._plans[key] = plan
+            if len(plans) >= MAX_PLANS:  # a process that calls ever new shapes keeps a bounded cache
+                plans.clear()
+            plans[key] = plan
         return plan
 
     def _library(self, plan: Plan, A: Any, B: Any, out: Any, views: tuple[ArrayView, ArrayView, ArrayView | None],
@@ -140,12 +137,12 @@ class Matmul:
         call = plan.call
         torch = library.torch_of(A, current)
         if torch is not None:
-            epoch = self._epoch
+            shortcuts = self._to_torch  # taken first, as the plans are (_planned)
             if out is None and alpha == 1.0 and beta == 0.0 and len(a.shape) == 2 == len(B.shape) and \
-                    self.dispatcher.runs_library(self.gpu_name(call.device), call.shape) and epoch == self._epoch:
-                if len(self._to_torch) >= MAX_PLANS:  # bounded as the plans are
-                    self._to_torch.clear()
-                self._to_torch[(A.shape, B.shape, trans_a, trans_b, call.device)] = library.shortcut(torch)
+                    self.dispatcher.runs_library(self.gpu_name(call.device), call.shape):
+                if len(shortcuts) >= MAX_PLANS:  # bounded as the plans are
+                    shortcuts.clear()
+                shortcuts[(A.shape, B.shape, trans_a, trans_b, call.device)] = library.shortcut(torch)
             return library.torch_product(torch, A, B, out, alpha, beta, trans_a, trans_b)
         if out is None:
             out = new_output(A, a, call.out_shape)
@@ -198,9 +195,9 @@ class Matmul:
     def forget(self, shape: Shape) -> None:
         """Choose again for this shape at its next call (new rows were recorded there: autotune.firstuse).
         Every plan and torch shortcut is dropped (each call kind plans once more), as the dispatcher's
-        choices at the shape are; a plan being made meanwhile is not kept (the epoch)."""
+        choices at the shape are, in that order: the tables are replaced, not emptied, so a plan being made
+        meanwhile goes into the table dropped (_planned takes the table before it asks the dispatcher)."""
         self.dispatcher.forget(shape)
-        self._epoch += 1
         self._plans, self._to_torch = {}, {}
 
     def gpu_name(self, device: int) -> str:
