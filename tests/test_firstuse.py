@@ -11,6 +11,7 @@ import pytest
 
 import autotune
 from autotune import store
+from autotune.api.operands import Layout
 from autotune.errors import AutotuneError
 from autotune.firstuse.background import MAX_PENDING, Background, background_of
 from autotune.firstuse.tuner import Budget, Job, SubprocessTuner
@@ -82,7 +83,7 @@ def test_a_shape_seen_first_runs_cublas_at_once_and_is_queued_once(path, launche
 def test_the_callers_cost_is_an_enqueue_and_the_queue_is_bounded(path, launcher):
     tuner = FakeTuner(released=False)  # busy with the first shape for the whole test
     background = Background(autotune.load(db=path, launcher=launcher), tuner)
-    layout = autotune.api.operands.Layout(False, False)
+    layout = Layout(False, False)
     slowest = 0.0
     for M in range(1, 2 * MAX_PENDING + 1):
         start = time.perf_counter()

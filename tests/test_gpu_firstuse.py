@@ -38,7 +38,7 @@ def test_a_shape_tuned_on_first_use_runs_what_its_rows_say_and_stays_correct(tor
     C = mm(A, B)
     first_call_s = time.perf_counter() - start
     torch.cuda.synchronize()
-    assert first_call_s < 0.5, first_call_s  # cuBLAS at once: the tuning is not on the caller's clock
+    assert first_call_s < 2.0, first_call_s  # cuBLAS at once: the job's tens of seconds are not on the caller's clock
     assert relative_error(torch, C, ref) <= TOLERANCE
     background = background_of(mm)
     assert background is not None
