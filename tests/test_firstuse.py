@@ -11,10 +11,10 @@ import pytest
 
 import autotune
 from autotune import store
+from autotune.api.firstuse.background import MAX_PENDING, Background, background_of
+from autotune.api.firstuse.tuner import Budget, Job, SubprocessTuner
 from autotune.api.operands import Layout
 from autotune.errors import AutotuneError
-from autotune.firstuse.background import MAX_PENDING, Background, background_of
-from autotune.firstuse.tuner import Budget, Job, SubprocessTuner
 from tests.fakes import GPU, FakeLauncher
 from tests.test_api import DeviceArray
 from tests.test_dispatch_library import SMALL, timed
@@ -119,7 +119,7 @@ def test_a_failing_tuner_leaves_cublas_and_warns_once(path, launcher, caplog):
     mm = autotune.load(db=path, launcher=launcher)
     tuner = FakeTuner(fail)
     background = Background(mm, tuner)
-    with caplog.at_level(logging.INFO, logger="autotune.firstuse"):
+    with caplog.at_level(logging.INFO, logger="autotune.api.firstuse"):
         for shape in [SHAPE, (96, 96, 96)]:
             call(mm, shape)
             assert background.wait(5)
@@ -193,8 +193,8 @@ def test_process_exit_stops_a_job_in_flight_and_leaves_whole_rows(tmp_path):
 
 
 def test_the_candidates_are_the_neighbours_winners_then_the_fits_that_moved_then_the_defaults(db):
+    from autotune.api.firstuse.candidates import AsFound, candidates
     from autotune.families import FAMILIES
-    from autotune.firstuse.candidates import AsFound, candidates
     from autotune.space import Limits
     from tests.fakes import FakeBackend
     from tests.test_starts import record

@@ -9,8 +9,8 @@ import pytest
 import autotune
 from autotune import store
 from autotune.api.dispatch import beats_library
+from autotune.api.firstuse.background import background_of
 from autotune.backends.reference import TOLERANCE
-from autotune.firstuse.background import background_of
 
 pytestmark = pytest.mark.gpu
 SHAPE = (4099, 1537, 256)  # odd, above the host floor (api.dispatch); in no shipped database

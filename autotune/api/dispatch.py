@@ -125,7 +125,7 @@ class Dispatcher:
 
     def forget(self, shape: Shape) -> None:
         """Decide this shape again at its next call, on every GPU and layout, from the databases as they are
-        now (rows another process wrote since: autotune.firstuse). The connections are opened again: a
+        now (rows another process wrote since: autotune.api.firstuse). The connections are opened again: a
         database that nobody was writing when it was opened is read as immutable (store.open_readonly)."""
         with self._lock:
             for key in [k for k in self._chosen if k[1] == shape]:

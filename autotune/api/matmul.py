@@ -86,7 +86,7 @@ class Matmul:
         # such a call goes straight to torch.mm, its only cost above torch's a lookup (api.library)
         self._to_torch: dict[tuple, library.TorchShortcut] = {}
         self._lock = threading.Lock()
-        # told (device, shape, layout) of each call kind planned onto cuBLAS (autotune.firstuse enqueues it)
+        # told (device, shape, layout) of each call kind planned onto cuBLAS (autotune.api.firstuse enqueues it)
         self.on_library: Callable[[int, Shape, Layout], None] | None = None
 
     def __call__(self, A: Any, B: Any, out: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
@@ -193,7 +193,7 @@ class Matmul:
         return self.choose(M, N, K, device, trans_a=trans_a, trans_b=trans_b).library
 
     def forget(self, shape: Shape) -> None:
-        """Choose again for this shape at its next call (new rows were recorded there: autotune.firstuse).
+        """Choose again for this shape at its next call (new rows were recorded there: autotune.api.firstuse).
         Every plan and torch shortcut is dropped (each call kind plans once more), as the dispatcher's
         choices at the shape are, in that order: the tables are replaced, not emptied, so a plan being made
         meanwhile goes into the table dropped (_planned takes the table before it asks the dispatcher)."""

@@ -19,14 +19,14 @@ from autotune.api import commands
 from autotune.api.checks import check_search
 from autotune.api.dispatch import Dispatcher
 from autotune.api.export import find_best
+from autotune.api.firstuse.attach import attach, tuning_db
+from autotune.api.firstuse.tuner import Budget
 from autotune.api.matmul import Launcher, Matmul
 from autotune.api.result import TuneResult
 from autotune.backends.spawn import leave_if_reimporting_main
 from autotune.errors import AutotuneError
 from autotune.families import FAMILIES, families_for
 from autotune.families.layouts import for_batch, layout_choices, narrow_to
-from autotune.firstuse.attach import attach, tuning_db
-from autotune.firstuse.tuner import Budget
 from autotune.space import Family, Shape, check_shape
 
 
@@ -123,7 +123,7 @@ def load(db: str | None = None, gpu: str | None = None, *, backend: str = "cuda"
     tune="background": a call kind that runs cuBLAS for want of a row at its shape runs it at once, and a
     process of its own measures there, in the background, up to tune_trials candidates (verified first) for
     at most tune_seconds, into `db` (default: AUTOTUNE_DB, else db/autotune.sqlite; created; never a shipped
-    one); the calls after it run the winner where it beat cuBLAS (autotune.firstuse, docs/first-use.md)."""
+    one); the calls after it run the winner where it beat cuBLAS (autotune.api.firstuse, docs/first-use.md)."""
     budget = Budget(tune_trials, tune_seconds)
     tuned = tuning_db(tune, default_db() if db is None else db, budget, backend=backend, gpu=gpu,
                       library=library, defaults_only=defaults_only)

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import math
 
+from autotune.api.firstuse.background import Background
+from autotune.api.firstuse.tuner import Budget, SubprocessTuner, writable_db
 from autotune.api.matmul import Matmul
 from autotune.errors import AutotuneError
-from autotune.firstuse.background import Background
-from autotune.firstuse.tuner import Budget, SubprocessTuner, writable_db
 
 MODES = ("off", "background")
 BACKENDS = ("cuda", "sim")  # those a job can measure on (replay answers from a dataset: nothing to tune)

@@ -15,14 +15,14 @@ import logging
 import threading
 from collections import deque
 
+from autotune.api.firstuse.tuner import Job, TuneFailed, Tuner
 from autotune.api.matmul import Matmul
 from autotune.api.operands import Layout
 from autotune.families.layouts import layout_name
-from autotune.firstuse.tuner import Job, TuneFailed, Tuner
 from autotune.space import Shape
 
 MAX_PENDING = 64
-log = logging.getLogger("autotune.firstuse")
+log = logging.getLogger("autotune.api.firstuse")
 
 Pending = tuple[int, Shape, str]  # (device, shape, layout name)
 
@@ -102,7 +102,7 @@ class Background:
         self.failures += 1
         line = f"autotune: first-use tuning of {what} failed: {exc or type(exc).__name__}; it stays on cuBLAS"
         if self.failures == 1:  # said once; the others are there for a caller who asks the logger
-            log.warning(line + " (further failures are logged at INFO level on logger autotune.firstuse)")
+            log.warning(line + " (further failures are logged at INFO level on logger autotune.api.firstuse)")
         else:
             log.info(line)
 

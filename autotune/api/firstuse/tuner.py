@@ -63,7 +63,7 @@ class Tuner(Protocol):
 
 
 class SubprocessTuner:
-    """Runs `python -m autotune.firstuse.job` per shape: CUDA is touched only there and in its worker
+    """Runs `python -m autotune.api.firstuse.job` per shape: CUDA is touched only there and in its worker
     process, never in the caller's process. A job past its budget by KILL_GRACE_S is killed: SQLite
     commits each row in its own transaction, so a killed job leaves the rows it finished, whole."""
 
@@ -76,7 +76,7 @@ class SubprocessTuner:
     def tune(self, job: Job) -> None:
         if self._tuned_before(job):
             return  # another process (or an earlier run) measured here: its rows decide
-        command = [sys.executable, "-m", "autotune.firstuse.job", *job_args(job, self.db_path, self.backend,
+        command = [sys.executable, "-m", "autotune.api.firstuse.job", *job_args(job, self.db_path, self.backend,
                                                                              self.precision, self.budget)]
         with self._lock:
             if self._stopped:

@@ -1,4 +1,4 @@
-"""`python -m autotune.firstuse.job --M .. --N .. --K .. --layout NT --db PATH ...`: one first-use
+"""`python -m autotune.api.firstuse.job --M .. --N .. --K .. --layout NT --db PATH ...`: one first-use
 tuning, in a process of its own (tuner.SubprocessTuner starts it; anyone may run it by hand).
 
 It starts a measuring worker at the shape (backends.worker: kernels run in a process of their own,
@@ -21,12 +21,12 @@ import time
 
 from autotune import store
 from autotune.api.commands import start_measuring
+from autotune.api.firstuse.candidates import candidates, make_ranker
+from autotune.api.firstuse.tuner import ENVIRONMENT_EXIT
 from autotune.backends.worker import WorkerSpec
 from autotune.errors import AutotuneError, EnvironmentFault
 from autotune.families import FAMILIES, families_for
 from autotune.families.layouts import layout_choices, layout_name, narrow_to
-from autotune.firstuse.candidates import candidates, make_ranker
-from autotune.firstuse.tuner import ENVIRONMENT_EXIT
 from autotune.search.measure import evaluate
 from autotune.space import Shape, check_shape
 
@@ -55,7 +55,7 @@ def run(shape: Shape, layout: str, db_path: str, kind: str = "cuda", device: int
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m autotune.firstuse.job", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m autotune.api.firstuse.job", description=__doc__.splitlines()[0])
     for name in ("--M", "--N", "--K"):
         p.add_argument(name, type=int, required=True)
     p.add_argument("--layout", default="NN")
