@@ -63,9 +63,10 @@ class SearchOptions:
                      batch=self.batch)
 
 
-def _start(specs: list[WorkerSpec], db_path: str) -> tuple[list[WorkerBackend], sqlite_utils.Database]:
+def start_measuring(specs: list[WorkerSpec], db_path: str) -> tuple[list[WorkerBackend], sqlite_utils.Database]:
     """Workers first, the database second: a machine without a GPU, or a shape too large
-    for it, writes nothing."""
+    for it, writes nothing. The workers' cuBLAS times are recorded (baselines); the caller closes the
+    workers."""
     from autotune.backends.pool import start_workers
 
     store.check_path(db_path)
@@ -88,7 +89,7 @@ def measure_command(shape: tuple[int, int, int], configs: list[Config], seed: in
     from autotune.backends.worker import WorkerSpec
     from autotune.search.measure import evaluate
 
-    [worker], db = _start([WorkerSpec(kind, shape, seed, device, kernel_timeout)], db_path)
+    [worker], db = start_measuring([WorkerSpec(kind, shape, seed, device, kernel_timeout)], db_path)
     lines = []
     try:
         for config in configs:
@@ -117,7 +118,7 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None) -> Tun
     storage = open_storage(o.storage)  # before any worker starts: a wrong URL costs nothing
     if o.study:  # a default name says its space, so only a name given can meet a study of another space
         check_same_space(storage, o.study, o.families)
-    workers, db = _start(specs, o.db_path)
+    workers, db = start_measuring(specs, o.db_path)
     first = workers[0]
     bar = None
     try:

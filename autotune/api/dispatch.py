@@ -122,9 +122,9 @@ class Dispatcher:
                  library: bool = True):
         self.db_path, self.backend, self.gpu, self.library = db_path, backend, gpu, library
         self.families = frozenset(families_for(precision))  # an unknown precision: one line
-        paths = [db_path] if isinstance(db_path, str) else list(db_path or [])
+        self._paths = [db_path] if isinstance(db_path, str) else list(db_path or [])
         # several databases (the user's, then the one the package ships): their rows count alike
-        self._dbs = [store.open_readonly(p) for p in paths]
+        self._dbs = [store.open_readonly(p) for p in self._paths]
         self._chosen: dict[tuple[str, Shape, Layout], Choice] = {}
         self._kernel_shapes: dict[str, frozenset[Shape]] = {}  # per GPU: the shapes where a kernel beat cuBLAS
         self._covering: dict[str, list[dict]] = {}  # per GPU: the rows that may cover smaller shapes
@@ -137,6 +137,19 @@ class Dispatcher:
             with self._lock:
                 choice = self._chosen[key] = self._decide(key[0], shape, layout)
         return choice
+
+    def forget(self, shape: Shape) -> None:
+        """Decide this shape again at its next call, on every GPU and layout, from the databases as they are
+        now (rows another process wrote since: autotune.api.firstuse). The connections are opened again: a
+        database that nobody was writing when it was opened is read as immutable (store.open_readonly)."""
+        with self._lock:
+            for key in [k for k in self._chosen if k[1] == shape]:
+                del self._chosen[key]
+            self._kernel_shapes.clear()
+            self._covering.clear()
+            old, self._dbs = self._dbs, [store.open_readonly(p) for p in self._paths]
+            for db in old:
+                db.close()
 
     def _decide(self, gpu: str, shape: Shape, layout: Layout) -> Choice:
         if self.library:

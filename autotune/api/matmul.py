@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Any, ContextManager, NamedTuple, Protocol
+from typing import Any, Callable, ContextManager, NamedTuple, Protocol
 
 from autotune.api import library, shortcuts
 from autotune.api.arrays import ArrayView, read_array, signature
@@ -91,6 +91,8 @@ class Matmul:
         # such a call (api.shortcuts), its cost above the product's own a lookup and a few reads
         self._fast: dict[tuple, shortcuts.Shortcut] = {}
         self._lock = threading.Lock()
+        # told (device, shape, layout) of each call kind planned onto cuBLAS (autotune.api.firstuse enqueues it)
+        self.on_library: Callable[[int, Shape, Layout], None] | None = None
 
     def __call__(self, A: Any, B: Any, out: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
                  trans_a: bool = False, trans_b: bool = False, stream: Any = None) -> Any:
@@ -111,17 +113,18 @@ class Matmul:
 
         a, b = read(A, "A"), read(B, "B")
         c = read(out, "out") if out is not None else None
+        table = self._fast  # taken before the plan, as the plans are (_planned)
         plan = self._planned(a, b, c, trans_a, trans_b, alpha, beta)
         if plan.geometry is None:
             return self._library(plan, A, B, out, (a, b, c), handle, current, (alpha, beta, trans_a, trans_b))
         if out is None:
             if stream is None and current and alpha == 1.0 and beta == 0.0:
-                self._shortcut_kernel(plan, A, B, trans_a, trans_b)
+                self._shortcut_kernel(table, plan, A, B, trans_a, trans_b)
             out = new_output(A, a, plan.call.out_shape)
         self._launch(plan, handle, a.ptr, b.ptr, c.ptr if c is not None else read(out, "out").ptr)
         return out
 
-    def _shortcut_kernel(self, plan: Plan, A: Any, B: Any, trans_a: bool, trans_b: bool) -> None:
+    def _shortcut_kernel(self, table: dict, plan: Plan, A: Any, B: Any, trans_a: bool, trans_b: bool) -> None:
         """Remember the short way of a plain 2-D torch call that our kernel computes (api.shortcuts)."""
         torch = sys.modules.get("torch")
         call = plan.call
@@ -131,23 +134,25 @@ class Matmul:
         launch = self.launcher.prepare(call.device, plan.kernel, plan.geometry, call.shape)
         if launch is not None:
             out_shape = (call.shape[0], call.shape[1])
-            self._shortcut((A.shape, B.shape, trans_a, trans_b, call.device),
+            self._shortcut(table, (A.shape, B.shape, trans_a, trans_b, call.device),
                            shortcuts.to_kernel(torch, launch, call.device, out_shape))
 
-    def _shortcut(self, key: tuple, run: shortcuts.Shortcut) -> None:
-        if len(self._fast) >= MAX_PLANS:  # bounded as the plans are
-            self._fast.clear()
-        self._fast[key] = run
+    @staticmethod
+    def _shortcut(table: dict, key: tuple, run: shortcuts.Shortcut) -> None:
+        if len(table) >= MAX_PLANS:  # bounded as the plans are
+            table.clear()
+        table[key] = run
 
     def _planned(self, a: ArrayView, b: ArrayView, c: ArrayView | None, trans_a: bool, trans_b: bool, alpha: float,
                  beta: float) -> Plan:
         key = (signature(a), signature(b), signature(c) if c is not None else None, trans_a, trans_b, alpha, beta)
-        plan = self._plans.get(key)
+        plans = self._plans  # taken first: a plan made across a forget() lands in the table it dropped
+        plan = plans.get(key)
         if plan is None:
             plan = self._plan(a, b, c, trans_a, trans_b, alpha, beta)
-            if len(self._plans) >= MAX_PLANS:  # a process that calls ever new shapes keeps a bounded cache
-                self._plans.clear()
-            self._plans[key] = plan
+            if len(plans) >= MAX_PLANS:  # a process that calls ever new shapes keeps a bounded cache
+                plans.clear()
+            plans[key] = plan
         return plan
 
     def _library(self, plan: Plan, A: Any, B: Any, out: Any, views: tuple[ArrayView, ArrayView, ArrayView | None],
@@ -159,9 +164,10 @@ class Matmul:
         call = plan.call
         torch = library.torch_of(A, current)
         if torch is not None:
+            table = self._fast  # taken first, as the plans are (_planned)
             if out is None and alpha == 1.0 and beta == 0.0 and len(a.shape) == 2 == len(B.shape) and \
                     self.dispatcher.runs_library(self.gpu_name(call.device), call.shape):
-                self._shortcut((A.shape, B.shape, trans_a, trans_b, call.device),
+                self._shortcut(table, (A.shape, B.shape, trans_a, trans_b, call.device),
                                shortcuts.to_torch(torch, trans_a, trans_b))
             return library.torch_product(torch, A, B, out, alpha, beta, trans_a, trans_b)
         if out is None:
@@ -189,6 +195,8 @@ class Matmul:
         device, shape = call.device, call.shape
         choice = self.dispatcher.choose(self.gpu_name(device), shape, call.layout)
         if choice.config is None:
+            if self.on_library is not None:
+                self.on_library(device, shape, call.layout)
             return Plan(call, None, None, None, None)
         geometry = choice.config.geometry(shape[0], shape[1])
         if call.ops is not None:
@@ -209,6 +217,14 @@ class Matmul:
                      trans_b: bool = False) -> bool:
         """Whether a plain call of this shape and these transposes runs cuBLAS (no kernel measured there beat it)."""
         return self.choose(M, N, K, device, trans_a=trans_a, trans_b=trans_b).library
+
+    def forget(self, shape: Shape) -> None:
+        """Choose again for this shape at its next call (new rows were recorded there: autotune.api.firstuse).
+        Every plan and torch shortcut is dropped (each call kind plans once more), as the dispatcher's
+        choices at the shape are, in that order: the tables are replaced, not emptied, so a plan being made
+        meanwhile goes into the table dropped (_planned takes the table before it asks the dispatcher)."""
+        self.dispatcher.forget(shape)
+        self._plans, self._fast = {}, {}
 
     def gpu_name(self, device: int) -> str:
         name = self._names.get(device)

@@ -19,6 +19,8 @@ from autotune.api import commands
 from autotune.api.checks import check_search
 from autotune.api.dispatch import Dispatcher
 from autotune.api.export import find_best
+from autotune.api.firstuse.attach import attach, tuning_db
+from autotune.api.firstuse.tuner import Budget
 from autotune.api.matmul import Launcher, Matmul
 from autotune.api.result import TuneResult
 from autotune.backends.spawn import leave_if_reimporting_main
@@ -108,7 +110,7 @@ def databases(db: str | None) -> list[str]:
 
 def load(db: str | None = None, gpu: str | None = None, *, backend: str = "cuda",
          launcher: Launcher | None = None, defaults_only: bool = False, precision: str = "fp32",
-         library: bool = True) -> Matmul:
+         library: bool = True, tune: str = "off", tune_trials: int = 4, tune_seconds: float = 120.0) -> Matmul:
     """A matmul that runs, per call, the fastest of cuBLAS and the kernels recorded in `db` for the GPU
     model of the operands' device (or `gpu`: a name or UUID whose results to use on any device) at the
     call's shape and layout (db None: the default database and the one the package ships, `databases`): a kernel only where a row measured at that very shape beat cuBLAS timed
@@ -117,11 +119,21 @@ def load(db: str | None = None, gpu: str | None = None, *, backend: str = "cuda"
     else the `blocked` family default. defaults_only: no database at all, family defaults only.
     precision: the accuracy contract whose families may run ("fp32-tc" admits the tensor-core
     families' TF32-based products; the default "fp32" never runs one).
-    launcher: the device side (default: NVRTC and cuda.core on the GPU; tests pass a fake)."""
+    launcher: the device side (default: NVRTC and cuda.core on the GPU; tests pass a fake).
+    tune="background": a call kind that runs cuBLAS for want of a row at its shape runs it at once, and a
+    process of its own measures there, in the background, up to tune_trials candidates (verified first) for
+    at most tune_seconds, into `db` (default: AUTOTUNE_DB, else db/autotune.sqlite; created; never a shipped
+    one); the calls after it run the winner where it beat cuBLAS (autotune.api.firstuse, docs/first-use.md)."""
+    budget = Budget(tune_trials, tune_seconds)
+    tuned = tuning_db(tune, default_db() if db is None else db, budget, backend=backend, gpu=gpu,
+                      library=library, defaults_only=defaults_only)
     dispatcher = Dispatcher(None if defaults_only else databases(db), backend, gpu, precision,
                             library=library and not defaults_only)
     if launcher is None:
         from autotune.backends.cuda.launcher import CudaLauncher
 
         launcher = CudaLauncher()
-    return Matmul(dispatcher, launcher)
+    matmul = Matmul(dispatcher, launcher)
+    if tuned is not None:
+        attach(matmul, tuned, backend, precision, budget)
+    return matmul

@@ -1,0 +1,209 @@
+"""load(tune="background") without a GPU: a call kind planned onto cuBLAS runs cuBLAS at once and is
+queued (once, in a bounded queue, at the cost of an enqueue); the tuner's rows decide the calls after it;
+a tuner that fails leaves cuBLAS and says so once. With the emulator, one real job in its own process."""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import pytest
+
+import autotune
+from autotune import store
+from autotune.api.firstuse.background import MAX_PENDING, Background, background_of
+from autotune.api.firstuse.tuner import Budget, Job, SubprocessTuner
+from autotune.api.operands import Layout
+from autotune.errors import AutotuneError
+from tests.fakes import GPU, FakeLauncher
+from tests.test_api import DeviceArray
+from tests.test_dispatch_library import SMALL, timed
+
+SHAPE = (512, 384, 256)  # M, N, K: no row anywhere
+
+
+class FakeTuner:
+    """Records its jobs; each waits for `release`, then runs `work` (None: does nothing)."""
+
+    def __init__(self, work=None, released=True):
+        self.jobs: list[Job] = []
+        self.work = work
+        self.release = threading.Event()
+        if released:
+            self.release.set()
+
+    def tune(self, job: Job) -> None:
+        self.jobs.append(job)
+        self.release.wait(10)
+        if self.work is not None:
+            self.work(job)
+
+    def stop(self) -> None:
+        self.release.set()
+
+
+@pytest.fixture
+def path(tmp_path):
+    path = str(tmp_path / "mine.sqlite")
+    store.open_db(path).close()
+    return path
+
+
+def operands(shape, trans_b=False):
+    M, N, K = shape
+    return DeviceArray((M, K), 0x10000), DeviceArray((N, K) if trans_b else (K, N), 0x20000)
+
+
+def call(mm, shape, out=0x30000):
+    A, B = operands(shape)
+    return mm(A, B, out=DeviceArray(shape[:2], out))
+
+
+def kernels(launcher):
+    return [launch["kernel"] for launch in launcher.launches]
+
+
+def test_a_shape_seen_first_runs_cublas_at_once_and_is_queued_once(path, launcher):
+    tuner = FakeTuner(released=False)
+    mm = autotune.load(db=path, launcher=launcher)
+    background = Background(mm, tuner)
+    A, B = operands(SHAPE)
+    mm(A, B, out=DeviceArray(SHAPE[:2], 0x30000))
+    mm(A, B, out=DeviceArray(SHAPE[:2], 0x30000))
+    mm(A, B, out=DeviceArray(SHAPE[:2], 0x40000, strides=(SHAPE[1] + 1, 1)))  # another call kind, same shape
+    A, Bt = operands(SHAPE, trans_b=True)
+    mm(A, Bt, out=DeviceArray(SHAPE[:2], 0x30000), trans_b=True)  # another layout: a job of its own
+    assert kernels(launcher) == ["cublas"] * 4  # none waited for the tuner, which is still held
+    tuner.release.set()
+    assert background.wait(5)
+    assert [(j.shape, j.layout, j.gpu) for j in tuner.jobs] == [(SHAPE, "NN", GPU), (SHAPE, "NT", GPU)]
+    assert background_of(mm) is background and background.failures == 0
+
+
+def test_the_callers_cost_is_an_enqueue_and_the_queue_is_bounded(path, launcher):
+    tuner = FakeTuner(released=False)  # busy with the first shape for the whole test
+    background = Background(autotune.load(db=path, launcher=launcher), tuner)
+    layout = Layout(False, False)
+    slowest = 0.0
+    for M in range(1, 2 * MAX_PENDING + 1):
+        start = time.perf_counter()
+        background.offer(0, (M, 64, 64), layout)
+        slowest = max(slowest, time.perf_counter() - start)
+    assert slowest < 1e-3  # the stated bound (background.py): no I/O, no wait, whatever the tuner does
+    assert background.dropped == MAX_PENDING  # the first is in flight and counts among those pending
+    tuner.release.set()
+    assert background.wait(5) and len(tuner.jobs) == MAX_PENDING
+
+
+def test_after_the_tuner_records_a_winner_the_next_call_runs_it(path, launcher):
+    def record_a_winner(job: Job) -> None:
+        db = store.open_db(path)
+        timed(db, job.shape, "blocked", 0.08, 0.10, **SMALL)  # beats cuBLAS timed beside it by 20%
+        db.close()
+
+    mm = autotune.load(db=path, launcher=launcher)
+    background = Background(mm, FakeTuner(record_a_winner))
+    call(mm, SHAPE)
+    mm._fast[("a torch call",)] = None  # type: ignore[assignment]  # the short ways, forgotten too
+    assert background.wait(5)
+    assert not mm._fast
+    call(mm, SHAPE)
+    assert kernels(launcher)[0] == "cublas" and kernels(launcher)[1].startswith("loaded sgemm_blocked")
+    assert mm.choose(*SHAPE).origin == "exact"
+
+
+def test_a_failing_tuner_leaves_cublas_and_warns_once(path, launcher, caplog):
+    def fail(job: Job) -> None:
+        raise RuntimeError("the GPU fell off the bus")
+
+    mm = autotune.load(db=path, launcher=launcher)
+    tuner = FakeTuner(fail)
+    background = Background(mm, tuner)
+    with caplog.at_level(logging.INFO, logger="autotune.api.firstuse"):
+        for shape in [SHAPE, (96, 96, 96)]:
+            call(mm, shape)
+            assert background.wait(5)
+            call(mm, shape)  # planned again (the failed tuning dropped every plan), not queued again
+    assert kernels(launcher) == ["cublas"] * 4 and background.failures == 2 and len(tuner.jobs) == 2
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warned) == 1 and "the GPU fell off the bus; it stays on cuBLAS" in warned[0]
+
+
+def test_a_plan_made_while_the_shape_is_forgotten_is_not_kept(path, launcher):
+    mm = autotune.load(db=path, launcher=launcher)
+    mm.on_library = lambda device, shape, layout: mm.forget(shape)  # a tuner ending mid-plan
+    call(mm, SHAPE)
+    assert not mm._plans
+
+
+@pytest.mark.parametrize("kwargs, says", [
+    ({"tune": "sometimes"}, "one of 'off', 'background'"),
+    ({"tune": "background", "defaults_only": True}, "drop defaults_only"),
+    ({"tune": "background", "gpu": "NVIDIA H200"}, "drop gpu="),
+    ({"tune": "background", "tune_trials": 0}, "tune_trials=0"),
+    ({"tune": "background", "tune_seconds": float("inf")}, "tune_seconds=inf"),
+])
+def test_bad_tuning_options_are_one_line(path, launcher, kwargs, says):
+    with pytest.raises(AutotuneError, match=says):
+        autotune.load(db=path, launcher=launcher, **kwargs)
+
+
+def test_a_shipped_database_is_never_written(launcher):
+    [shipped] = store.shipped_databases()
+    with pytest.raises(AutotuneError, match="a database the package ships"):
+        autotune.load(db=shipped, launcher=launcher, tune="background")
+
+
+class EmulatorLauncher(FakeLauncher):
+    def device_name(self, device):
+        return "CPU emulator"  # the GPU model the emulator's rows are recorded under
+
+
+def test_a_job_in_its_own_process_records_verified_rows_that_the_next_call_reads(tmp_path):
+    path = str(tmp_path / "made.sqlite")  # created by load()
+    mm = autotune.load(db=path, backend="sim", launcher=EmulatorLauncher(), tune="background", tune_trials=2,
+                       tune_seconds=60)
+    shape = (48, 40, 32)
+    call(mm, shape)
+    background = background_of(mm)
+    assert background is not None and background.wait(120) and background.failures == 0
+    rows = list(store.results(store.open_readonly(path), shape, "sim", "CPU emulator"))
+    assert len(rows) == 2 and {r["status"] for r in rows} == {"ok"}
+    # the emulator times no cuBLAS, so its rows are no evidence: cuBLAS stays, now for a reason the rows give
+    assert mm.choose(*shape).library and "the fastest kernel measured at 48x40x32" in mm.choose(*shape).why
+
+
+def test_process_exit_stops_a_job_in_flight_and_leaves_whole_rows(tmp_path):
+    path = str(tmp_path / "stopped.sqlite")
+    store.open_db(path).close()
+    mm = autotune.load(db=path, backend="sim", launcher=EmulatorLauncher())
+    tuner = SubprocessTuner(path, "sim", "fp32", Budget(trials=50, seconds=600))
+    background = Background(mm, tuner)
+    call(mm, (64, 48, 40))
+    deadline = time.monotonic() + 60
+    while tuner._process is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process = tuner._process
+    assert process is not None
+    time.sleep(3)  # into its measurements
+    background.close()  # what atexit runs
+    assert process.wait(10) is not None
+    assert store.open_db(path).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert not background.wait(0)  # the shape it was tuning was not finished
+
+
+def test_the_candidates_are_the_neighbours_winners_then_the_fits_that_moved_then_the_defaults(db):
+    from autotune.api.firstuse.candidates import AsFound, candidates
+    from autotune.families import FAMILIES
+    from autotune.space import Limits
+    from tests.fakes import FakeBackend
+    from tests.test_starts import record
+
+    neighbour = record(db, (3000, 3000, 64), "blocked", 0.5, **SMALL)
+    backend = FakeBackend(3072, 2900, 64)
+    families = [FAMILIES[f] for f in ("naive", "blocked", "splitk")]
+    found = AsFound().rank(candidates(db, backend, families, Limits(), measured=set()), backend.shape)
+    assert found[0].name == neighbour
+    assert [c.family.name for c in found[1:3]] == ["splitk", "blocked"]  # split-K's fit moved at K = 64
+    assert len({c.name for c in found}) == len(found) and "naive" in {c.family.name for c in found}
+    assert neighbour not in {c.name for c in candidates(db, backend, families, Limits(), measured={neighbour})}
