@@ -32,7 +32,7 @@ SPLITK_CONFIGS = (
     {"ASYNC": 1, "STAGES": 2, "BSWAP": 0, "GM": 8, "SPLITK": 16, "BK": 32},
 )
 MUTATION_SHAPE = (70, 70, 333)
-DB = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "h200-session3-final.sqlite"
+DB = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "h200-blocked-squares.sqlite"
 SPLITK_DB = DB.parent / "h200-4096-one-house-all-families.sqlite"
 
 
