@@ -48,7 +48,7 @@ LIBRARY = "cublas"  # the origin of the library's choice
 # run to run is about 1%, and a tie goes to the library the caller would have called.
 WIN_MARGIN = 0.02
 # Below 30 us of GPU time a call is host-bound: a launch through this package costs the host about
-# 25-30 us (docs/BENCHMARKS.md, "the API's host time a call"), torch.matmul about 10.
+# 25-30 us (docs/measuring.md, "Host time, queued and alone"), torch.matmul about 10.
 HOST_FLOOR_MS = 0.03
 
 

@@ -10,7 +10,7 @@ Names:
   tpe-mv    TPE with multivariate=True, group=True: the joint distribution of each family's
             parameters (conditional spaces split into groups) instead of one parameter at a time.
             The search's default: it needed the fewest trials of the samplers that work on any
-            space on both exhaustive H200 datasets (docs/BENCHMARKS.md).
+            space on both exhaustive H200 datasets (docs/search.md).
   qmc       Optuna's QMCSampler (Sobol, scrambled), a space-filling baseline (needs scipy).
   model     our own, `ModelSampler`: bound to predicted ceilings by `bind()`, see its doc.
 CMA-ES does not apply: every parameter here is categorical (a choice among listed values),
