@@ -1,5 +1,5 @@
 """Sampler benchmark on replayed datasets: trials and simulated seconds to within 5% and 2% of
-the best, per sampler over many seeds, as markdown (for docs/BENCHMARKS.md and the README).
+the best, per sampler over many seeds, as markdown (for docs/search.md).
 
     python benchmarks/bench_search.py                       # every dataset below, 20 seeds
     python benchmarks/bench_search.py --only synthetic --seeds 5 --samplers random,tpe,model

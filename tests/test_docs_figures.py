@@ -1,7 +1,8 @@
-"""The figures the README states are those of their committed sources, so that neither side goes
-stale alone: the sampler table equals the JSON that `benchmarks/bench_search.py --json` wrote
-(the command is in the JSON and in the README), and the space sizes equal what `autotune space`
-computes (autotune.space.count_valid). No GPU; nothing is re-run."""
+"""The figures the README and docs/ state are those of their committed sources, so that neither side
+goes stale alone: the sampler table (docs/search.md) equals the JSON that `benchmarks/bench_search.py
+--json` wrote (the command is in the JSON and in the doc), the space sizes equal what `autotune space`
+computes (autotune.space.count_valid), and the results tables equal the suite's and the 3xTF32
+benchmark's JSON. No GPU; nothing is re-run."""
 from __future__ import annotations
 
 import json
@@ -16,6 +17,7 @@ from autotune.space import Limits, count_valid
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+SEARCH_DOC = ROOT / "docs" / "search.md"  # the sampler table and the space sizes
 SAMPLER_JSON = ROOT / "benchmarks" / "data" / "bench-search-naive-tiled-h200.json"
 BLOCKED_GT = ROOT / "benchmarks" / "data" / "h200-gt-blocked-4096.sqlite"
 SECTION = "## Search efficiency: replayed, against ground truth"
@@ -56,8 +58,8 @@ def expected_row(name: str, by_size: dict[int, dict]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def readme() -> str:
-    return README.read_text()
+def search_doc() -> str:
+    return SEARCH_DOC.read_text()
 
 
 @pytest.fixture(scope="module")
@@ -65,16 +67,16 @@ def bench() -> dict:
     return json.loads(SAMPLER_JSON.read_text())
 
 
-def test_the_sampler_table_is_the_committed_benchmark(readme, bench):
-    text = section(readme, SECTION)
+def test_the_sampler_table_is_the_committed_benchmark(search_doc, bench):
+    text = section(search_doc, SECTION)
     by_size = {d["shape"][0]: d for d in bench["datasets"]}
     assert sorted(by_size) == [2048, 4096]
     rows = table_rows(text)
     readme_names = [row[0].split()[0] for row in rows]
     ran = [n for n in by_size[4096]["samplers"]]
-    assert sorted(readme_names) == sorted(ran), "the README's rows are not the samplers the benchmark ran"
+    assert sorted(readme_names) == sorted(ran), "the doc's rows are not the samplers the benchmark ran"
     for row, name in zip(rows, readme_names):
-        assert row[1:] == expected_row(name, by_size), f"README row {name!r} differs from {SAMPLER_JSON.name}"
+        assert row[1:] == expected_row(name, by_size), f"docs/search.md row {name!r} differs from {SAMPLER_JSON.name}"
     seeds = len(bench["seeds"])
     assert f"(median over {seeds} seeds)" in text and f"over {seeds} seeds" in text
     flat = " ".join(text.split())
@@ -82,10 +84,10 @@ def test_the_sampler_table_is_the_committed_benchmark(readme, bench):
     assert f"Optuna {bench['versions']['optuna']};" in flat
 
 
-def test_the_default_sampler_claim_holds_for_the_committed_benchmark(readme, bench):
+def test_the_default_sampler_claim_holds_for_the_committed_benchmark(search_doc, bench):
     """"the default is tpe-mv, of the samplers that work on any space the one with the fewest trials
     over both shapes (tpe needs N fewer at 4096³, N more at 2048³)": model needs every config's SASS."""
-    flat = " ".join(section(readme, SECTION).split())
+    flat = " ".join(section(search_doc, SECTION).split())
     med = {d["shape"][0]: {n: s["trials_to_2pct"]["median"] for n, s in d["samplers"].items()} for d in bench["datasets"]}
     total = {n: sum(med[size][n] or float("inf") for size in med) for n in med[4096] if n != "model"}
     assert "the default is `tpe-mv`, of the samplers that work on any space the one with the fewest" in flat
@@ -97,9 +99,9 @@ def test_the_default_sampler_claim_holds_for_the_committed_benchmark(readme, ben
         assert (f"{abs(diff):g}", "more" if diff > 0 else "fewer") == (n, word), (size, diff)
 
 
-def test_the_replayed_datasets_are_what_the_readme_says(readme, bench):
+def test_the_replayed_datasets_are_what_the_search_doc_says(search_doc, bench):
     naive_tiled = count_valid(NAIVE, Limits()) + count_valid(TILED, Limits())
-    text = " ".join(readme.split())
+    text = " ".join(search_doc.split())
     quoted = re.findall(r"([\d,]+) valid naive and tiled configs", text) + re.findall(r"the ([\d,]+) naive and tiled configs", text)
     assert quoted and all(q == f"{naive_tiled:,}" for q in quoted), quoted
     for d in bench["datasets"]:  # "every one of the 916 valid naive and tiled configs at 4096³ and at 2048³"
@@ -110,8 +112,8 @@ def test_the_replayed_datasets_are_what_the_readme_says(readme, bench):
     assert f"and {ok} blocked configs at 4096³" in text
 
 
-def test_the_blocked_space_size_is_what_autotune_space_counts(readme):
-    quoted = re.findall(r"([\d,]+) blocked ones", " ".join(readme.split()))
+def test_the_blocked_space_size_is_what_autotune_space_counts(search_doc):
+    quoted = re.findall(r"([\d,]+) blocked ones", " ".join(search_doc.split()))
     assert quoted == [f"{count_valid(BLOCKED, Limits()):,}"]
 
 
@@ -153,3 +155,47 @@ def test_the_readmes_load_figures_are_the_anyshape_benchmarks():
                          ("suite", "at the 28 suite shapes")):
         figure = f"{data[group]['geomean_queued']:.3f}x"
         assert re.search(re.escape(figure) + r"(\*\*)? " + re.escape(words), text), (group, figure)
+
+
+SUITE_JSON = ROOT / "benchmarks" / "data" / "shape-suite-h200.json"
+RESULTS_DOC = ROOT / "docs" / "results-h200.md"
+
+
+def test_the_results_docs_suite_table_is_the_committed_suite():
+    """docs/results-h200.md's suite table: one row per shape of the suite's JSON, in its order, each
+    cell as the JSON has it (the family is the kernel name's second word); the headline figures too."""
+    data = json.loads(SUITE_JSON.read_text())
+    doc = RESULTS_DOC.read_text()
+    rows = table_rows(section(doc, "## The shape suite"))
+    assert len(rows) == len(data["shapes"])
+    for row, s in zip(rows, data["shapes"]):
+        assert row == [f"{s['M']}x{s['N']}x{s['K']}", s["group"], f"{s['cublas_ms']:.4g}", f"{s['ours_ms']:.4g}",
+                       f"{s['cublas_over_ours']:.3f}", f"{s['pct_roofline']:.1f}", f"`{s['kernel'].split('_')[1]}`"]
+    flat = " ".join(doc.split())
+    assert f"geometric mean of cuBLAS/ours: {data['geomean_cublas_over_ours']:.3f}" in flat.replace("**", "")
+    assert f"Tuning took {data['tuning_s']} s" in flat
+    assert f"the suite's JSON names `{data['commit']}`" in flat
+
+
+def test_the_readmes_results_table_is_the_committed_suite():
+    """The README's table: each group's lowest and highest cuBLAS/ours in the suite's JSON."""
+    data = json.loads(SUITE_JSON.read_text())
+    text = README.read_text()
+    groups: dict[str, list[float]] = {}
+    for s in data["shapes"]:
+        groups.setdefault(s["group"], []).append(s["cublas_over_ours"])
+    rows = table_rows(section(text, "## Results"))
+    assert [f"{min(v):.3f}-{max(v):.3f}" for v in groups.values()] == [row[1] for row in rows]
+    worst = data["worst"]
+    flat = " ".join(text.split()).replace("**", "")
+    assert f"geometric mean of cuBLAS/ours {data['geomean_cublas_over_ours']:.3f}" in flat
+    assert f"worst shape {worst['M']}x{worst['N']}x{worst['K']} at {worst['cublas_over_ours']:.3f}" in flat
+
+
+def test_the_results_docs_tf32x3_table_is_the_committed_benchmark():
+    data = json.loads((ROOT / "benchmarks" / "data" / "tf32x3-h200.json").read_text())
+    rows = table_rows(section(RESULTS_DOC.read_text(), "## 3xTF32 on tensor cores"))
+    assert len(rows) == len(data["shapes"])
+    for row, s in zip(rows, data["shapes"]):
+        assert row == [f"{s['M']}x{s['N']}x{s['K']}", f"{s['ours_ms']:.4g}", f"{s['cublas_ms']:.4g}",
+                       f"{s['speedup']:.2f}x", f"{s['err_ours']:.2e}", f"{s['err_cublas']:.2e}", f"{s['ratio']:.2f}"]

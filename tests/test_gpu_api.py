@@ -150,7 +150,7 @@ def test_a_tensor_core_winner_runs_through_load_under_fp32_tc(torch, tmp_path):
     """A recorded tf32x3wg row (two trials of its search: the default first) is what load() runs under
     fp32-tc, prologue (the split into the stream's workspace) and product, at the tuned shape and at
     odd ones; under the default contract the same database runs an FP32 family instead. At K = 93
-    cuBLAS FP32's error (1.0e-7) is below 3xTF32's floor (2.4e-7 measured, session 11): the contract
+    cuBLAS FP32's error (1.0e-7) is below 3xTF32's floor (2.4e-7 measured on the H200): the contract
     holds where the kernel was verified and at long K, FP32-class accuracy everywhere."""
     from click.testing import CliRunner
 

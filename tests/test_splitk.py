@@ -32,7 +32,7 @@ SPLITK_CONFIGS = (
     {"ASYNC": 1, "STAGES": 2, "BSWAP": 0, "GM": 8, "SPLITK": 16, "BK": 32},
 )
 MUTATION_SHAPE = (70, 70, 333)
-DB = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "h200-session3-final.sqlite"
+DB = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "h200-blocked-squares.sqlite"
 SPLITK_DB = DB.parent / "h200-4096-one-house-all-families.sqlite"
 
 
@@ -72,7 +72,7 @@ def test_splitk_gives_the_same_bytes_every_run():
 def test_the_blocked_family_renders_the_sources_it_was_measured_with(family, db, least):
     """SPLITK=1 and WAVE=0 leave the blocked template's output byte for byte as it was (and KW=1
     skinny's): every kernel of the family measured on the H200 (stored with its source hash) renders
-    to that very source. (splitk's epilogue changed in session 7, its adds batched as tailsplit's:
+    to that very source. (splitk's epilogue changed since, its adds batched as tailsplit's:
     its recorded rows keep the source they were measured with.)"""
     conn = sqlite3.connect(f"file:{db}?immutable=1", uri=True)  # immutable: no -wal/-shm files beside it
     conn.row_factory = sqlite3.Row

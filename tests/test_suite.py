@@ -22,8 +22,8 @@ from autotune.families import NAIVE
 ROOT = Path(__file__).resolve().parent.parent
 SHAPES = ROOT / "autotune" / "api" / "shapes.toml"
 # A replayed search measures each family's default first, so the dataset must hold today's defaults:
-# session 25's suite pass's database holds them (every suite shape, the defaults among its rows)
-H200_SUITE_DB = ROOT / "benchmarks" / "data" / "session25" / "suite.sqlite.gz"
+# the H200 suite pass's database holds them (every suite shape, the defaults among its rows)
+H200_SUITE_DB = ROOT / "benchmarks" / "data" / "h200-suite.sqlite.gz"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 H200 = PRESETS["h200"]
 

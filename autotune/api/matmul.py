@@ -6,7 +6,7 @@ launches with the driver's cuLaunchKernel; tests inject one that records what it
 everything above the launch (the checks, the choice, the caches) runs without a GPU. Each kind of
 call (operands' shapes, strides, dtypes, devices; transposes, alpha, beta) is checked and planned
 once: a call that repeats one costs the host only its operands' reads and the launch
-(docs/BENCHMARKS.md, "the API's host time a call").
+(docs/measuring.md, "Host time, queued and alone").
 """
 from __future__ import annotations
 

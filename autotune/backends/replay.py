@@ -18,7 +18,7 @@ Simulated seconds, what a trial would have cost on the GPU (`trial_seconds`):
     OVERHEAD_S + (reps + WARMUP_RUNS) * time_ms / 1000
 OVERHEAD_S covers render, the wait for the compile pool, the correctness runs and the search's
 own work: a new trial's recorded t_trial_s less its kernel runs, about 0.3 s on the H200
-(docs/BENCHMARKS.md gives the measurements). A trial that is refused or answered from the
+(docs/measuring.md gives the measurements). A trial that is refused or answered from the
 database costs nothing.
 """
 from __future__ import annotations

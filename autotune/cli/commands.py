@@ -62,7 +62,7 @@ def cli() -> None:
                    "kernels only, the batch on the grid's z), the key autotune.load() picks batched calls' kernels by")
 @click.option("--sampler", type=click.Choice(SAMPLERS), default="tpe-mv", show_default=True,
               help="tpe-mv (multivariate TPE: the fewest trials to the best on the H200 datasets, "
-                   "docs/BENCHMARKS.md), tpe, random, grid (every valid config in order), qmc (Sobol), "
+                   "docs/search.md), tpe, random, grid (every valid config in order), qmc (Sobol), "
                    "gp (needs the bench extra)")
 @click.option("--trials", type=int, default=60, show_default=True, callback=checked("trials"),
               help="new configs to measure (configs already in the database are reused, not counted)")

@@ -17,8 +17,8 @@ from autotune.codegen.render import sha256
 from autotune.errors import EnvironmentFault
 
 OPTIONS_VERSION = "std=c++17;O3"  # part of the cache key: change it when the options change
-# The longest one compile may take. The spaces' kernels compile in 0.1-17 s (docs/BENCHMARKS.md,
-# "Compile time by family"); one past a minute is an unrolled loop gone wrong, and a search must
+# The longest one compile may take. The spaces' kernels compile in 0.1-17 s (docs/measuring.md,
+# "Where a search's time goes"); one past a minute is an unrolled loop gone wrong, and a search must
 # not wait minutes on it: it is recorded as a compile_error. AUTOTUNE_COMPILE_LIMIT_S overrides it.
 COMPILE_LIMIT_S = 60.0
 

@@ -20,7 +20,7 @@ pairs, which moves B fragments to registers of the other bank than their accumul
 the order of a thread's FMAs within a k-step (rows or columns, plain or serpentine): the same sums
 in the same k order, but another PTX, from which ptxas makes another allocation and schedule; which
 order is fastest depends on the rest of the kernel and is not predicted by counting register-bank
-collisions (docs/BENCHMARKS.md, "the order of the FMAs"), so it is left to the search. EARLY=1 moves the
+collisions (docs/BENCHMARKS.md as of f793a29, "the order of the FMAs"), so it is left to the search. EARLY=1 moves the
 tile's barrier into its last k-step, after the last reads of its fragments, so that the next tile's first
 fragments load from shared memory while the last FMAs run (two sets of fragments in registers), as cuBLAS's
 loop does: the same sums in the same order, and like ORDER another allocation for ptxas, so also searched.
@@ -193,16 +193,16 @@ def _prologue_fits(p: Params) -> bool:
 
 
 # PB=1 pays from this many rows of C on: transposing B moves 8*K*N bytes whatever M is, so its share
-# of the time falls like 1/M. On the H200 at N = K = 4096 (docs/BENCHMARKS.md, "PB=0 against PB=1")
+# of the time falls like 1/M. On the H200 at N = K = 4096 (docs/BENCHMARKS.md as of f793a29, "PB=0 against PB=1")
 # PB=1 loses 2.9% at 256 and 512 rows and gains 1.1% at 1024 and 0.7% at 2048
 PB_MIN_ROWS = 1024
 
 
 # Copying A and B pays where their rows are not 16-byte aligned (K or N not a multiple of 4) from this many
 # rows of C on: at 4097 x 4095 x 4093 on the H200 AL=1's copies and product took 3.03 ms against AL=0's 3.19
-# (docs/BENCHMARKS.md, "the launch path's share, AL=1, small tiles"); the copies move A and B whatever M is,
+# (docs/BENCHMARKS.md as of f793a29, "the launch path's share, AL=1, small tiles"); the copies move A and B whatever M is,
 # so below this they are not assumed. The default copies to whole tiles (AL=2), so that no block loads at
-# an edge: 2.886 ms there against AL=1's 2.961 (docs/BENCHMARKS.md, "AL=2, operands padded to whole tiles").
+# an edge: 2.886 ms there against AL=1's 2.961 (docs/BENCHMARKS.md as of f793a29, "AL=2, operands padded to whole tiles").
 AL_MIN_ROWS = 1024
 
 
@@ -247,7 +247,7 @@ BLOCKED = Family(
     name="blocked",
     doc="register blocking: warp tiles of thread tiles, float4 loads, A transposed in shared memory",
     params=(
-        # The defaults are the best config measured at 4096^3 on the H200 (docs/BENCHMARKS.md);
+        # The defaults are the best config measured at 4096^3 on the H200 (docs/BENCHMARKS.md as of f793a29);
         # `autotune search` measures them first, then looks around them.
         Param("BM", (32, 64, 128, 256), 128, "rows of C per block"),
         Param("BN", (32, 64, 128, 256), 256, "columns of C per block"),
@@ -274,7 +274,7 @@ BLOCKED = Family(
               "1: B (stored N x K, TB=1) is first transposed into a K x N workspace by a kernel of its own, "
               "which the product then reads as an untransposed B", absent=0, named_at_absent=False),
         # RT's default: 1 for NT without PB only, where it is 1.3-2% faster at 4096^3 and 8192^3; NN and TT
-        # kernels are slower with it (docs/BENCHMARKS.md, "Kept: RT=1")
+        # kernels are slower with it (docs/BENCHMARKS.md as of f793a29, "Kept: RT=1")
         Param("RT", (0, 1), lambda p: int(p.get("TA") == 0 and reads_b_transposed(p) and _regroups({**p, "RT": 1})),
               "1: a thread loads an operand stored along K (A with TA=0, B with TB=1) in groups of rows at the "
               "same k (2 of A, 4 of B) and stores them transposed as float2s / float4s (not 4-byte stores)",
@@ -286,7 +286,7 @@ BLOCKED = Family(
               "padded to whole tiles (rows and columns), so that besides no block of the product loads at an edge",
               absent=0, named_at_absent=False),
         # ORDER=3 with EARLY=1: 2.2-2.3% faster than ORDER=0 EARLY=0 at 4096^3 in NN and NT, within 0.2% in TN and
-        # TT, 2% faster at 2048^3 (docs/BENCHMARKS.md, "blocked's default against ORDER=3 EARLY=1")
+        # TT, 2% faster at 2048^3 (docs/BENCHMARKS.md as of f793a29, "blocked's default against ORDER=3 EARLY=1")
         Param("ORDER", (0, 1, 2, 3), 3, "the order of a thread's FMAs within a k-step: 0 row by row, 1 rows in "
               "serpentine (odd rows right to left), 2 column by column, 3 columns in serpentine; the same sums, "
               "another instruction order and register allocation from ptxas", absent=0, named_at_absent=False),

@@ -34,15 +34,15 @@ from autotune.space import Constraint, Family, HipSupport, Launch, Limits, Param
 COLUMNS_PER_THREAD = 4  # one float4 of a row of B
 ROWS_PER_BLOCK = (1, 2, 4, 8, 16)  # MR
 # SPLITK: powers of two. Other counts (3, 5, 6, 7; 9 of 2-warp blocks, to fill the SMs' warp slots) were no
-# faster at 16 rows on the H200 (docs/BENCHMARKS.md, "evener blocks, set aside" and "nine splits of two-warp blocks")
+# faster at 16 rows on the H200 (docs/BENCHMARKS.md as of f793a29, "evener blocks, set aside" and "nine splits of two-warp blocks")
 SPLITS = (1, 2, 4, 8, 16, 32, 64)
 # From this many splits on the fit sums them through the workspace (RED=1). With 8 slices (and any KW but 16):
 # on the H200 at 16 rows the workspace takes 0.065 ms against the chain's 0.075 with 8 splits (16x4096x14336)
 # and 0.073-0.074 against 0.075 with 4 (16x8192x8192); with 2 the chain is 3-4% faster at 16 rows and level at
-# 8 and 1 (docs/BENCHMARKS.md, "split-K sums through a workspace at 16 rows").
+# 8 and 1 (docs/BENCHMARKS.md as of f793a29, "split-K sums through a workspace at 16 rows").
 RED_FROM = 4
 # With 16 slices the workspace wins at 2 splits too: 0.069-0.070 ms against 0.072 at 16x8192x8192, 0.064-0.065
-# against 0.066 at 1x8192x8192 (BENCHMARKS.md, "16 slices at every M <= 16 shape").
+# against 0.066 at 1x8192x8192 (docs/BENCHMARKS.md as of f793a29, "16 slices at every M <= 16 shape").
 RED_FROM_16_SLICES = 2
 SUM_FLOAT4S = 2048  # KW > 1: the in-block sum's buffer, in float4s (32 KiB): RG rows of KW*THREADS
 
@@ -55,21 +55,21 @@ def ahead(p: Params) -> int:
 
 def default_ahead(p: Params) -> int:
     """AH's default: 2 for KW > 1. With SA=1 two groups beat one and three at MR=16 (0.090 ms against 0.094
-    and 0.119 at 16x8192x8192: three groups cost occupancy) and matched three at MR=8 (BENCHMARKS.md,
+    and 0.119 at 16x8192x8192: three groups cost occupancy) and matched three at MR=8 (docs/BENCHMARKS.md as of f793a29,
     "skinny M at 16 rows, A off the FMAs' path")."""
     return ahead(p) if p["KW"] == 1 else 2
 
 
 def default_staged(p: Params) -> int:
     """SA's default: 1 wherever it can run (a warp per slice, the buffers within the 48 KiB), since A read
-    from global memory in the FMAs' path is what holds the loop back (BENCHMARKS.md, "skinny M at 16 rows,
+    from global memory in the FMAs' path is what holds the loop back (docs/BENCHMARKS.md as of f793a29, "skinny M at 16 rows,
     A off the FMAs' path")."""
     return int(p["KW"] > 1 and p["THREADS"] == 32 and staged_floats({**p, "SA": 1}) * 4 <= Limits().max_static_shared)
 
 
 def default_ring(p: Params) -> int:
     """SB's default: 1 wherever SA is 1 and the rings fit, since at 16 rows the register ring costs a block an
-    SM (0.080 ms against 0.090 at 16x8192x8192) and at 8 and 1 rows it is no slower (BENCHMARKS.md,
+    SM (0.080 ms against 0.090 at 16x8192x8192) and at 8 and 1 rows it is no slower (docs/BENCHMARKS.md as of f793a29,
     "B through shared memory at 16 rows, the tall family's stages")."""
     return int(p["SA"] == 1 and shared_bytes({**p, "SB": 1}) <= Limits().max_shared_optin)
 
@@ -119,7 +119,7 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     the fastest split (16 rows: 4 at N=8192, 2 at N=14336, 8 at N=4096, K = 8192, 4096, 14336). Then, where
     that takes two splits or more, 16 slices and half the splits: the same warps in half as many blocks, and
     half the partial sums, 1-3.5% faster than 8 slices at six of the seven M <= 16 shapes measured on the
-    H200 (BENCHMARKS.md, "16 slices at every M <= 16 shape"). RED=1 from RED_FROM (RED_FROM_16_SLICES)
+    H200 (docs/BENCHMARKS.md as of f793a29, "16 slices at every M <= 16 shape"). RED=1 from RED_FROM (RED_FROM_16_SLICES)
     splits on, where the workspace holds the sums."""
     M, N, K = shape
     q = {**p, **fit_block(p, "MR", ROWS_PER_BLOCK, M)}

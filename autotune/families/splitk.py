@@ -111,21 +111,21 @@ def _shape_rules(p: Params, M: int, N: int) -> list[str]:
 
 REGISTERS_PER_THREAD = 256  # what a kernel of 128 accumulators per thread takes (255 measured): sets blocks per SM
 # From this many splits on, the fit sums them through the workspace (RED=1): at 64 splits it beat the
-# serial chain by 10%, at 4 or 8 neither won (docs/BENCHMARKS.md, "split-K through a workspace").
+# serial chain by 10%, at 4 or 8 neither won (docs/BENCHMARKS.md as of f793a29, "split-K through a workspace").
 LONG_CHAIN = 16
 # ... and from this many where a thread holds MAX_ACCUMULATORS outputs: such a kernel takes 252-255
 # registers with RED=0 already, so RED=1's sum costs it no occupancy, and it won 1.6-9% at 4 and 8 splits
 # (128 x 8192 x 8192, 1024^3, 1024 x 1024 x 65536); with 64 outputs (a 64-row tile) RED=1 took 255
-# registers against 181 and lost 0-5% (docs/BENCHMARKS.md, "split-K's reductions", "split-K's tile").
+# registers against 181 and lost 0-5% (docs/BENCHMARKS.md as of f793a29, "split-K's reductions", "split-K's tile").
 SHORT_CHAIN = 4
 # From this many on, in a tree (RED=2): at 64 splits of 256 x 256 x 262144 it took 0.765 ms against RED=1's
 # 0.906 (the last split no longer reads 64 slots alone), at 32 it was level; at 4 and 8 it lost 2-13% to
-# RED=1 (docs/BENCHMARKS.md, "split-K's reductions").
+# RED=1 (docs/BENCHMARKS.md as of f793a29, "split-K's reductions").
 TREE_FROM = 32
 MIN_CHUNK_STEPS = 4  # a split's chunk of K keeps at least this many BK steps (shorter ones are all overhead)
 # Where even the most splits K allows leave more than half the SMs without a block (small squares), the
 # tile shrinks to 64 x 64 with 4 x 4 sub-tiles: at 512^3 on the H200 it ran 0.015 ms with 2-4 splits
-# against the wide tile's 0.027 with 8 (32 blocks), level with cuBLAS (docs/BENCHMARKS.md, "the launch path's share, AL=1, small tiles")
+# against the wide tile's 0.027 with 8 (32 blocks), level with cuBLAS (docs/BENCHMARKS.md as of f793a29, "the launch path's share, AL=1, small tiles")
 SMALL_TILE = {"BM": 64, "BN": 64, "WM": 32, "WN": 32, "WNITER": 1, "TM": 4, "TN": 4}
 
 
@@ -175,10 +175,10 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
 # Defaults other than blocked's: a 128 x 128 tile with the per-thread shape of the blocked default
 # (8 x 4 sub-tiles, 2 along N), which the fit widens to blocked's 128 x 256 where M and N fill it: on the
 # H200 the wide tile was 5-10% faster at 128 x 8192 x 8192, 1024 x 1024 x 65536 and 256 x 256 x 262144,
-# level at 1024^3; at 64 rows 64 x 128 beat 64 x 256 by 0-4% (docs/BENCHMARKS.md, "split-K's tile").
+# level at 1024^3; at 64 rows 64 x 128 beat 64 x 256 by 0-4% (docs/BENCHMARKS.md as of f793a29, "split-K's tile").
 # ORDER=1 (rows in serpentine): 0.5-1.7% faster than ORDER=0 at 128 x 8192 x 8192, 1024 x 1024 x 65536 and
-# 4096 x 11008 x 4096, 1.4% at 64 rows (where ORDER=3 was 3%) (docs/BENCHMARKS.md, "the order of the FMAs").
-# EARLY=0: split-K's loops ran 1-26% slower with EARLY=1 (docs/BENCHMARKS.md, "the barrier one k-step early").
+# 4096 x 11008 x 4096, 1.4% at 64 rows (where ORDER=3 was 3%) (docs/BENCHMARKS.md as of f793a29, "the order of the FMAs").
+# EARLY=0: split-K's loops ran 1-26% slower with EARLY=1 (docs/BENCHMARKS.md as of f793a29, "the barrier one k-step early").
 DEFAULTS = {"BM": 128, "BN": 128, "WM": 64, "WN": 64, "ORDER": 1, "EARLY": 0}
 
 SPLITK = Family(

@@ -24,13 +24,13 @@ Why the kernel is shaped as it is (measured on the H200, 128 x 256 tiles):
   registers, about twice the operand register-bank conflicts of blocked's loop by nvdisasm, and ran
   about 7% slower than blocked at 4096^3. The tile index is unsigned because a signed division into row
   and column did the same. That allocation turns on small changes of the PTX, so a change here is
-  for the H200 to time (docs/BENCHMARKS.md, "the tail split out of line", has the counts and times).
+  for the H200 to time (docs/BENCHMARKS.md as of f793a29, "the tail split out of line", has the counts and times).
 - ORDER=1 by default (DEFAULTS, rows in serpentine): with it this kernel's whole-tile loop runs 2% faster at
   4096^3 and 8192^3 than with ORDER=0, where blocked's own loop is fastest with ORDER=0 or 3
-  (docs/BENCHMARKS.md, "the order of the FMAs").
+  (docs/BENCHMARKS.md as of f793a29, "the order of the FMAs").
 - EARLY=1 by default (the next tile's first fragments loaded across the barrier, blocked.py): with ORDER=1
   the whole-tile loop runs 2.2-2.4% faster at 4096^3, 2.4% at 4000^3, 3.2% at 8192^3 and 2.8% at
-  4096 x 11008 x 4096 than with EARLY=0 (docs/BENCHMARKS.md, "the barrier one k-step early").
+  4096 x 11008 x 4096 than with EARLY=0 (docs/BENCHMARKS.md as of f793a29, "the barrier one k-step early").
 - Piece-major order. Tile-major (a tile's pieces at consecutive block indices) runs all pieces of a
   tile side by side, so they finish together and then add into C one after another, each waiting
   for the one before while holding its SM. Piece-major puts a tile's pieces `rest` blocks apart, in
@@ -41,10 +41,10 @@ Why the kernel is shaped as it is (measured on the H200, 128 x 256 tiles):
   piece now reads a sub-tile row's old values (TM x WNITER x TN/4 float4s) before storing any.
 - Pieces, not stream-K. Dealing the tail's k-steps evenly to WAVE blocks (two segments a block at most,
   added in the same turnstile order) ran 1-3% slower than these pieces at 2048^3, 4096^3 and 8192^3 in the
-  best of four forms that compiled without spills (docs/BENCHMARKS.md, "stream-K for the last wave").
+  best of four forms that compiled without spills (docs/BENCHMARKS.md as of f793a29, "stream-K for the last wave").
 - AL=2 as in blocked (the operands copied first into a workspace padded to whole tiles, where their rows are
   not 16-byte aligned: the fit's default from 1024 rows), so that the whole tiles, nearly all of the work,
-  load without an edge; not AL=1, which AL=2 beat at every misaligned shape measured (docs/BENCHMARKS.md,
+  load without an edge; not AL=1, which AL=2 beat at every misaligned shape measured (docs/BENCHMARKS.md as of f793a29,
   "AL=2, operands padded to whole tiles").
 - MAXS caps the pieces per tail tile. Each piece pays a prologue and a read-add-write of a tile of
   C, so the best cap depends on the shape and is for the search to find (MAXS=8 at 4096^3 with

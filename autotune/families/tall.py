@@ -29,7 +29,7 @@ layout above. Tiles t+1 .. t+ST-1 are on their way while tile t is multiplied, s
 hits) leave the FMAs' path too; one barrier a tile. The register limits on A and B in flight are then
 moot (the stages' bytes bound them). ST = 0 renders the register kernel unchanged, ST left out of its name.
 The default is ST = 4: at 8192 x 16 x 8192 it ran in 0.114 ms against the register kernel's 0.134 (ST = 3
-matched it, ST = 6 lost occupancy: 0.140), and at 8192 x 1 x 8192 (NR = 4) no slower (BENCHMARKS.md,
+matched it, ST = 6 lost occupancy: 0.140), and at 8192 x 1 x 8192 (NR = 4) no slower (docs/BENCHMARKS.md as of f793a29,
 "B through shared memory at 16 rows, the tall family's stages").
 """
 from __future__ import annotations
@@ -138,7 +138,7 @@ TALL = Family(
     derive=derive,
     tags={"THREADS": "T", "LANES": "L", "ROWS": "R", "SPLITK": "SK"},
     shape_rules=_shape_rules,
-    # at least 4 columns: NR=4 beat NR=1 by 13-17% at 8192x1x8192 (docs/BENCHMARKS.md, sessions 5 and 7)
+    # at least 4 columns: NR=4 beat NR=1 by 13-17% at 8192x1x8192 (docs/BENCHMARKS.md as of f793a29)
     fit=lambda p, shape, limits: fit_block(p, "NR", COLUMNS_PER_BLOCK, max(shape[1], 4)),
     hip=replace(WAVE32, no_cp_async="ST=0 (A is loaded into registers, B staged by plain loads)"),
     intensity=lambda p: p["NR"] / 2,  # per float4 of A (16 bytes) 4*NR FMAs (B is NR floats beside it)

@@ -102,7 +102,7 @@ TF32X3 = Family(
         TERMS,
         Param("PROMOTE", (0, 1), 1, "1: each stage's products go to a fresh accumulator that an ordinary FP32 add "
               "(round to nearest) moves into the sum; the tensor cores' own accumulation is not IEEE FP32, "
-              "and over all of K its error grows with K (docs/BENCHMARKS.md, session 5)"),
+              "and over all of K its error grows with K (docs/families.md)"),
     ),
     constraints=(
         Constraint("warp tiles must tile the block tile (BM % WM == 0 and BN % WN == 0)", TILE,

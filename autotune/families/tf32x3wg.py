@@ -37,7 +37,7 @@ next k-tile's MMAs (wgmma.wait_group 1, not 0); its sums are added in the same o
 PIPE=0's bit for bit. The grid is one-dimensional, ordered in groups of GM row-tiles that share the B
 tiles they read while those are in L2.
 
-Why the defaults (measured on an H200, docs/BENCHMARKS.md, "warp specialization, tf32x3wg WS=1"): WS=1, since
+Why the defaults (measured on an H200, docs/BENCHMARKS.md as of f793a29, "warp specialization, tf32x3wg WS=1"): WS=1, since
 with the same tiles and stages it runs 4096^3 in 1.19 ms against WS=0's 1.48 (2.26x cuBLAS SGEMM
 against 1.81x, the split included), at 0.27x cuBLAS FP32's error against float64; BN=128 with 3 stages
 is WS=1's fastest at 4096^3 (BN=192 with its 2 stages 1.25 ms there, but the fastest at 8192^3: 2.40x

@@ -7,7 +7,7 @@ and Optuna's TPE spends tens of milliseconds of Python per proposal, more as tri
 while holding the GIL. On a 14-parameter categorical space it re-proposes what it has measured
 most of the time (offline, 511 proposals for 120 new measurements), so one GPU waits for the
 sampler and a second GPU shares that serial cost instead of halving the work
-(docs/BENCHMARKS.md, session 7).
+(docs/search.md, "Fresh proposals instead of re-proposals").
 
 So for each wasted proposal the search enqueues a config next to it that is new and valid: one
 parameter changed (every such change tried, in a seeded random order), else two. An enqueued trial

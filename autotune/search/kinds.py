@@ -99,7 +99,7 @@ REGISTRY: dict[str, SamplerKind] = {k.name: k for k in (
     SamplerKind("tpe-mv", "TPE with multivariate=True, group=True: the joint distribution of each family's "
                 "parameters instead of one parameter at a time; the search's default: it needed the fewest "
                 "trials of the samplers that work on any space on both exhaustive H200 datasets "
-                "(docs/BENCHMARKS.md)", _tpe_mv),
+                "(docs/search.md)", _tpe_mv),
     SamplerKind("qmc", "Optuna's QMCSampler (Sobol, scrambled), a space-filling baseline", _qmc, needs=("scipy",)),
     SamplerKind("gp", "Optuna's GPSampler; over several families it models only the family, the rest is "
                 "sampled at random; over one family it models every parameter", _gp, needs=("scipy", "torch")),

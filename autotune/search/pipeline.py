@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # optuna is imported where it is used: pool children import t
 
 # Compile processes per GPU worker by default: a register-blocked kernel takes NVRTC 1-2 s and its
 # measurement about 0.1 s at 4096^3, so 8 of them keep one H200 busy (beyond that the GPU sets the
-# pace); two GPUs with the same 8 wait for the compiler (docs/BENCHMARKS.md, session 5 scaling).
+# pace); two GPUs with the same 8 wait for the compiler (docs/search.md, "Several GPUs").
 JOBS_PER_WORKER = 8
 WAIT_S = 120.0  # the longest the GPU loop waits for one config's ahead work before compiling it itself
 QUEUE_PER_JOB = 4  # trials asked ahead at most per job (refused and reused ones included): bounds a sampler

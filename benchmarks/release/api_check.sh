@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The API's launch path on the GPU: its GPU tests, then the host's and the GPU's time a call
 # (benchmarks/api_launch_cost.py) on a suite database. From the repository root with OUT set:
-#   zcat benchmarks/data/session26/suite.sqlite.gz > /tmp/s.sqlite
+#   zcat benchmarks/data/h200-suite.sqlite.gz > /tmp/s.sqlite
 #   OUT=out DB=/tmp/s.sqlite bash benchmarks/release/api_check.sh
 source benchmarks/release/common.sh
 TESTS="${TESTS:-tests/test_gpu_api.py}" gpu_tests

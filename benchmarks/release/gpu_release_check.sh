@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A release check on the GPU (session 3's last call; sessions 1-2 ran the same steps from
-# final.sh and final2.sh, kept in git at the commits BENCHMARKS.md names): the GPU tests, the
+# A release check on the GPU (the steps earlier checks ran from
+# final.sh and final2.sh, kept in git history): the GPU tests, the
 # README's main job on a fresh database, best, export and re-time, the default blocked config
 # at the issue's other shapes, and short blocked searches at 2048^3 and 8192^3.
 set -o pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 13, session 14's first call: the GPU tests; the launch path's share of a timed run
+# Issue 13: the GPU tests; the launch path's share of a timed run
 # (benchmarks/launch_gap.py: cuBLAS and family defaults with the head start and without); blocked
 # AL=1 against AL=0 where rows are not 16-byte aligned; small tiles, with and without split K, at the
 # small squares. Each `autotune measure` is one process with its cuBLAS. From the repository root:

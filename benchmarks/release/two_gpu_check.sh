@@ -3,8 +3,8 @@
 # on one GPU and on two (benchmarks/scaling.sh, TRIALS trials at M^3, fresh databases and compile caches), then
 # the shape suite's tuning time on one GPU and on two, each pass on its own copy of START_DB (an earlier pass's
 # database, gzipped or not) with the same budget. From the repository root with OUT set:
-#   START_DB=benchmarks/data/session26/suite.sqlite.gz OUT=out bash benchmarks/release/two_gpu_check.sh
-[ -n "$START_DB" ] || { echo "set START_DB to an earlier suite database, e.g. benchmarks/data/session26/suite.sqlite.gz"; exit 2; }
+#   START_DB=benchmarks/data/h200-suite.sqlite.gz OUT=out bash benchmarks/release/two_gpu_check.sh
+[ -n "$START_DB" ] || { echo "set START_DB to an earlier suite database, e.g. benchmarks/data/h200-suite.sqlite.gz"; exit 2; }
 source benchmarks/release/common.sh
 TRIALS="${TRIALS:-120}"; M="${M:-4096}"
 mkdir -p "$OUT/scaling"

@@ -68,7 +68,7 @@ def launch_function(stream: int, function: Any, geo, a: int, b: int, c: int, M: 
                     ops: Operands | None = None) -> None:
     """One launch through the driver's cuLaunchKernel, for autotune.load()'s calls: a stream handle,
     the kernel's CUfunction in the current context (kernel_function) and raw device pointers. It costs
-    the host less than launch_kernel (docs/BENCHMARKS.md, "the API's host time a call"), which matters
+    the host less than launch_kernel (docs/measuring.md, "Host time, queued and alone"), which matters
     where a call's kernel is short; the search times its kernels behind a head start, so it keeps
     launch_kernel."""
     from cuda.bindings import driver
