@@ -28,7 +28,7 @@ from autotune.space import Config, Shape, rank_shapes, shape_text
 
 ROOT = Path(__file__).resolve().parent.parent
 # The one place the data is named (the integrator may move the file).
-SUITE_DB = ROOT / "benchmarks" / "data" / "session26" / "suite.sqlite.gz"
+SUITE_DB = ROOT / "benchmarks" / "data" / "h200-suite.sqlite.gz"
 OUT = ROOT / "benchmarks" / "data" / "timemodel-h200.json"
 TOP = 5  # the top-k regret: the best of the first TOP choices, as a search that times them would find
 
