@@ -3,6 +3,7 @@ queued (once, in a bounded queue, at the cost of an enqueue); the tuner's rows d
 a tuner that fails leaves cuBLAS and says so once. With the emulator, one real job in its own process."""
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
@@ -207,3 +208,30 @@ def test_the_candidates_are_the_neighbours_winners_then_the_fits_that_moved_then
     assert [c.family.name for c in found[1:3]] == ["splitk", "blocked"]  # split-K's fit moved at K = 64
     assert len({c.name for c in found}) == len(found) and "naive" in {c.family.name for c in found}
     assert neighbour not in {c.name for c in candidates(db, backend, families, Limits(), measured={neighbour})}
+
+
+class FakeWorker:
+    name, provenance = "cuda", {"gpu_name": GPU}
+
+
+def test_the_time_model_ranks_the_candidates_where_enough_rows_teach_it(tmp_path):
+    from autotune.api.firstuse.candidates import AsFound, ByTimeModel, make_ranker
+    from autotune.families import FAMILIES
+    from autotune.space import Limits, make_config
+    from tests.test_starts import record
+
+    db = store.open_db(tmp_path / "r.sqlite")
+    big = {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 64, "WNITER": 2, "TM": 8, "TN": 4}
+    shapes = [(m, n, k) for m in (256, 1024, 4096) for n in (512, 2048, 8192) for k in (64, 512, 4096)]
+    for M, N, K in shapes[:4]:  # too few rows and shapes yet: the neighbours' order stands
+        record(db, (M, N, K), "blocked", 2 * M * N * K / 40e9, backend="cuda", gpu=GPU, **big)
+    assert isinstance(make_ranker(db, FakeWorker(), Limits()), AsFound)
+    for M, N, K in shapes:  # a large tile near the FMA rate, a small one at a tenth of it
+        record(db, (M, N, K), "blocked", 2 * M * N * K / 40e9 + 0.005, backend="cuda", gpu=GPU, **big)
+        for stages, pad, group in itertools.product((1, 2), (0, 4), (1, 8)):
+            small = {**SMALL, "STAGES": stages, "pad": pad, "GM": group}
+            record(db, (M, N, K), "blocked", 2 * M * N * K / 4e9 + 0.001 * stages, backend="cuda", gpu=GPU, **small)
+    ranker = make_ranker(db, FakeWorker(), Limits())
+    assert isinstance(ranker, ByTimeModel)
+    slow, fast = make_config(FAMILIES["blocked"], SMALL), make_config(FAMILIES["blocked"], big)
+    assert ranker.rank([slow, fast], (3000, 3000, 3000)) == [fast, slow]
