@@ -74,15 +74,16 @@ def test_a_short_kernel_covers_the_shapes_its_shape_holds(recorded, launcher):
     path, k = recorded
     mm = autotune.load(db=path, launcher=launcher)
     assert mm.choose(64, 64, 64).origin == "exact"
-    inside = mm.choose(60, 33, 17)  # held by both short rows: the smaller shape's kernel, the closer fit
+    inside = mm.choose(60, 32, 16)  # held by both short rows: the smaller shape's kernel, the closer fit
     assert (inside.kernel, inside.origin, inside.measured_at) == (k["tiny"], "covering", (64, 64, 64))
     assert "covering: result" in inside.describe()
     assert mm.choose(100, 1000, 64).kernel == k["short"]
     assert not mm.runs_library(100, 1000, 64)
-    for shape in [(100, 1000, 65), (129, 100, 10), (4000, 200, 60)]:  # past a row's K or M; a 20 us row
+    # past a row's K or M; a 20 us row; B's rows of 1001 floats, not whole vectors as the row's were
+    for shape in [(100, 1000, 65), (129, 100, 10), (4000, 200, 60), (100, 1001, 64)]:
         assert mm.choose(*shape).library and mm.runs_library(*shape), shape
-    assert mm.choose(60, 33, 17, trans_b=True).library  # an NN row covers NN calls only
-    assert mm.choose(60, 33, 17, blas=True).library  # nor calls of the cuBLAS-style signature
+    assert mm.choose(60, 32, 16, trans_b=True).library  # an NN row covers NN calls only
+    assert mm.choose(60, 32, 16, blas=True).library  # nor calls of the cuBLAS-style signature
 
 
 def test_a_tensor_core_row_runs_only_under_its_precision_and_where_it_beats_the_fp32_choice(recorded, launcher):

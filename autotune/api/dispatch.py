@@ -5,11 +5,13 @@ only where the evidence says it is faster there. Evidence is a verified row that
 beside it in the same process by WIN_MARGIN (beats_library), either
 - exact: measured at this very shape; or
 - covering: measured at a shape that holds this one (every one of M, N, K at least as large) in at
-  most HOST_BOUND_MS. The same kernel does no more work at a smaller shape (no more blocks, no more
-  k-steps, no more bytes), so it takes no longer there either; and a call whose kernel takes that
-  little is host-bound, where the short way of a repeated torch call (api.shortcuts) costs the host
-  less than torch.matmul does (benchmarks/data/host-cost-h200.json). Of the covering rows the one
-  measured at the smallest shape runs (the closest fit), where its constraints allow this shape.
+  most HOST_BOUND_MS, with the operands' rows aligned alike (whole 16-byte vectors or not:
+  stored_rows_aligned). The same kernel does no more work at a smaller shape read the same way (no
+  more blocks, no more k-steps, no more bytes), so it takes no longer there either; and a call whose
+  kernel takes that little is host-bound, where the short way of a repeated torch call
+  (api.shortcuts) costs the host less than torch.matmul does (benchmarks/data/host-cost-h200.json).
+  Of the covering rows the one measured at the smallest shape runs (the closest fit), where its
+  constraints allow this shape.
 Everywhere else cuBLAS runs (the `cublas` choice: torch's own matmul on torch tensors, else cuBLAS
 in pedantic FP32). A nearest shape's row that does not cover the call, or a family default, is no
 evidence: a tile that won at 4096 rows can lose by 5x at 400. With `library=False` (and
@@ -72,9 +74,21 @@ def beats_library(row: dict) -> bool:
 
 
 def covers(row: dict, shape: Shape) -> bool:
-    """Whether a row is evidence at a shape it holds (the module's docstring says why)."""
+    """Whether a row is evidence at a shape it holds (the module's docstring says why), its operands'
+    rows aligned as the call's are (stored_rows_aligned)."""
     M, N, K = shape
-    return row["M"] >= M and row["N"] >= N and row["K"] >= K and row["time_ms"] <= HOST_BOUND_MS
+    trans = bool(row.get("TA")), bool(row.get("TB"))
+    return (row["M"] >= M and row["N"] >= N and row["K"] >= K and row["time_ms"] <= HOST_BOUND_MS
+            and stored_rows_aligned(shape, *trans) == stored_rows_aligned((row["M"], row["N"], row["K"]), *trans))
+
+
+def stored_rows_aligned(shape: Shape, trans_a: bool, trans_b: bool) -> tuple[bool, bool, bool]:
+    """Whether the rows of A, B and C as stored are whole 16-byte vectors (4 floats). The kernels read such
+    rows with vector loads and others a float at a time, so a covering row says nothing of a call whose
+    rows differ: the 256x16384x16 row's kernel took 10.6 us there and 22.3 us at 144x10131x4, whose B
+    rows are 10131 floats (benchmarks/covering_probe.py, docs/pytorch.md)."""
+    M, N, K = shape
+    return (M if trans_a else K) % 4 == 0, (K if trans_b else N) % 4 == 0, N % 4 == 0
 
 
 @dataclass(frozen=True)
