@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
-from autotune.errors import AutotuneError
+from autotune.errors import registered
 
 
 class WorkerSpec(Protocol):
@@ -81,7 +81,4 @@ BACKENDS = tuple(REGISTRY)
 
 def backend_kind(name: str) -> BackendKind:
     """The registered backend of that name; an unknown name is refused in one line."""
-    kind = REGISTRY.get(name)
-    if kind is None:
-        raise AutotuneError(f"unknown backend {name!r}; choose one of {', '.join(REGISTRY)} (--backend)")
-    return kind
+    return registered(REGISTRY, name, "backend", "--backend")

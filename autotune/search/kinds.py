@@ -13,7 +13,7 @@ import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from autotune.errors import AutotuneError
+from autotune.errors import AutotuneError, registered
 
 if TYPE_CHECKING:
     from optuna.samplers import BaseSampler
@@ -109,7 +109,4 @@ SAMPLERS = tuple(REGISTRY)
 
 def sampler_kind(name: str) -> SamplerKind:
     """The registered sampler of that name; an unknown name is refused in one line."""
-    kind = REGISTRY.get(name)
-    if kind is None:
-        raise AutotuneError(f"unknown sampler {name!r}; choose one of {', '.join(REGISTRY)} (--sampler)")
-    return kind
+    return registered(REGISTRY, name, "sampler", "--sampler")
