@@ -105,15 +105,20 @@ def ranked_lines(db: sqlite_utils.Database, rows: list[dict[str, Any]], spec: De
                  n: int = 10) -> list[Line]:
     """The n fastest verified rows; the first is store.best()."""
     ranked = sorted((r for r in rows if r["status"] == OK), key=lambda r: r["time_ms"])[:n]
-    return [Line(f"#{i + 1}", c, r, *explained(db, c, r, spec, arch, memo))
-            for i, (c, r) in enumerate((config_of_row(r), r) for r in ranked)]
+    return [_line(db, f"#{i + 1}", r, spec, arch, memo) for i, r in enumerate(ranked)]
 
 
 def family_steps(db: sqlite_utils.Database, families: list[FamilyTally], spec: DeviceSpec, arch: str,
                  memo: Memo) -> list[Line]:
     """The search's ladder: each family's fastest verified row, slowest family first."""
     best = sorted((t.best for t in families if t.best), key=lambda r: -r["time_ms"])
-    return [Line(r["family"], c, r, *explained(db, c, r, spec, arch, memo)) for c, r in ((config_of_row(r), r) for r in best)]
+    return [_line(db, r["family"], r, spec, arch, memo) for r in best]
+
+
+def _line(db: sqlite_utils.Database, label: str, row: dict[str, Any], spec: DeviceSpec, arch: str, memo: Memo) -> Line:
+    config = config_of_row(row)
+    model, why = explained(db, config, row, spec, arch, memo)
+    return Line(label, config, row, model, why=why)
 
 
 def cublas(db: sqlite_utils.Database, shape: tuple[int, int, int], gpu: str | None) -> dict[str, Any] | None:
@@ -177,6 +182,8 @@ def _gather(db: sqlite_utils.Database, db_path: str, key: Key, preset: str, gpu:
 def report_command(db_path: str, dims: Dims, output: str | None, preset: str, gpu: str | None,
                    arch: str = "sm_90") -> Path:
     """Write report.md and its PNGs for every shape searched in db_path that matches dims; the page's path."""
+    if preset not in PRESETS:  # the command line offers only these; the Python API is told the same way
+        raise AutotuneError(f"unknown device preset {preset!r}; choose from {', '.join(sorted(PRESETS))}")
     folder = Path(output or f"report-{Path(db_path).stem}")
     check_folder(folder)  # before the database is read: a bad -o costs nothing
     sections = build_all(db_path, dims, preset, gpu, arch)

@@ -25,7 +25,7 @@ def progress_lines(data: ReportData) -> list[str]:
     out = []
     for study, trials in data.progress.items():
         best = max(trials, key=lambda t: t[1])
-        out.append(f"- `{study}`: {len(trials)} trials; best {best[1]:.2f} TFLOP/s, first reached at trial "
+        out.append(f"- `{study}`: {len(trials)} trial{'' if len(trials) == 1 else 's'}; best {best[1]:.2f} TFLOP/s, first reached at trial "
                    f"{best[0]}.")
     return out or ["- no trials recorded for this shape."]
 
@@ -87,6 +87,6 @@ def why_no_model(lines: list[Line]) -> list[str]:
     if not missing:
         return []
     if len({x.why for x in missing}) == 1:
-        which = "No row has" if len(missing) == len(lines) else f"{len(missing)} of the rows have"
+        which = "No row has" if len(missing) == len(lines) else f"{len(missing)} of the {len(lines)} rows have no"
         return ["", f"{which} ceilings: {missing[0].why}."]
     return ["", *(f"- {x.label} (`{x.config.name}`): {x.why}." for x in missing)]
