@@ -13,7 +13,7 @@ import importlib
 from typing import Any
 
 __version__ = "0.1.0"
-_API = {"tune": "search", "best": "best", "load": "load"}  # the package's name -> api.python's
+_API = {"tune": "search", "best": "best", "load": "load", "report": "report"}  # the package's name -> api.python's
 
 
 def __getattr__(name: str) -> Any:

@@ -249,7 +249,7 @@ def report_db(tmp_path: Path, with_profile: bool) -> Path:
 def test_report_shows_measured_against_modelled(tmp_path, monkeypatch, with_profile):
     monkeypatch.setattr("autotune.explain.counts.have_nvdisasm", lambda: False)  # the page, not the model
     data = build(str(report_db(tmp_path, with_profile)), SHAPE)
-    page = write_page(data, tmp_path).read_text()
+    page = write_page([data], tmp_path).read_text()
     assert ("## Profiled with Nsight Compute" in page) == with_profile
     if with_profile:
         row = next(line for line in page.splitlines() if line.startswith(f"| `{FIXTURE_KERNEL}` |"))

@@ -14,7 +14,7 @@ from autotune.cli import cli
 from autotune.explain import counts as ex
 from autotune.explain.ladder import flat_ceiling, verdict
 from autotune.explain.model import PRESETS
-from autotune.explain.page import PLOTS, write_page
+from autotune.explain.page import PLOTS, plot_name, write_page
 from autotune.explain.plots import write_plots
 from autotune.explain.report import build
 from autotune.explain.roofline import roofline
@@ -40,7 +40,7 @@ def made(tmp_path_factory):
         folder = base / "out"
         folder.mkdir()
         write_plots(data, folder)
-        page = write_page(data, folder)
+        page = write_page([data], folder)
     return data, db_path, folder, page.read_text()
 
 
@@ -57,7 +57,7 @@ def db_row(db_path: Path, kernel: str) -> dict:
 @needs_nvdisasm
 def test_folder_has_the_page_and_three_real_pngs(made):
     _, _, folder, page = made
-    for name in PLOTS.values():
+    for name in (plot_name(made[0], key) for key in PLOTS):
         data = (folder / name).read_bytes()
         assert data.startswith(PNG_MAGIC) and len(data) > 20_000, name
         assert f"]({name})" in page
@@ -153,4 +153,5 @@ def test_report_for_a_shape_with_no_results_is_one_line(tmp_path):
     result = CliRunner().invoke(cli, ["report", "--M", "64", "--db", str(db_path), "-o", str(tmp_path / "r")])
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [
-        f"error: no results for 64x64x64 in {db_path}; run `autotune search --M 64 --N 64 --K 64` on a GPU host first"]
+        f"error: no results for M=64 in {db_path}; its shapes: 4096x4096x4096"]
+    assert not (tmp_path / "r").exists()

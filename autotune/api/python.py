@@ -1,7 +1,7 @@
 """The Python API: tune a shape, read the best kernel, and multiply with it. The command line's
 `search` and `best` call these same functions. Re-exported by the package, lazily:
 `autotune.tune` (this module's `search`: `autotune.search` is the search layer's package),
-`autotune.best` and `autotune.load`.
+`autotune.best`, `autotune.load` and `autotune.report`.
 
     import autotune
     result = autotune.tune(4096)            # autotune search --M 4096; result.best, .status
@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Sequence
 
 from autotune import store
@@ -96,6 +97,16 @@ def best(M: int, N: int | None = None, K: int | None = None, *, db: str | None =
     all is an AutotuneError. The database is only read."""
     path = default_db() if db is None else db
     return find_best(store.open_readonly(path), path, shape_of(M, N, K), backend, gpu, family, precision)
+
+
+def report(db: str | None = None, M: int | None = None, N: int | None = None, K: int | None = None, *,
+           output: str | None = None, preset: str = "h200", gpu: str | None = None, arch: str = "sm_90") -> Path:
+    """Write report.md and its PNGs for the searches in `db` (`autotune report`): a section per shape
+    searched whose M, N and K match those given (None: any). Returns the page's path; output: its
+    folder (default report-<database name>). No GPU is used and the database is only read."""
+    from autotune.explain.report import report_command  # matplotlib loads only for a report
+
+    return report_command(default_db() if db is None else db, (M, N, K), output, preset, gpu, arch)
 
 
 def databases(db: str | None) -> list[str]:

@@ -270,19 +270,23 @@ def profile(M, N, K, family, params, result_id, gpu, backend, precision, device,
 
 
 @cli.command()
-@shape_options
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
-@click.option("-o", "--output", help="folder for report.md and the PNGs (default: report-<M>x<N>x<K>)")
+@click.option("--M", "M", type=int, help="only shapes with this M (default: every shape searched)")
+@click.option("--N", "N", type=int, help="only shapes with this N")
+@click.option("--K", "K", type=int, help="only shapes with this K")
+@click.option("-o", "--output", help="folder for report.md and the PNGs (default: report-<database name>)")
 @click.option("--preset", type=click.Choice(sorted(PRESETS)), default="h200", show_default=True,
               help="device spec for the ceiling model (no GPU is used)")
 @click.option("--gpu", help="GPU name or UUID (default: every GPU in the database)")
 @click.option("--arch", default="sm_90", show_default=True, help="architecture for rows that do not record one")
 @friendly
-def report(M, N, K, db_path, output, preset, gpu, arch) -> None:
-    """Write a markdown report with plots: the ladder, the ceilings against T, the search's progress."""
+def report(db_path, M, N, K, output, preset, gpu, arch) -> None:
+    """Write a markdown report with plots of the searches in --db, a section per shape: progress, the
+    families tried, each family's best, ceilings against measured, and the flat-in-T study where tiled
+    kernels were measured."""
     from autotune.explain.report import report_command
 
-    click.echo(f"wrote {report_command(db_path, resolve_shape(M, N, K), output, preset, gpu, arch)}")
+    click.echo(f"wrote {report_command(db_path, (M, N, K), output, preset, gpu, arch)}")
 
 
 def suite_families(precision: str) -> list[str]:

@@ -7,6 +7,7 @@ from typing import Any
 
 from autotune.backends.outcome import OK
 from autotune.explain.model import DeviceSpec
+from autotune.explain.tally import FamilyTally, Step
 from autotune.families import TILED
 from autotune.space import Config
 
@@ -23,6 +24,7 @@ class Line:
     row: dict[str, Any] | None
     model: dict[str, Any]
     command: str = ""  # how to measure it, when it is not measured
+    why: str = ""  # why there is no model, when there is none
 
     @property
     def measured(self) -> bool:
@@ -55,6 +57,21 @@ class ReportData:
     cublas: dict[str, Any] | None
     progress: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
     profiles: list[dict[str, Any]] = field(default_factory=list)  # store.profiles rows of this shape
+    backend: str = "cuda"
+    families: list[FamilyTally] = field(default_factory=list)  # each family tried, by status
+    steps: list[Line] = field(default_factory=list)  # the search's ladder: each family's best, slowest first
+    improvements: list[Step] = field(default_factory=list)  # when the best was found
+
+    @property
+    def flat_in_T(self) -> bool:
+        """The chapter's flat-in-T study is shown only where the tiled family was measured (see report.py)."""
+        return bool(self.ladder)
+
+    @property
+    def stem(self) -> str:
+        """The shape's name in file names: 4096x4096x4096, with the backend unless it is cuda."""
+        shape = "x".join(map(str, self.shape))
+        return shape if self.backend == "cuda" else f"{shape}-{self.backend}"
 
     def line(self, T: int, pad: int) -> Line:
         return next(x for x in self.ladder if x.config.family.name == TILED.name

@@ -2,25 +2,29 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from autotune.backends.reference import contract_text
 from autotune.explain.ladder import FLAT_TS, Line, ReportData, verdict
 from autotune.explain.profile import comparison, stalls_text
 from autotune.explain.roofline import pct_of_roofline, roofline
+from autotune.explain.sections import (
+    ceiling_text,
+    families_table,
+    fmt,
+    improvements_table,
+    progress_lines,
+    top_table,
+    why_no_model,
+)
 from autotune.families import TILED
 
 PAGE = "report.md"
 PLOTS = {"ladder": "ladder.png", "ceilings": "ceilings_vs_T.png", "progress": "progress.png"}
 
 
-def fmt(value: Any, spec: str = ".2f", unit: str = "") -> str:
-    return "—" if value is None else f"{value:{spec}}{unit}"
-
-
-def ceiling_text(model: dict[str, Any]) -> str:
-    """The binding ceiling, named: 'shared 13.38'."""
-    return f"{model['binding']} {model['predicted_tflops']:.2f}" if model else "no model"
+def plot_name(data: ReportData, key: str) -> str:
+    """A shape's PNG: one set per shape, side by side in the report's folder."""
+    return f"{data.stem}-{PLOTS[key]}"
 
 
 def ladder_row(line: Line) -> str:
@@ -37,12 +41,11 @@ def ladder_row(line: Line) -> str:
     return "| " + " | ".join([line.label, f"`{line.config.name}`", *cells, ceiling_text(m), ratio]) + " |"
 
 
-def ladder_table(data: ReportData) -> list[str]:
+def ladder_table(data: ReportData, lines: list[Line]) -> list[str]:
+    """The lines, then cuBLAS: the chapter's ladder or the search's (each family's best)."""
     out = ["| kernel | config | ms | TFLOP/s | % of cuBLAS | % of peak | result id | binding ceiling (TFLOP/s) "
            "| measured / ceiling |", "|---|---|--:|--:|--:|--:|--:|---|--:|"]
-    out += [ladder_row(x) for x in data.ladder]
-    if data.best:
-        out.append(ladder_row(data.best))
+    out += [ladder_row(x) for x in lines]
     if data.cublas:
         c = data.cublas
         out.append(f"| cuBLAS | {c['library']}, median of {c['count']} baselines | {c['time_ms']:.3f} | "
@@ -67,20 +70,6 @@ def ceilings_table(data: ReportData) -> list[str]:
     return out
 
 
-def top_table(data: ReportData) -> list[str]:
-    out = ["| rank | result id | config | ms | TFLOP/s | % of cuBLAS | % of roofline | LDS/FFMA | binding ceiling "
-           "| measured / ceiling | accuracy |",
-           "|--:|--:|---|--:|--:|--:|--:|--:|---|--:|---|"]
-    for line in data.top:
-        r, m = line.result, line.model
-        out.append(f"| {line.label} | {r['id']} | `{line.config.name}` | {r['time_ms']:.3f} | {r['tflops']:.2f} | "
-                   f"{fmt(r.get('pct_cublas'), '.1f', '%')} | "
-                   f"{pct_of_roofline(*data.shape, r['time_ms'], data.spec):.1f}% | "
-                   f"{fmt(m.get('lds_per_ffma'), '.3g')} | {ceiling_text(m)} | {fmt(line.ratio, '.0%')} | "
-                   f"{contract_text(r)} |")
-    return out
-
-
 def roofline_lines(data: ReportData) -> list[str]:
     """The shape's roofline under the report's spec, and how close the best row and cuBLAS come."""
     r = roofline(*data.shape, data.spec)
@@ -96,27 +85,22 @@ def roofline_lines(data: ReportData) -> list[str]:
     return out
 
 
-def header(data: ReportData) -> list[str]:
-    s, shape = data.spec, "×".join(map(str, data.shape))
-    gpus = ", ".join(data.gpus) or "no GPU rows"
+def header(sections: list[ReportData]) -> list[str]:
+    data = sections[0]
+    s, shapes = data.spec, ", ".join(f"[{x.stem}](#{anchor(x)})" for x in sections)
     return [
-        f"# SGEMM {shape}: the ladder and its ceilings",
+        f"# What the search found: `{data.db_path}`",
         "",
-        f"Measurements: `{data.db_path}` ({gpus}). Device spec for the model: preset `{data.preset}` = "
+        f"Shapes searched: {shapes}. Device spec for the model: preset `{data.preset}` = "
         f"{s.name}, {s.sm_count} SMs at {s.clock_mhz:.0f} MHz, {s.dram_gbps:.0f} GB/s DRAM, FP32 FMA peak "
-        f"{s.fma_tflops:.1f} TFLOP/s. SASS counts come from compiling each measured source offline "
-        f"(NVRTC + nvdisasm); this page was made without a GPU.",
-        "", " ".join(roofline_lines(data)),
+        f"{s.fma_tflops:.1f} TFLOP/s. SASS counts come from the rows or from compiling each measured source "
+        f"offline (NVRTC + nvdisasm); this page was made without a GPU.",
     ]
 
 
-def progress_lines(data: ReportData) -> list[str]:
-    out = []
-    for study, trials in data.progress.items():
-        best = max(trials, key=lambda t: t[1])
-        out.append(f"- `{study}`: {len(trials)} trials; best {best[1]:.2f} TFLOP/s, first reached at trial "
-                   f"{best[0]}.")
-    return out or ["- no trials recorded for this shape."]
+def anchor(data: ReportData) -> str:
+    """The shape heading's anchor as markdown renderers make it."""
+    return f"sgemm-{'x'.join(map(str, data.shape))}-backend-{data.backend}".lower()
 
 
 NOTES = [
@@ -143,7 +127,7 @@ def profile_lines(data: ReportData) -> list[str]:
     if not data.profiles:
         return []
     names = [name for name, *_ in comparison(data.profiles[0])]
-    out = ["## Profiled with Nsight Compute: measured / modelled", "",
+    out = ["### Profiled with Nsight Compute: measured / modelled", "",
            "Each cell is the profiler's number / the model's (`autotune profile`; the model's DRAM floor reads A "
            "and B once and writes C once, its tile bound reads every operand once per tile). Stalls: cycles per "
            "issued instruction.", "",
@@ -156,27 +140,46 @@ def profile_lines(data: ReportData) -> list[str]:
     return [*out, ""]
 
 
-def write_page(data: ReportData, folder: Path) -> Path:
+def shape_section(data: ReportData) -> list[str]:
+    gpus = ", ".join(data.gpus) or "no GPU rows"
+    return [
+        f"## SGEMM {'x'.join(map(str, data.shape))}, backend {data.backend}", "",
+        f"Measured on {gpus}. " + " ".join(roofline_lines(data)), "",
+        "### Progress: when the best was found", "", *progress_lines(data), "", *improvements_table(data), "",
+        f"![Best TFLOP/s so far against trial number]({plot_name(data, 'progress')})", "",
+        "### The families tried", "", *families_table(data), "",
+        "### The ladder: each family's best", "", *ladder_table(data, data.steps), *why_no_model(data.steps), "",
+        *([f"![Each family's best with its binding ceiling]({plot_name(data, 'ladder')})", ""] if data.steps else []),
+        "### The ten fastest verified configs: ceilings against measured", "", *top_table(data), "",
+        *profile_lines(data),
+        *flat_section(data),
+    ]
+
+
+def flat_section(data: ReportData) -> list[str]:
+    """The chapter's study, only where the tiled family has rows at this shape."""
+    if not data.flat_in_T:
+        return []
     flat = ", ".join(f"T={T}" for T in FLAT_TS)
-    lines = [
-        *header(data), "",
-        "## Does the shared-memory ceiling stay flat in T?", "",
+    return [
+        "### Does the shared-memory ceiling stay flat in T?", "",
         *[f"- {v}" for v in verdict(data)], "",
         f"The chapter's claim: tiling divides global traffic by T, but each FFMA still needs shared loads, so "
         f"the shared-memory ceiling is the same for {flat}.", "",
-        "## The ladder", "", *ladder_table(data), "",
-        f"![Measured TFLOP/s of the ladder with each kernel's binding ceiling]({PLOTS['ladder']})", "",
-        "## Ceilings against T (the chapter's tiled kernel, bx = by = T)", "", *ceilings_table(data), "",
-        f"![Measured TFLOP/s against T with the FMA, shared and global ceilings]({PLOTS['ceilings']})", "",
-        "## The search's progress", "", *progress_lines(data), "",
-        f"![Best TFLOP/s so far against trial number]({PLOTS['progress']})", "",
-        "## The ten fastest verified configs", "", *top_table(data), "",
-        *profile_lines(data),
-        "## The model", "", *NOTES, "",
-        "## Reproduce", "",
-        f"`autotune report --M {data.shape[0]} --N {data.shape[1]} --K {data.shape[2]} --db {data.db_path} "
-        f"--preset {data.preset}`", "",
+        "#### The chapter's ladder", "", *ladder_table(data, [*data.ladder, *([data.best] if data.best else [])]), "",
+        "#### Ceilings against T (the chapter's tiled kernel, bx = by = T)", "", *ceilings_table(data), "",
+        f"![Measured TFLOP/s against T with the FMA, shared and global ceilings]({plot_name(data, 'ceilings')})", "",
     ]
+
+
+def write_page(sections: list[ReportData], folder: Path) -> Path:
+    """report.md: a section per shape, then the model's notes and the command that made it."""
+    data = sections[0]
+    lines = [*header(sections), ""]
+    for x in sections:
+        lines += shape_section(x)
+    lines += ["## The model", "", *NOTES, "", "## Reproduce", "",
+              f"`autotune report --db {data.db_path} --preset {data.preset}` (add --M, --N, --K for fewer shapes)", ""]
     path = folder / PAGE
     path.write_text("\n".join(lines))
     return path

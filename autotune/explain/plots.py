@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator, ScalarFormatter  # noqa: E402
 
 from autotune.explain.ladder import ReportData  # noqa: E402
-from autotune.explain.page import PLOTS  # noqa: E402
+from autotune.explain.page import plot_name  # noqa: E402
 from autotune.families import TILED  # noqa: E402
 
 COLORS = {"fma": "tab:red", "shared": "tab:blue", "global": "tab:green", "measured": "black"}
@@ -29,8 +29,8 @@ def _save(fig: plt.Figure, path: Path) -> None:
 
 
 def plot_ladder(data: ReportData, path: Path) -> None:
-    """Horizontal bars of measured TFLOP/s, a tick at each kernel's binding ceiling."""
-    lines = [*data.ladder, *([data.best] if data.best else [])]
+    """The search's ladder (each family's best): bars of measured TFLOP/s, a tick at each binding ceiling."""
+    lines = data.steps
     fig, ax = plt.subplots(figsize=(9, 0.45 * len(lines) + 2))
     y = list(range(len(lines)))[::-1]
     measured = [x.result["tflops"] if x.measured else 0.0 for x in lines]
@@ -50,7 +50,7 @@ def plot_ladder(data: ReportData, path: Path) -> None:
         ax.axvline(data.cublas["tflops"], color="purple", ls="--", label=f"cuBLAS {data.cublas['tflops']:.1f}")
     ax.set_yticks(y, [x.label for x in lines])
     ax.set_xlabel("TFLOP/s (FP32)")
-    ax.set_title(_title(data, "The ladder: measured throughput and each kernel's binding ceiling"))
+    ax.set_title(_title(data, "Each family's best: measured throughput and its binding ceiling"))
     ax.legend(loc="upper right", fontsize=8)
     ax.grid(axis="x", alpha=0.3)
     _save(fig, path)
@@ -127,7 +127,12 @@ def plot_progress(data: ReportData, path: Path) -> None:
 
 
 def write_plots(data: ReportData, folder: Path) -> list[Path]:
-    paths = [folder / PLOTS[k] for k in ("ladder", "ceilings", "progress")]
-    for plot, path in zip((plot_ladder, plot_ceilings, plot_progress), paths):
-        plot(data, path)
+    """The shape's PNGs: progress always, the ladder where a kernel was verified, the ceilings against T
+    where the flat-in-T study is shown."""
+    plots = {"progress": plot_progress, **({"ladder": plot_ladder} if data.steps else {}),
+             **({"ceilings": plot_ceilings} if data.flat_in_T else {})}
+    paths = []
+    for key, plot in plots.items():
+        paths.append(folder / plot_name(data, key))
+        plot(data, paths[-1])
     return paths

@@ -1,4 +1,7 @@
-"""`autotune report`: the ladder, the ceilings against T, and the search's progress.
+"""`autotune report`: what the searches in a database did, a section per shape searched: their
+progress, the families tried, the ladder of each family's best, the model's ceilings against the
+measured times of the fastest rows, and, where the tiled family was measured, the chapter's
+flat-in-T study of the shared-memory ceiling.
 
 Everything here reads the database and compiles kernels; nothing needs a GPU. The
 device spec is a named preset (h200 by default), stated in the report, so a database
@@ -26,6 +29,7 @@ from autotune.explain.ladder import Line, ReportData
 from autotune.explain.model import PRESETS, DeviceSpec
 from autotune.explain.page import write_page
 from autotune.explain.plots import write_plots
+from autotune.explain.tally import Dims, FamilyTally, improvements, progress, searched, tallies, trial_rows
 from autotune.families import FAMILIES, NAIVE, TILED, config_of_row
 from autotune.space import Config, make_config
 
@@ -40,6 +44,9 @@ LADDER: tuple[tuple[str, str, dict[str, Any]], ...] = (
 # --------------------------------------------------------------------------- reading
 
 Memo = dict[tuple[str, str], dict[str, Any]]  # (source hash, arch) -> SASS counts, for one report
+Key = tuple[str, tuple[int, int, int]]  # (backend, shape): one section of the report
+NO_COUNTS = ("no SASS counts: none are stored with the row and nvdisasm is not installed here "
+             "(pip install 'sgemm-autotune[sass]')")
 
 
 def model_for(db: sqlite_utils.Database, config: Config, row: dict[str, Any] | None, spec: DeviceSpec,
@@ -60,10 +67,19 @@ def model_for(db: sqlite_utils.Database, config: Config, row: dict[str, Any] | N
     return {**counts, **ex.model_columns(config, counts, spec)}
 
 
-def measured_row(db: sqlite_utils.Database, shape: tuple[int, int, int], gpu: str | None,
-                 config: Config) -> dict[str, Any] | None:
+def explained(db: sqlite_utils.Database, config: Config, row: dict[str, Any] | None, spec: DeviceSpec, arch: str,
+              memo: Memo) -> tuple[dict[str, Any], str]:
+    """The model columns, or none and why: the model is commentary, so a kernel it cannot read keeps its row."""
+    try:
+        model = model_for(db, config, row, spec, arch, memo)
+    except Exception as exc:  # a source that no longer compiles, a family the model does not cover
+        return {}, f"no model: {exc}".splitlines()[0]
+    return model, "" if model else NO_COUNTS
+
+
+def measured_row(db: sqlite_utils.Database, key: Key, gpu: str | None, config: Config) -> dict[str, Any] | None:
     """The latest row of this kernel at this shape that got past the constraints."""
-    rows = [r for r in store.results(db, shape, gpu=gpu) if r["kernel"] == config.name and r["status"] != "invalid"]
+    rows = [r for r in store.results(db, key[1], key[0], gpu) if r["kernel"] == config.name and r["status"] != "invalid"]
     return rows[-1] if rows else None
 
 
@@ -73,24 +89,36 @@ def measure_command(shape: tuple[int, int, int], family: str, params: dict[str, 
     return f"autotune measure --M {M} --N {N} --K {K} --family {family} {ps}"
 
 
-def ladder_lines(db: sqlite_utils.Database, shape: tuple[int, int, int], gpu: str | None, spec: DeviceSpec,
+def ladder_lines(db: sqlite_utils.Database, key: Key, gpu: str | None, spec: DeviceSpec,
                  arch: str, memo: Memo) -> list[Line]:
+    """The chapter's ladder (naive, then tiled against T) at this shape, measured or not."""
     out = []
     for label, family, params in LADDER:
         config = make_config(FAMILIES[family], params)
-        row = measured_row(db, shape, gpu, config)
-        out.append(Line(label, config, row, model_for(db, config, row, spec, arch, memo),
-                        "" if row else measure_command(shape, family, params)))
+        row = measured_row(db, key, gpu, config)
+        model, why = explained(db, config, row, spec, arch, memo)
+        out.append(Line(label, config, row, model, "" if row else measure_command(key[1], family, params), why))
     return out
 
 
-def ranked_lines(db: sqlite_utils.Database, shape: tuple[int, int, int], gpu: str | None, spec: DeviceSpec,
-                 arch: str, memo: Memo, n: int = 10) -> list[Line]:
+def ranked_lines(db: sqlite_utils.Database, rows: list[dict[str, Any]], spec: DeviceSpec, arch: str, memo: Memo,
+                 n: int = 10) -> list[Line]:
     """The n fastest verified rows; the first is store.best()."""
-    rows = sorted(store.results(db, shape, gpu=gpu, status=OK), key=lambda r: r["time_ms"])[:n]
-    configs = [config_of_row(r) for r in rows]
-    return [Line(f"#{i + 1}", c, r, model_for(db, c, r, spec, arch, memo))
-            for i, (c, r) in enumerate(zip(configs, rows))]
+    ranked = sorted((r for r in rows if r["status"] == OK), key=lambda r: r["time_ms"])[:n]
+    return [_line(db, f"#{i + 1}", r, spec, arch, memo) for i, r in enumerate(ranked)]
+
+
+def family_steps(db: sqlite_utils.Database, families: list[FamilyTally], spec: DeviceSpec, arch: str,
+                 memo: Memo) -> list[Line]:
+    """The search's ladder: each family's fastest verified row, slowest family first."""
+    best = sorted((t.best for t in families if t.best), key=lambda r: -r["time_ms"])
+    return [_line(db, r["family"], r, spec, arch, memo) for r in best]
+
+
+def _line(db: sqlite_utils.Database, label: str, row: dict[str, Any], spec: DeviceSpec, arch: str, memo: Memo) -> Line:
+    config = config_of_row(row)
+    model, why = explained(db, config, row, spec, arch, memo)
+    return Line(label, config, row, model, why=why)
 
 
 def cublas(db: sqlite_utils.Database, shape: tuple[int, int, int], gpu: str | None) -> dict[str, Any] | None:
@@ -102,51 +130,68 @@ def cublas(db: sqlite_utils.Database, shape: tuple[int, int, int], gpu: str | No
     return {"time_ms": ms, "tflops": tflops(*shape, ms), "count": len(rows), "library": rows[-1]["library"]}
 
 
-def progress(db: sqlite_utils.Database, shape: tuple[int, int, int], gpu: str | None) -> dict[str, list]:
-    """Per study: (trial number, TFLOP/s of that trial; 0 for anything not verified)."""
-    out: dict[str, list[tuple[int, float]]] = {}
-    for r in store.trial_results(db, shape, gpu):
-        out.setdefault(r["study"], []).append((r["number"], r["tflops"] if r["status"] == OK else 0.0))
-    return out
-
-
 def build(db_path: str, shape: tuple[int, int, int], preset: str = "h200", gpu: str | None = None,
-          arch: str = "sm_90") -> ReportData:
-    """Everything the page and the plots show, read from the database opened read-only."""
+          arch: str = "sm_90", backend: str = "cuda") -> ReportData:
+    """One shape's section, read from the database opened read-only."""
     db = store.open_readonly(db_path)
     try:
-        data = _gather(db, db_path, shape, preset, gpu, arch)
+        return _gather(db, db_path, (backend, shape), preset, gpu, arch)
     finally:
         db.conn.close()
-    if data.best:  # a copy: the same row keeps its rank in the top-ten table
-        data.best = replace(data.best, label="best found (search)")
-    return data
 
 
-def _gather(db: sqlite_utils.Database, db_path: str, shape: tuple[int, int, int], preset: str, gpu: str | None,
+def build_all(db_path: str, dims: Dims, preset: str = "h200", gpu: str | None = None,
+              arch: str = "sm_90") -> list[ReportData]:
+    """A section per shape searched (per backend) that matches the given dims (M, N, K; None: any)."""
+    db = store.open_readonly(db_path)
+    try:
+        shapes = searched(db, dims, gpu)
+        if not shapes:
+            raise AutotuneError(_nothing_to_report(db, db_path, dims, gpu))
+        return [_gather(db, db_path, (s.backend, s.shape), preset, gpu, arch) for s in shapes]
+    finally:
+        db.conn.close()
+
+
+def _nothing_to_report(db: sqlite_utils.Database, db_path: str, dims: Dims, gpu: str | None) -> str:
+    if not searched(db, (None, None, None)):
+        return f"no results in {db_path}; run `autotune search --M ...` on a GPU host first, then report its --db"
+    wanted = ", ".join(f"{name}={v}" for name, v in zip("MNK", dims) if v is not None) or "any shape"
+    shapes = ", ".join(sorted({s.label for s in searched(db, (None, None, None))})[:8])
+    return f"no results for {wanted}{' on ' + gpu if gpu else ''} in {db_path}; its shapes: {shapes}"
+
+
+def _gather(db: sqlite_utils.Database, db_path: str, key: Key, preset: str, gpu: str | None,
             arch: str) -> ReportData:
-    spec = PRESETS[preset]
-    gpus = sorted({r["gpu_name"] or "" for r in store.results(db, shape, gpu=gpu)})
-    if not gpus:
+    spec, (backend, shape) = PRESETS[preset], key
+    rows = list(store.results(db, shape, backend, gpu))
+    if not rows:
         M, N, K = shape
         raise AutotuneError(f"no results for {M}x{N}x{K}{' on ' + gpu if gpu else ''} in {db_path}; "
                             f"run `autotune search --M {M} --N {N} --K {K}` on a GPU host first")
     memo: Memo = {}
-    top = ranked_lines(db, shape, gpu, spec, arch, memo)
-    return ReportData(shape, db_path, preset, spec, [g for g in gpus if g], ladder_lines(db, shape, gpu, spec, arch, memo),
-                      top[0] if top else None, top, cublas(db, shape, gpu), progress(db, shape, gpu),
-                      store.profiles(db, shape, gpu))
+    top, families, trials = ranked_lines(db, rows, spec, arch, memo), tallies(rows), trial_rows(db, backend, shape, gpu)
+    tiled = any(r["family"] == TILED.name for r in rows)  # the flat-in-T study needs tiled rows at this shape
+    return ReportData(shape, db_path, preset, spec, sorted({r["gpu_name"] for r in rows if r["gpu_name"]}),
+                      ladder_lines(db, key, gpu, spec, arch, memo) if tiled else [],
+                      replace(top[0], label="best found (search)") if top else None, top, cublas(db, shape, gpu),
+                      progress(trials), store.profiles(db, shape, gpu), backend, families,
+                      family_steps(db, families, spec, arch, memo), improvements(trials))
 
 
-def report_command(db_path: str, shape: tuple[int, int, int], output: str | None, preset: str,
-                   gpu: str | None, arch: str = "sm_90") -> Path:
-    folder = Path(output or "report-{}x{}x{}".format(*shape))
+def report_command(db_path: str, dims: Dims, output: str | None, preset: str, gpu: str | None,
+                   arch: str = "sm_90") -> Path:
+    """Write report.md and its PNGs for every shape searched in db_path that matches dims; the page's path."""
+    if preset not in PRESETS:  # the command line offers only these; the Python API is told the same way
+        raise AutotuneError(f"unknown device preset {preset!r}; choose from {', '.join(sorted(PRESETS))}")
+    folder = Path(output or f"report-{Path(db_path).stem}")
     check_folder(folder)  # before the database is read: a bad -o costs nothing
-    data = build(db_path, shape, preset, gpu, arch)
+    sections = build_all(db_path, dims, preset, gpu, arch)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        write_plots(data, folder)
-        return write_page(data, folder)
+        for data in sections:
+            write_plots(data, folder)
+        return write_page(sections, folder)
     except OSError as exc:  # a full disk, or the folder changed since the check
         raise AutotuneError(f"cannot write the report into {folder}: {exc}; choose another -o") from None
 
