@@ -71,11 +71,17 @@ GPU = "Fake GPU"
 class FakeLauncher:
     """Records what the matmul asks of the device side."""
 
-    def __init__(self):
+    def __init__(self, limits=None):
         self.loads, self.launches, self.workspaces = [], [], []
+        self._limits = limits
 
     def device_name(self, device):
         return GPU
+
+    def limits(self, device):
+        from autotune.space import Limits
+
+        return self._limits or Limits()
 
     def device_of(self, ptr):
         return 0

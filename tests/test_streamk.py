@@ -364,3 +364,26 @@ def test_one_config_is_right_on_the_grid_of_each_device(device):
     backend = SimBackend(67, 45, 300, limits=limits)
     assert config.geometry(67, 45, limits).grid == (limits.sms, 1, 1)
     assert backend.measure(config, render(config)).status == "ok"
+
+
+def test_load_launches_the_persistent_grid_of_the_calls_device(tmp_path):
+    """load()'s matmul sizes a stream-K grid by the device it runs on (the launcher's limits), not the H200's."""
+    import autotune
+    from autotune import store
+    from autotune.space.devices import preset
+    from tests.fakes import FakeLauncher
+    from tests.test_api import DeviceArray
+    from tests.test_dispatch_library import timed
+
+    db = store.open_db(tmp_path / "r.sqlite")
+    shape = (512, 512, 65536)
+    timed(db, shape, "streamk", 0.5, 0.7)
+    db.close()
+    a100 = preset("a100")
+    launcher = FakeLauncher(a100)
+    mm = autotune.load(db=str(tmp_path / "r.sqlite"), launcher=launcher, library=False)
+    M, N, K = shape
+    mm(DeviceArray((M, K), 0x1000), DeviceArray((K, N), 0x2000), out=DeviceArray((M, N), 0x3000))
+    config = mm.choose(*shape).config
+    assert config is not None and config.family.name == "streamk"
+    assert launcher.launches[-1]["launch"].grid[0] == config.values["SKB"] * a100.sms == config.values["SKB"] * 108

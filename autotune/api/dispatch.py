@@ -144,12 +144,13 @@ class Dispatcher:
         self._covering: dict[str, list[dict]] = {}  # per GPU: the rows that may cover smaller shapes
         self._lock = threading.Lock()  # one reader of the database at a time
 
-    def choose(self, gpu_name: str, shape: Shape, layout: Layout) -> Choice:
+    def choose(self, gpu_name: str, shape: Shape, layout: Layout, limits: Limits | None = None) -> Choice:
+        """limits: the device's, which a family default is fitted by (None: the H200's, Limits())."""
         key = (self.gpu or gpu_name, shape, layout)
         choice = self._chosen.get(key)
         if choice is None:
             with self._lock:
-                choice = self._chosen[key] = self._decide(key[0], shape, layout)
+                choice = self._chosen[key] = self._decide(key[0], shape, layout, limits or Limits())
         return choice
 
     def forget(self, shape: Shape) -> None:
@@ -165,7 +166,7 @@ class Dispatcher:
             for db in old:
                 db.close()
 
-    def _decide(self, gpu: str, shape: Shape, layout: Layout) -> Choice:
+    def _decide(self, gpu: str, shape: Shape, layout: Layout, limits: Limits) -> Choice:
         if self.library:
             return self._against_library(gpu, shape, layout)
         if self._dbs:
@@ -177,7 +178,7 @@ class Dispatcher:
                 found = self._best(gpu, shape, {**wanted, "BLAS": 0}, 1, blas_able=True)
                 if found is not None:
                     return self._of_tiling(*found)
-        return default_choice(shape, layout)
+        return default_choice(shape, layout, limits)
 
     def runs_library(self, gpu_name: str, shape: Shape) -> bool:
         """Whether cuBLAS computes this shape in every layout (no row measured at it beat cuBLAS): a
@@ -296,7 +297,7 @@ def kernel_params(layout: Layout) -> dict[str, int]:
     return {"TA": int(layout.trans_a), "TB": int(layout.trans_b), "BLAS": int(layout.blas)}
 
 
-def default_choice(shape: Shape, layout: Layout | None = None) -> Choice:
+def default_choice(shape: Shape, layout: Layout | None = None, limits: Limits | None = None) -> Choice:
     M, N, _ = shape
     given = {k: v for k, v in kernel_params(layout).items() if v} if layout is not None else {}
     for name in DEFAULT_ORDER:
@@ -305,7 +306,7 @@ def default_choice(shape: Shape, layout: Layout | None = None) -> Choice:
             continue  # a family without these transposes or this signature
         default = make_config(family, given)
         # the default fitted to the shape first, as a search's first trial is (blocked: PB by M)
-        for config in (fitted(default, shape, Limits(), given), default):
+        for config in (fitted(default, shape, limits or Limits(), given), default):
             if not violations(config) and not shape_violations(config, M, N):
                 source = render(config)
                 return Choice(config, config.name, source, sha256(source), "default", None, None)

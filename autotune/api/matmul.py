@@ -19,7 +19,7 @@ from autotune.api.arrays import ArrayView, read_array, signature
 from autotune.api.dispatch import Choice, Dispatcher
 from autotune.api.operands import Call, Layout, describe
 from autotune.errors import AutotuneError
-from autotune.space import PROLOGUE_SUFFIX, Launch, Operands, Prologue, Shape, batched, tight
+from autotune.space import PROLOGUE_SUFFIX, Launch, Limits, Operands, Prologue, Shape, batched, tight
 
 MAX_PLANS = 1024
 
@@ -43,6 +43,10 @@ class Launcher(Protocol):
 
     def device_of(self, ptr: int) -> int | None:
         """The device a pointer's memory lives on; None for host memory."""
+
+    def limits(self, device: int) -> Limits:
+        """The device's numbers (SMs, resident blocks, shared memory): what a persistent grid (streamk's)
+        and a family's fit size themselves by."""
 
     def load(self, device: int, source: str, kernel: str, shared_bytes: int) -> Any:
         """Compile (for the device's architecture) and load a kernel, opted in to `shared_bytes`
@@ -193,12 +197,13 @@ class Matmul:
         """Everything about a call but its pointers: checked operands, the kernel chosen and loaded, its launch."""
         call = describe(a, b, c, trans_a, trans_b, alpha, beta)
         device, shape = call.device, call.shape
-        choice = self.dispatcher.choose(self.gpu_name(device), shape, call.layout)
+        limits = self.launcher.limits(device)
+        choice = self.dispatcher.choose(self.gpu_name(device), shape, call.layout, limits)
         if choice.config is None:
             if self.on_library is not None:
                 self.on_library(device, shape, call.layout)
             return Plan(call, None, None, None, None)
-        geometry = choice.config.geometry(shape[0], shape[1])
+        geometry = choice.config.geometry(shape[0], shape[1], limits)
         if call.ops is not None:
             geometry = batched(geometry, call.ops.batch)
         kernel = self._kernel(device, choice, choice.kernel, geometry.shared_bytes)

@@ -16,7 +16,7 @@ from autotune.backends.cuda.fastlaunch import PreparedLaunch
 from autotune.backends.cuda.launch import kernel_function, launch_function
 from autotune.backends.cuda.workspaces import Workspaces
 from autotune.errors import AutotuneError
-from autotune.space import Launch, Operands
+from autotune.space import Launch, Limits, Operands
 
 
 class CudaLauncher:
@@ -29,6 +29,9 @@ class CudaLauncher:
 
     def device_name(self, device: int) -> str:
         return device_info(device).name
+
+    def limits(self, device: int) -> Limits:
+        return device_info(device).limits
 
     def device_of(self, ptr: int) -> int | None:
         from cuda.bindings import driver
