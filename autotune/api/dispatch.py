@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 from autotune import store
 from autotune.api.export import nearest_best
@@ -121,6 +121,14 @@ class Choice:
         return f"{self.kernel} ({how}: result {self.row_id}, measured at {shape_text(self.measured_at)})"
 
 
+class Winners(NamedTuple):
+    """A GPU's rows that beat cuBLAS at their shape: those shapes, and the rows short enough to cover
+    smaller shapes (covers), the smallest shape's first."""
+
+    shapes: frozenset[Shape]
+    covering: list[dict]
+
+
 def library_choice(why: str) -> Choice:
     return Choice(None, LIBRARY, "", "", LIBRARY, None, None, why)
 
@@ -140,8 +148,7 @@ class Dispatcher:
         # several databases (the user's, then the one the package ships): their rows count alike
         self._dbs = [store.open_readonly(p) for p in self._paths]
         self._chosen: dict[tuple[str, Shape, Layout], Choice] = {}
-        self._kernel_shapes: dict[str, frozenset[Shape]] = {}  # per GPU: the shapes where a kernel beat cuBLAS
-        self._covering: dict[str, list[dict]] = {}  # per GPU: the rows that may cover smaller shapes
+        self._winners: dict[str, Winners] = {}  # per GPU: the rows that beat cuBLAS
         self._lock = threading.Lock()  # one reader of the database at a time
 
     def choose(self, gpu_name: str, shape: Shape, layout: Layout, limits: Limits | None = None) -> Choice:
@@ -160,8 +167,7 @@ class Dispatcher:
         with self._lock:
             for key in [k for k in self._chosen if k[1] == shape]:
                 del self._chosen[key]
-            self._kernel_shapes.clear()
-            self._covering.clear()
+            self._winners.clear()
             old, self._dbs = self._dbs, [store.open_readonly(p) for p in self._paths]
             for db in old:
                 db.close()
@@ -181,38 +187,36 @@ class Dispatcher:
         return default_choice(shape, layout, limits)
 
     def runs_library(self, gpu_name: str, shape: Shape) -> bool:
-        """Whether cuBLAS computes this shape in every layout (no row measured at it beat cuBLAS): a
-        caller that runs the library itself then needs to know nothing else of the call."""
+        """Whether cuBLAS computes this shape in every layout (no row measured at it or covering it beat
+        cuBLAS): a caller that runs the library itself then needs to know nothing else of the call."""
         if not self.library:
             return False
         gpu = self.gpu or gpu_name
-        shapes = self._kernel_shapes.get(gpu)
-        if shapes is None:
+        winners = self._winners.get(gpu)
+        if winners is None:
             with self._lock:
-                shapes = self._kernel_shapes[gpu] = frozenset(
-                    (r["M"], r["N"], r["K"]) for r in self._winning_rows(gpu))
-        return shape not in shapes and not any(covers(r, shape) for r in self._covering_rows(gpu))
+                winners = self._winners_of(gpu)
+        return shape not in winners.shapes and not any(covers(r, shape) for r in winners.covering)
 
-    def _winning_rows(self, gpu: str) -> list[dict]:
-        """The rows of this GPU and contract that beat cuBLAS at their shape, each with its database's index."""
-        return [{**r, "_db": i} for i, db in enumerate(self._dbs) for r in store.faster_than_library(db, self.backend, gpu)
-                if r["family"] in self.families and beats_library(r)]
-
-    def _covering_rows(self, gpu: str) -> list[dict]:
-        """The winning rows short enough to cover smaller shapes, the smallest shape's first."""
-        rows = self._covering.get(gpu)
-        if rows is None:
-            rows = sorted((r for r in self._winning_rows(gpu) if r["time_ms"] <= HOST_BOUND_MS),
-                          key=lambda r: (r["M"] * r["N"] * r["K"], r["time_ms"]))
-            self._covering[gpu] = rows
-        return rows
+    def _winners_of(self, gpu: str) -> Winners:
+        """The rows of this GPU and contract that beat cuBLAS at their shape, each with its database's index,
+        read once; the caller holds the lock (one reader of the databases at a time)."""
+        winners = self._winners.get(gpu)
+        if winners is None:
+            rows = [{**r, "_db": i} for i, db in enumerate(self._dbs)
+                    for r in store.faster_than_library(db, self.backend, gpu)
+                    if r["family"] in self.families and beats_library(r)]
+            covering = sorted((r for r in rows if r["time_ms"] <= HOST_BOUND_MS),
+                              key=lambda r: (r["M"] * r["N"] * r["K"], r["time_ms"]))
+            winners = self._winners[gpu] = Winners(frozenset((r["M"], r["N"], r["K"]) for r in rows), covering)
+        return winners
 
     def _covering_choice(self, gpu: str, shape: Shape, layout: Layout) -> Choice | None:
         """The kernel of the smallest-shape row that covers this plain call and launches at it."""
         if layout.blas:
             return None  # rows of the plain signature only: a strided or batched call has its own evidence
         wanted = kernel_params(layout)
-        for row in self._covering_rows(gpu):
+        for row in self._winners_of(gpu).covering:
             if not covers(row, shape) or any((row.get(k) or 0) != v for k, v in wanted.items()):
                 continue
             try:
