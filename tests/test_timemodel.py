@@ -18,6 +18,7 @@ from autotune.explain.model import PRESETS
 from autotune.explain.timemodel import TimeModel, feature_vector, fit_from_databases, numeric_features
 from autotune.families import BLOCKED, FAMILIES, SPLITK, TILED
 from autotune.space import Config, Limits, make_config, random_valid, shape_text
+from tests.test_docs_figures import section, table_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 EVAL_JSON = ROOT / "benchmarks" / "data" / "timemodel-h200.json"
@@ -89,18 +90,6 @@ def test_a_gpu_without_rows_is_refused(evaluation: dict) -> None:
 
 # --------------------------------------------------------------------------- the doc against the JSON
 
-def doc_section(heading: str) -> str:
-    text = DOC.read_text()
-    start = text.index(heading)
-    end = text.find("\n## ", start + len(heading))
-    return text[start:end if end >= 0 else None]
-
-
-def table(text: str) -> list[list[str]]:
-    lines = [ln for ln in text.splitlines() if ln.startswith("|")]
-    return [[c.strip().replace("**", "") for c in ln.strip("|").split("|")] for ln in lines[2:]]
-
-
 def summary_row(name: str, s: dict, top: int) -> list[str]:
     return [name, f"{s['median_spearman']:.2f}", f"{s['geomean_top1_regret']:.2f}", f"{s['max_top1_regret']:.2f}",
             f"{s[f'geomean_top{top}_regret']:.2f}", str(s["shapes_top1_within_10pct"])]
@@ -108,7 +97,7 @@ def summary_row(name: str, s: dict, top: int) -> list[str]:
 
 def test_doc_summary_is_the_json(evaluation: dict) -> None:
     s, top = evaluation["summary"], evaluation["top"]
-    assert table(doc_section("## Summary")) == [summary_row("time model", s["model"], top),
+    assert table_rows(section(DOC.read_text(), "## Summary")) == [summary_row("time model", s["model"], top),
                                                 summary_row("nearest shape", s["nearest"], top)]
 
 
@@ -117,7 +106,7 @@ def test_doc_shape_table_is_the_json(evaluation: dict) -> None:
     expected = [[r["shape"], str(r["configs"]), f"{r['model']['spearman']:.2f}", f"{r['model']['top1_regret']:.2f}",
                  f"{r['model'][topk]:.2f}", f"{r['nearest']['spearman']:.2f}",
                  f"{r['nearest']['top1_regret']:.2f}"] for r in evaluation["shapes"]]
-    assert table(doc_section("## Per shape")) == expected
+    assert table_rows(section(DOC.read_text(), "## Per shape")) == expected
 
 
 def test_doc_names_the_command_commit_and_fit_time(evaluation: dict) -> None:
