@@ -138,14 +138,15 @@ class Matmul:
         launch = self.launcher.prepare(call.device, plan.kernel, plan.geometry, call.shape)
         if launch is not None:
             out_shape = (call.shape[0], call.shape[1])
-            self._shortcut(table, (A.shape, B.shape, trans_a, trans_b, call.device),
+            self._remember(table, (A.shape, B.shape, trans_a, trans_b, call.device),
                            shortcuts.to_kernel(torch, launch, call.device, out_shape))
 
     @staticmethod
-    def _shortcut(table: dict, key: tuple, run: shortcuts.Shortcut) -> None:
-        if len(table) >= MAX_PLANS:  # bounded as the plans are
+    def _remember(table: dict, key: tuple, value: Any) -> None:
+        """A plan or a short way kept; a process that calls ever new shapes keeps a bounded cache."""
+        if len(table) >= MAX_PLANS:
             table.clear()
-        table[key] = run
+        table[key] = value
 
     def _planned(self, a: ArrayView, b: ArrayView, c: ArrayView | None, trans_a: bool, trans_b: bool, alpha: float,
                  beta: float) -> Plan:
@@ -154,9 +155,7 @@ class Matmul:
         plan = plans.get(key)
         if plan is None:
             plan = self._plan(a, b, c, trans_a, trans_b, alpha, beta)
-            if len(plans) >= MAX_PLANS:  # a process that calls ever new shapes keeps a bounded cache
-                plans.clear()
-            plans[key] = plan
+            self._remember(plans, key, plan)
         return plan
 
     def _library(self, plan: Plan, A: Any, B: Any, out: Any, views: tuple[ArrayView, ArrayView, ArrayView | None],
@@ -171,7 +170,7 @@ class Matmul:
             table = self._fast  # taken first, as the plans are (_planned)
             if out is None and alpha == 1.0 and beta == 0.0 and len(a.shape) == 2 == len(B.shape) and \
                     self.dispatcher.runs_library(self.gpu_name(call.device), call.shape):
-                self._shortcut(table, (A.shape, B.shape, trans_a, trans_b, call.device),
+                self._remember(table, (A.shape, B.shape, trans_a, trans_b, call.device),
                                shortcuts.to_torch(torch, trans_a, trans_b))
             return library.torch_product(torch, A, B, out, alpha, beta, trans_a, trans_b)
         if out is None:
