@@ -9,27 +9,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-from typing import Any, Callable
+from pathlib import Path
 
 import autotune
 from autotune.backends.cuda.launch import launch_kernel
 
-
-def per_call(torch: Any, run: Callable[[], object], n: int) -> tuple[float, float]:
-    """(host us, GPU us) a call over n calls back to back, after a warm-up."""
-    for _ in range(20):
-        run()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    t = time.perf_counter()
-    start.record()
-    for _ in range(n):
-        run()
-    host = (time.perf_counter() - t) / n
-    end.record()
-    end.synchronize()
-    return host * 1e6, start.elapsed_time(end) / n * 1e3
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cuda_events import per_call  # noqa: E402
 
 
 def main() -> int:
@@ -58,7 +44,7 @@ def main() -> int:
                                                             M, N, K),
                 "torch.matmul": lambda: torch.matmul(A, B, out=C)}
         for name, run in runs.items():
-            host, gpu = per_call(torch, run, args.calls)
+            host, gpu = per_call(torch, run, args.calls, warmup=20)
             print(f"{text} {name:20} host {host:7.1f} us a call, GPU {gpu:7.1f} us a call  ({choice.kernel})", flush=True)
     return 0
 

@@ -1,6 +1,7 @@
 """Timing with CUDA events, shared by the benchmark scripts that compare against torch.matmul."""
 from __future__ import annotations
 
+import time
 from typing import Any, Callable
 
 
@@ -33,3 +34,20 @@ def paired_ms(torch: Any, first: Callable[[], object], second: Callable[[], obje
         for i in ((0, 1) if r % 2 == 0 else (1, 0)):
             best[i] = min(best[i], time_ms(torch, (first, second)[i], reps, 1, 0))
     return best[0], best[1]
+
+
+def per_call(torch: Any, run: Callable[[], object], n: int, warmup: int = 50) -> tuple[float, float]:
+    """(host us, GPU us) a call over n calls back to back, after a warm-up: wall clock around the calls
+    (no synchronisation inside) and CUDA events around the same calls, so the second is max(host, GPU)."""
+    for _ in range(warmup):
+        run()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    t = time.perf_counter()
+    for _ in range(n):
+        run()
+    host = (time.perf_counter() - t) / n
+    end.record()
+    end.synchronize()
+    return host * 1e6, start.elapsed_time(end) / n * 1e3

@@ -11,26 +11,13 @@ import argparse
 import json
 import statistics
 import sys
-import time
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any
 
 import autotune
 
-
-def per_call(torch: Any, run: Callable[[], object], n: int) -> tuple[float, float]:
-    """(host us, queued us) a call over n calls back to back, after a warm-up."""
-    for _ in range(50):
-        run()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    t = time.perf_counter()
-    for _ in range(n):
-        run()
-    host = (time.perf_counter() - t) / n
-    end.record()
-    end.synchronize()
-    return round(host * 1e6, 2), round(start.elapsed_time(end) / n * 1e3, 2)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cuda_events import per_call  # noqa: E402
 
 
 def main() -> int:
@@ -70,7 +57,7 @@ def main() -> int:
             for name in names[r % len(names):] + names[:r % len(names)]:
                 rounds[name].append(per_call(torch, runs[name], args.calls))
         for name in names:
-            row[name] = [statistics.median(x[0] for x in rounds[name]), statistics.median(x[1] for x in rounds[name])]
+            row[name] = [round(statistics.median(x[i] for x in rounds[name]), 2) for i in (0, 1)]
         rows.append(row)
         print(json.dumps(row), flush=True)
         own._plans.clear()
