@@ -22,8 +22,9 @@ from tests.names import tags
 pytestmark = pytest.mark.gpu
 TUNED = (512, 512, 512)
 ODD = (1000, 999, 1001)
-# the opt-in above 48 KiB (blocked), K splits behind turnstiles on grid z (splitk), small N (tall)
-FAMILIES = {"blocked": [], "splitk": [], "tall": ["-p", "NR=8"], "tf32x3wg": []}  # tf32x3wg: sm_90a, a prologue
+# the opt-in above 48 KiB (blocked), K splits behind turnstiles on grid z (splitk), small N (tall), a grid of
+# the device's SMs read at run time (streamk)
+FAMILIES = {"blocked": [], "splitk": [], "tall": ["-p", "NR=8"], "tf32x3wg": [], "streamk": []}  # tf32x3wg: sm_90a, a prologue
 APP = r"""
 #include "%(header)s"
 #include <cstdio>
@@ -133,6 +134,14 @@ def test_python_launcher_on_cupy_arrays_matches_numpy(exports, family):
         assert relative_error(cp.asnumpy(C), A.astype(np.float64) @ B) < 1e-5, shape
     with pytest.raises(ValueError):
         module.launch(cp.zeros((3, 4), cp.float32), cp.zeros((4, 5), cp.float32), cp.zeros((3, 6), cp.float32), 3, 5, 4)
+
+
+def test_streamk_python_launcher_sizes_its_grid_by_this_gpus_sms(exports):
+    cp = pytest.importorskip("cupy")
+    cu, manifest = exports["streamk"]
+    module = load_module(cu.with_suffix(".py"))
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    assert module.device_sms() == sms and module.grid(*ODD) == (manifest["params"]["SKB"] * sms, 1, 1)
 
 
 def test_python_launcher_of_an_nt_kernel_transposes_b_into_its_own_workspace_or_the_callers(tmp_path):

@@ -2,7 +2,9 @@
 equals that geometry at many shapes; the C++ header compiles (g++, against a stub of the CUDA
 runtime) and its grid function and launcher agree with the family; the Python launcher imports
 without a GPU and computes the same grid; a family whose grid cannot be derived falls back, and
-says so, to the exported shape; `export` writes the four files and the manifest's new keys."""
+says so, to the exported shape; `export` writes the four files and the manifest's new keys. A grid
+sized by the device (streamk's blocks per SM) reads the SM count of the GPU it launches on: here a
+stub's 108 (an A100's), as a GPU-less test cannot ask a real one."""
 from __future__ import annotations
 
 import dataclasses
@@ -13,6 +15,8 @@ import random
 import re
 import shutil
 import subprocess
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -23,6 +27,7 @@ from autotune.codegen.launcher import launchers
 from autotune.codegen.render import render
 from autotune.families import FAMILIES, NAIVE, SPLITK
 from autotune.space import Launch, ceil_div, make_config, random_valid
+from autotune.space.devices import PRESETS
 from autotune.space.formula import GridFormula, derive_formula
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -31,6 +36,7 @@ ODD = (1, 3, 7, 31, 33, 63, 65, 127, 129, 255, 257, 511, 999, 1000, 1001, 4095, 
 SHAPES = [(m, n) for m in ODD for n in ODD[::3]] + [(1, 10000), (10000, 1), (65535 * 16 + 1, 3)]
 # refused by split-K's turnstile count at small tiles (tiles > 65536), and by the int range
 BIG = [(40000, 40000), (46341, 46341)]
+STUB = PRESETS["a100"]  # the device the stubs below report: 108 SMs, not the default (H200) Limits' 132
 
 
 def configs():
@@ -55,6 +61,21 @@ def test_formula_equals_the_family_geometry(config):
         assert grid == geo.grid, (M, N)
         assert accepted == (not config.family.shape_rules(config.values, M, N)), (M, N)
         assert formula.block == geo.block and formula.shared_bytes == geo.shared_bytes
+
+
+def test_only_a_grid_of_the_devices_sms_reads_them_and_the_formula_keeps_them_a_name():
+    """streamk's grid, SKB x the device's SMs, is `sms` in the formula, not the default Limits' 132: evaluated
+    on each named device it is that device's grid. No other family's formula reads the SM count."""
+    for config in configs():
+        formula = derive_formula(config)
+        assert isinstance(formula, GridFormula) and formula.reads_sms == (config.family.name == "streamk"), config
+    for skb in (1, 2, 3):
+        config = make_config(FAMILIES["streamk"], {"SKB": skb})
+        formula = derive_formula(config)
+        assert isinstance(formula, GridFormula)
+        assert formula.grid_c() == formula.grid_python() == ["sms" if skb == 1 else f"{skb} * sms", "1", "1"]
+        for limits in PRESETS.values():
+            assert formula.evaluate(1024, 1024, limits)[0] == config.geometry(1024, 1024, limits).grid == (skb * limits.sms, 1, 1)
 
 
 def _branchy(p, M, N):
@@ -104,6 +125,7 @@ EXPORTS = {  # name -> (family, params): the opt-in, a shape rule, a plain grid,
     "blocked": ("blocked", {}), "splitk": ("splitk", {"BM": 32, "BN": 32, "WM": 16, "WN": 16, "TM": 1, "TN": 1, "WNITER": 1}),
     "naive": ("naive", {"x_over": "rows"}), "loopy": ("loopy", {}),
     "tailsplit": ("tailsplit", {"BM": 32, "BN": 32, "WM": 16, "WN": 16, "TM": 1, "TN": 1, "WNITER": 1}),  # a helper
+    "streamk": ("streamk", {}),  # a grid of the device's SMs
 }
 
 
@@ -128,9 +150,14 @@ LAUNCH = re.compile(r"(\w+)<<<(.*?)>>>\((.*?)\);")
 DRIVER = """
 #include <cstdio>
 %(includes)s
-static int optins = 0;
+static int optins = 0, asked = 0;
 static unsigned launched[3];
 cudaError_t cudaGetDevice(int* d) { *d = 0; return cudaSuccess; }
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int) {
+    ++asked;
+    *value = attr == cudaDevAttrMultiProcessorCount ? %(sms)d : 0;
+    return cudaSuccess;
+}
 cudaError_t cudaFuncSetAttribute(const void*, cudaFuncAttribute, int) { ++optins; return cudaSuccess; }
 cudaError_t cudaGetLastError() { return cudaSuccess; }
 void stub_launch(dim3 g, dim3 b, size_t shared, cudaStream_t) {
@@ -143,6 +170,7 @@ int main() {
     while (std::scanf("%%d %%d %%d", &M, &N, &K) == 3) {
 %(calls)s
     }
+    std::printf("sms asked %%d\\n", asked);
     std::printf("optins %%d\\n", optins);
 }
 """
@@ -169,7 +197,7 @@ def test_header_compiles_and_its_grid_and_launcher_agree_with_the_family(exporte
         calls.append(CALL % {"k": config.name, "name": name})
     program = tmp_path / "driver.cpp"
     program.write_text(DRIVER % {"includes": "\n".join(includes), "kernels": "\n".join(kernels),
-                                 "calls": "".join(calls)})
+                                 "calls": "".join(calls), "sms": STUB.sms})
     binary = tmp_path / "driver"
     subprocess.run(["g++", "-std=c++17", "-Wall", "-Werror", "-I", str(DATA / "cuda_stub"), "-o", str(binary),
                     str(program)], check=True, capture_output=True, text=True)
@@ -179,7 +207,7 @@ def test_header_compiles_and_its_grid_and_launcher_agree_with_the_family(exporte
     lines = run.stdout.splitlines()
     for name, (config, _) in exported.items():
         for M, N, K in shapes:
-            geo = config.geometry(M, N)
+            geo = config.geometry(M, N, STUB)
             ok = (min(M, N, K) >= 1 and max(M * K, K * N, M * N) < 2**31 and geo.grid[1] <= 65535
                   and not config.family.shape_rules(config.values, M, N) and (name != "loopy" or (M, N) == (96, 80)))
             expected = f"{name} {M} {N}: " + (" ".join(map(str, geo.grid)) if ok else "refused")
@@ -188,6 +216,7 @@ def test_header_compiles_and_its_grid_and_launcher_agree_with_the_family(exporte
     assert f"launch 1 1 1 block 256 1 1 shared {exported['blocked'][0].geometry(96, 80).shared_bytes}" in launches
     assert exported["blocked"][0].geometry(96, 80).shared_bytes > 48 * 1024  # the premise of one opt-in
     assert lines[-1] == "optins 1"  # the blocked kernel's, once, however many launches
+    assert lines[-2] == "sms asked 1"  # streamk's, once for the device, however many grids and launches
     assert "naive returns 0 0" in lines and "naive returns 1 1" in lines  # launched, and refused (0x5)
 
 
@@ -196,18 +225,83 @@ def test_python_launcher_imports_without_a_gpu_and_computes_the_grid(exported, m
         module = load_module(cu.with_suffix(".py"))
         assert module.KERNEL == config.name and module.BLOCK == config.geometry(96, 80).block
         assert list(inspect.signature(module.launch).parameters) == ["A", "B", "C", "M", "N", "K", "stream"]
+        assert hasattr(module, "device_sms") == (name == "streamk")  # only a grid of the device's SMs asks
         if name == "loopy":
             continue
+        if name == "streamk":
+            monkeypatch.setattr(module, "device_sms", lambda: STUB.sms)
         for M, N in SHAPES:
             accepted = not config.family.shape_rules(config.values, M, N) and M * N < 2**31
             if accepted:
-                assert module.grid(M, N, 3) == config.geometry(M, N).grid, (name, M, N)
+                assert module.grid(M, N, 3) == config.geometry(M, N, STUB).grid, (name, M, N)
             else:
                 with pytest.raises(ValueError):
                     module.grid(M, N, 3)
     splitk = load_module(exported["splitk"][1].with_suffix(".py"))
     with pytest.raises(ValueError, match="shape rule"):
         splitk.grid(40000, 40000, 1)
+
+
+# a streamk grid of SKB (1 to 4) x the default Limits' 132 SMs, as a number
+H200_GRID = re.compile(r"\b(132|264|396|528)\b")
+SMS_READ = re.compile(r"(?i)multiprocessor_?count|\bsms\b")  # the SM count asked, or read in a grid
+
+
+@pytest.mark.parametrize("skb", (1, 2, 3))
+def test_streamk_launchers_ask_the_device_they_launch_on_for_its_sm_count(skb, tmp_path, monkeypatch):
+    config = make_config(FAMILIES["streamk"], {"SKB": skb})
+    made = launchers(config, config.name, config.geometry(96, 80), (96, 80, 40), None, tmp_path / "best.cu")
+    hip = launchers(config, config.name, config.geometry(96, 80), (96, 80, 40), None, tmp_path / "best.hip", lang="hip")
+    for text in (made.header, made.python, hip.header):
+        assert not H200_GRID.search(text), H200_GRID.search(text)
+    assert "cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, device)" in made.header
+    assert "hipDeviceGetAttribute(sms, hipDeviceAttributeMultiprocessorCount, device)" in hip.header
+    assert "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT" in made.python and "cuDeviceGetAttribute(" in made.python
+    entry = made.grid_formula
+    assert entry["c"][0] == entry["python"][0] == ("sms" if skb == 1 else f"{skb} * sms")
+    assert "sms: the SM count of the device launched on" in entry["variables"]
+    (tmp_path / "best.py").write_text(made.python)
+    module = load_module(tmp_path / "best.py")
+    for limits in (PRESETS["a100"], PRESETS["h100-pcie"]):
+        monkeypatch.setattr(module, "device_sms", lambda sms=limits.sms: sms)
+        assert module.grid(1024, 1024, 16384) == (skb * limits.sms, 1, 1)
+
+
+def test_the_python_launcher_asks_the_driver_once_per_device(tmp_path, monkeypatch):
+    """best.py's device_sms through a fake cuda-python driver: two devices, each asked once."""
+    config = make_config(FAMILIES["streamk"], {})
+    made = launchers(config, config.name, config.geometry(96, 80), (96, 80, 40), None, tmp_path / "best.cu")
+    (tmp_path / "best.py").write_text(made.python)
+    module = load_module(tmp_path / "best.py")
+    current, asked, sms = [0], [], {0: 108, 1: 114}
+    driver = types.ModuleType("cuda.bindings.driver")
+    driver.cuInit = lambda flags: (0,)
+    driver.cuCtxGetCurrent = lambda: (0, 1000 + current[0])  # a context on each device
+    driver.cuCtxGetDevice = lambda: (0, current[0])
+    driver.cuDeviceGetAttribute = lambda attribute, device: asked.append((attribute, device)) or (0, sms[device])
+    driver.CUdevice_attribute = types.SimpleNamespace(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT=16)
+    bindings = types.ModuleType("cuda.bindings")
+    bindings.driver = driver
+    monkeypatch.setitem(sys.modules, "cuda.bindings", bindings)
+    for device in (0, 1, 0, 1, 1):
+        current[0] = device
+        assert module.grid(1024, 1024, 16384) == (config.values["SKB"] * sms[device], 1, 1)
+    assert asked == [(16, 0), (16, 1)]
+
+
+def test_other_families_launchers_do_not_ask_for_the_sm_count(tmp_path):
+    """Their grids read no device number: no attribute asked, the manifest's variables and the
+    exported shape's grid as before."""
+    for config in configs():
+        if config.family.name == "streamk":
+            continue
+        for lang in ("cuda", "hip"):
+            made = launchers(config, config.name, config.geometry(96, 80), (96, 80, 40), None, tmp_path / "best.cu", lang)
+            for text in (made.header, made.python):
+                assert not SMS_READ.search(text), (config, lang, SMS_READ.search(text))
+            assert "(grid {} x {} x {})".format(*config.geometry(96, 80).grid) in made.header
+            assert made.grid_formula["variables"] == ("M, N: rows and columns of C (C: 64-bit integer arithmetic; "
+                                                      "every value non-negative)")
 
 
 class FakeArray:

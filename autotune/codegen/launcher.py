@@ -3,7 +3,8 @@ declaration, `<kernel>_grid` and `<kernel>_launch`) and a Python module (`best.p
 driver API through cuda-python alone). Both compute the grid for any M and N from the formula
 derived from the family's own geometry (space.formula), so neither holds a hand-written copy;
 where a family has none, both accept the exported shape only and say why. A HIP export gets the
-same header written against the HIP runtime (lang="hip") and no Python launcher.
+same header written against the HIP runtime (lang="hip") and no Python launcher. A grid that reads
+the device's SM count (streamk's) reads it from the GPU it launches on, once per device.
 """
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from pathlib import Path
 
 from autotune.codegen.hip import wavefront
 from autotune.codegen.render import render_template
-from autotune.space import BLAS_ARGS, Config, Launch, shape_text, takes_blas
-from autotune.space.formula import GridFormula, PrologueFormula, derive_formula, derive_prologue
+from autotune.space import BLAS_ARGS, Config, Launch, Limits, shape_text, takes_blas
+from autotune.space.expr import emit
+from autotune.space.formula import SMS, GridFormula, PrologueFormula, derive_formula, derive_prologue, grid_at
 
 SHARED_OPTIN_BYTES = 48 * 1024  # above this a launch fails unless the attribute was raised first
+SMS_ATTRIBUTE = {"cuda": "cudaDevAttrMultiProcessorCount", "hip": "hipDeviceAttributeMultiprocessorCount"}
 
 
 @dataclass(frozen=True)
@@ -34,12 +37,15 @@ def launchers(config: Config, kernel: str, launch: Launch, shape: tuple[int, int
     the header against the HIP runtime, and no Python launcher (it drives CUDA through NVRTC).
     arch_specific: the source needs the architecture-specific target (codegen.nvrtc.ARCH_SPECIFIC)."""
     formula, pre = derive_formula(config), derive_prologue(config)
+    sms = isinstance(formula, GridFormula) and formula.reads_sms
     context = {
         "kernel": kernel, "cu": cu.name, "header": cu.with_suffix(".h").name, "module": cu.stem,
         "manifest": cu.with_suffix(".json").name, "family": config.family.name,
         "params": " ".join(f"{k}={v}" for k, v in config.params),
         "tuned": shape_text(tuned) if tuned else "no recorded shape (a named config never measured)",
         "shape_text": shape_text(shape), "M": shape[0], "N": shape[1], "grid": launch.grid, "block": launch.block,
+        "grid_text": grid_text(config, shape) if sms else " x ".join(map(str, launch.grid)),
+        "sms": sms, "sms_attribute": SMS_ATTRIBUTE[lang],
         "shared": launch.shared_bytes, "optin": launch.shared_bytes > SHARED_OPTIN_BYTES,
         "turnstiles": "MAX_TILES" in config.derived,
         "formula": isinstance(formula, GridFormula),
@@ -88,9 +94,16 @@ def signature(config: Config) -> str:
     return "(" + ", ".join(f"{ctype} {name}" for name, ctype in args) + ")"
 
 
+def grid_text(config: Config, shape: tuple[int, int, int]) -> str:
+    """The exported shape's grid with the SM count a name, for the launchers' comments: "(2 * sms) x 1 x 1"."""
+    return " x ".join(emit(g, "python") for g in grid_at(config, shape[0], shape[1]))
+
+
 def formula_entry(formula: GridFormula) -> dict:
+    device = (f"; {SMS}: the SM count of the device launched on, which the launchers read from it at run time "
+              f"(`grid`, the exported shape's, is for {Limits().sms} SMs)") if formula.reads_sms else ""
     return {
-        "variables": "M, N: rows and columns of C (C: 64-bit integer arithmetic; every value non-negative)",
+        "variables": f"M, N: rows and columns of C{device} (C: 64-bit integer arithmetic; every value non-negative)",
         "c": formula.grid_c(), "python": formula.grid_python(),
         "accepts_c": formula.accepts_c(), "accepts_python": formula.accepts_python(),
         "helpers_c": formula.helpers_c() or None, "helpers_python": formula.helpers_python() or None,

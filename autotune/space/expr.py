@@ -169,6 +169,21 @@ def helpers(*xs: Operand) -> list[Helper]:
     return list(found.values())
 
 
+def variables(*xs: Operand) -> set[str]:
+    """The names the expressions read (var nodes), so that a launcher defines only those it needs."""
+    return {str(x.args[0]) for x in _nodes(xs) if x.op == "var"}
+
+
+def _nodes(xs: tuple[Any, ...]) -> list[Expr]:
+    out: list[Expr] = []
+    stack = [x for x in xs if isinstance(x, Expr)]
+    while stack:
+        x = stack.pop()
+        out.append(x)
+        stack += [a for a in x.args if isinstance(a, Expr)]
+    return out
+
+
 def var(name: str) -> Expr:
     return Expr("var", name)
 

@@ -6,16 +6,22 @@ The formula is C and Python text over M and N (long long in C), plus the conditi
 the family's shape rules accept the shape (e.g. split-K's turnstile count). Block and dynamic
 shared memory must not depend on the shape: they are numbers. A family whose geometry cannot be
 derived (space.expr.NotDerivable) has no formula; `derive_formula` returns the reason instead.
+
+A grid sized by the device (Family.geometry_reads_limits: streamk's SKB blocks per SM) reads the SM
+count as the name SMS, which the launchers read from the device they launch on: a number here would be
+the default Limits()' (an H200's), and a launcher run on another GPU would size its grid for an H200.
+Only the SM count is a name: no geometry reads another of Limits' numbers.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from autotune.space.config import Config, Launch, Prologue
-from autotune.space.expr import Expr, Helper, NotDerivable, any_of, emit, explore, helpers, join, var
+from autotune.space.config import Config, Launch, Limits, Prologue
+from autotune.space.expr import Expr, Helper, NotDerivable, any_of, emit, explore, helpers, join, var, variables
 
 SHAPE_VARS = ("M", "N")  # the grid depends on the output's rows and columns only
+SMS = "sms"  # the SM count of the device a launcher runs on, where the grid reads it
 PROLOGUE_VARS = ("M", "N", "K")  # a prologue's workspace may depend on K too
 
 
@@ -45,10 +51,15 @@ class GridFormula:
     def accepts_python(self) -> str:
         return emit(self.accepts, "python", top=True)
 
-    def evaluate(self, M: int, N: int) -> tuple[tuple[int, int, int], bool]:
+    @property
+    def reads_sms(self) -> bool:
+        """Whether the grid reads the device's SM count (SMS), which the launchers then ask the device for."""
+        return SMS in variables(*self.grid, self.accepts)
+
+    def evaluate(self, M: int, N: int, limits: Limits = Limits()) -> tuple[tuple[int, int, int], bool]:
         """The grid and whether the shape is accepted, from the Python text (what the exported
-        launcher runs), for tests against the family's own geometry."""
-        scope: dict[str, Any] = {"M": M, "N": N}
+        launcher runs) on a device of limits.sms SMs, for tests against the family's own geometry."""
+        scope: dict[str, Any] = {"M": M, "N": N, SMS: limits.sms}
         exec(self.helpers_python(), scope)  # noqa: S102 - our own text, as the launcher runs it
         grid = tuple(int(eval(text, {}, scope)) for text in self.grid_python())  # noqa: S307 - our own text
         return (grid[0], grid[1], grid[2]), bool(eval(self.accepts_python(), {}, scope))  # noqa: S307
@@ -58,11 +69,10 @@ def derive_formula(config: Config) -> GridFormula | str:
     """The config's grid formula, or the reason it has none."""
     M, N = (var(v) for v in SHAPE_VARS)
     family, values = config.family, config.values
-    geometry: Callable[..., Launch] = family.geometry  # called with expressions for M and N
     rules_of: Callable[..., list[str]] = family.shape_rules
 
     def launch() -> Launch:
-        return geometry(values, M, N)
+        return geometry(config, M, N)
 
     def rules() -> list[str]:
         return rules_of(values, M, N)
@@ -81,6 +91,21 @@ def derive_formula(config: Config) -> GridFormula | str:
     return GridFormula(grid=(grid[0], grid[1], grid[2]), accepts=accepts,
                        block=(int(block[0]), int(block[1]), int(block[2])), shared_bytes=int(shared),
                        helpers=tuple(helpers(*grid, accepts)))
+
+
+def geometry(config: Config, M: Any, N: Any) -> Launch:
+    """The config's launch at M x N (numbers or expressions), on a device whose SM count is the name SMS."""
+    shape_only: Callable[..., Launch] = config.family.geometry  # called with expressions
+    if config.family.geometry_reads_limits:
+        return shape_only(config.values, M, N, Limits(sms=var(SMS)))  # type: ignore[arg-type]
+    return shape_only(config.values, M, N)
+
+
+def grid_at(config: Config, M: int, N: int) -> tuple[Any, Any, Any]:
+    """The grid at one shape, the SM count left a name where it is read: what the launchers' comments
+    show for the exported shape (a number there would be the default Limits()')."""
+    launches = explore(lambda: geometry(config, M, N))
+    return _part(launches, "grid", 0), _part(launches, "grid", 1), _part(launches, "grid", 2)
 
 
 def _part(launches: list[tuple[Any, Launch]], field: str, i: int) -> Any:

@@ -14,6 +14,7 @@ typedef CUstream_st* cudaStream_t;
 #define cudaStreamPerThread ((cudaStream_t)0x2)
 enum cudaStreamCaptureStatus { cudaStreamCaptureStatusNone = 0, cudaStreamCaptureStatusActive = 1 };
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount = 16 };
 
 struct dim3 {
     unsigned x, y, z;
@@ -22,6 +23,7 @@ struct dim3 {
 
 cudaError_t cudaGetDevice(int* device);
 cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int value);
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device);
 cudaError_t cudaGetLastError();
 cudaError_t cudaMallocAsync(void** ptr, size_t bytes, cudaStream_t stream);
 cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream);
