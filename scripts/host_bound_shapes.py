@@ -6,10 +6,16 @@ those no other kept shape holds. What the search then finds there decides which 
 a row longer than HOST_BOUND_MS covers nothing.
 
     python scripts/host_bound_shapes.py > benchmarks/host-bound-shapes.toml
+    python scripts/host_bound_shapes.py --misaligned > benchmarks/host-bound-misaligned-shapes.toml
+
+--misaligned writes the same shapes with N, K or both one less: a covering row counts only for calls whose
+rows are aligned as its own are (api.dispatch.stored_rows_aligned), and odd widths are most of the shapes
+a user calls.
 """
 from __future__ import annotations
 
 import itertools
+import sys
 
 SIDES = [16, 64, 256, 1024, 4096, 16384]
 BUDGET_US = 8.0
@@ -25,9 +31,17 @@ def shapes() -> list[tuple[int, int, int]]:
     return sorted(s for s in kept if not any(t != s and all(a >= b for a, b in zip(t, s)) for t in kept))
 
 
+def misaligned(kept: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """Each shape with N, K or both one less: B's and C's rows (N floats) and A's (K) of another alignment."""
+    return [(M, N - dn, K - dk) for M, N, K in kept for dn, dk in ((1, 0), (0, 1), (1, 1))]
+
+
 if __name__ == "__main__":
-    print("# written by scripts/host_bound_shapes.py: the shapes whose rows cover host-bound calls")
+    odd = "--misaligned" in sys.argv[1:]
+    group = "host-bound-misaligned" if odd else "host-bound"
+    print(f"# written by scripts/host_bound_shapes.py{' --misaligned' if odd else ''}: the shapes whose rows cover "
+          f"host-bound calls")
     print("shapes = [")
-    for M, N, K in shapes():
-        print(f'  {{ group = "host-bound", M = {M}, N = {N}, K = {K} }},')
+    for M, N, K in misaligned(shapes()) if odd else shapes():
+        print(f'  {{ group = "{group}", M = {M}, N = {N}, K = {K} }},')
     print("]")

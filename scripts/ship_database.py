@@ -6,9 +6,10 @@ cuBLAS baselines. Trials, claims, SASS counts and profiles stay behind.
 
     python scripts/ship_database.py results.sqlite [more.sqlite ...] autotune/store/tuned/h200.sqlite
 
-The H200's: the shape suite's search (benchmarks/data/h200-suite.sqlite.gz) and the host-bound shapes'
-(benchmarks/data/h200-host-bound.sqlite.gz, `autotune cover --shapes benchmarks/host-bound-shapes.toml`),
-each gunzipped first.
+The H200's: the shape suite's searches (benchmarks/data/h200-suite.sqlite.gz, h200-few-tiles.sqlite.gz)
+and the host-bound shapes' (h200-host-bound.sqlite.gz, `autotune cover --shapes
+benchmarks/host-bound-shapes.toml`; h200-host-bound-misaligned.sqlite.gz, the same with
+benchmarks/host-bound-misaligned-shapes.toml), each gunzipped first, in that order.
 """
 from __future__ import annotations
 
