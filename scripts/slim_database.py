@@ -12,8 +12,9 @@ import argparse
 import shutil
 import sqlite3
 import sys
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 BEST_SOURCES = """
 DELETE FROM sources WHERE source_hash NOT IN (
