@@ -20,12 +20,17 @@ from pathlib import Path
 
 
 def merge(conn: sqlite3.Connection, other: Path) -> None:
-    """Another database's results and sources into this one (the columns the two share; new ids)."""
+    """Another database's results and sources into this one (new ids). A family's parameters are columns
+    that a database gains with its first row of that family, so the other's columns this one lacks are
+    added first: a row without its parameters' values names no kernel (api.dispatch skips it)."""
     conn.execute("ATTACH DATABASE ? AS other", (str(other),))
     for table in ("results", "sources"):
-        mine = [r[1] for r in conn.execute(f"PRAGMA main.table_info({table})")]
-        theirs = {r[1] for r in conn.execute(f"PRAGMA other.table_info({table})")}
-        columns = ", ".join(f'"{c}"' for c in mine if c in theirs and c != "id")
+        mine = {r[1] for r in conn.execute(f"PRAGMA main.table_info({table})")}
+        theirs = [(r[1], r[2]) for r in conn.execute(f"PRAGMA other.table_info({table})")]
+        for name, kind in theirs:
+            if name not in mine:
+                conn.execute(f'ALTER TABLE main.{table} ADD COLUMN "{name}" {kind}')
+        columns = ", ".join(f'"{c}"' for c, _ in theirs if c != "id")
         conn.execute(f"INSERT OR IGNORE INTO main.{table} ({columns}) SELECT {columns} FROM other.{table}")
     conn.commit()
     conn.execute("DETACH DATABASE other")

@@ -10,6 +10,7 @@ import pytest
 import autotune
 from autotune import store
 from autotune.api.dispatch import HOST_BOUND_MS, WIN_MARGIN, beats_library
+from autotune.api.operands import Layout
 from tests.fakes import GPU
 from tests.test_api import DeviceArray
 from tests.test_starts import record
@@ -123,3 +124,25 @@ def test_with_no_database_of_its_own_load_reads_the_tuned_database_the_package_s
     db.close()
     assert autotune.load(launcher=launcher, gpu=GPU).choose(8192, 8192, 64).kernel == own
     assert not autotune.load(launcher=launcher, defaults_only=True).choose(64, 64, 64).library
+
+
+def test_the_library_test_of_a_call_is_per_transposes_and_reads_only_rows_that_name_a_kernel(recorded):
+    """A repeated torch call of these shapes and transposes goes straight to torch where the dispatcher says
+    cuBLAS computes it (api.matmul's short way): a row of another layout at the shape says nothing of it, and
+    a row whose family parameters are missing (a database merged without their columns) names no kernel, as
+    choose reads it too."""
+    from autotune.api.dispatch import Dispatcher
+
+    path, _ = recorded
+    dispatcher = Dispatcher(path)
+    assert not dispatcher.runs_library(GPU, (512, 512, 512))  # its NN row beat cuBLAS
+    assert not dispatcher.runs_library(GPU, (512, 512, 512), trans_b=True)  # and its NT row
+    assert dispatcher.runs_library(GPU, (2048, 512, 512), trans_a=True, trans_b=True)  # nothing TT there
+    assert not dispatcher.runs_library(GPU, (60, 32, 16)) and dispatcher.runs_library(GPU, (60, 32, 16), trans_b=True)
+    db = store.open_db(path)
+    db.execute("UPDATE results SET BM = NULL WHERE M = 512 AND N = 512 AND K = 512 AND COALESCE(TB, 0) = 0")
+    db.conn.commit()
+    db.close()
+    dispatcher = Dispatcher(path)
+    assert dispatcher.choose(GPU, (512, 512, 512), Layout(False, False, False, 1)).library
+    assert dispatcher.runs_library(GPU, (512, 512, 512))

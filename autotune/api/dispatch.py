@@ -122,10 +122,10 @@ class Choice:
 
 
 class Winners(NamedTuple):
-    """A GPU's rows that beat cuBLAS at their shape: those shapes, and the rows short enough to cover
-    smaller shapes (covers), the smallest shape's first."""
+    """A GPU's rows that beat cuBLAS at their shape: those shapes with the rows' transposes (M, N, K, TA, TB),
+    and the rows short enough to cover smaller shapes (covers), the smallest shape's first."""
 
-    shapes: frozenset[Shape]
+    shapes: frozenset[tuple[int, int, int, int, int]]
     covering: list[dict]
 
 
@@ -186,9 +186,10 @@ class Dispatcher:
                     return self._of_tiling(*found)
         return default_choice(shape, layout, limits)
 
-    def runs_library(self, gpu_name: str, shape: Shape) -> bool:
-        """Whether cuBLAS computes this shape in every layout (no row measured at it or covering it beat
-        cuBLAS): a caller that runs the library itself then needs to know nothing else of the call."""
+    def runs_library(self, gpu_name: str, shape: Shape, trans_a: bool = False, trans_b: bool = False) -> bool:
+        """Whether cuBLAS computes this shape with these transposes whatever the operands' strides and batch
+        (no row of them measured at it or covering it beat cuBLAS): a caller that runs the library itself
+        then needs to know nothing else of the call."""
         if not self.library:
             return False
         gpu = self.gpu or gpu_name
@@ -196,19 +197,23 @@ class Dispatcher:
         if winners is None:
             with self._lock:
                 winners = self._winners_of(gpu)
-        return shape not in winners.shapes and not any(covers(r, shape) for r in winners.covering)
+        trans = (int(trans_a), int(trans_b))
+        return ((*shape, *trans) not in winners.shapes
+                and not any(_transposes(r) == trans and covers(r, shape) for r in winners.covering))
 
     def _winners_of(self, gpu: str) -> Winners:
         """The rows of this GPU and contract that beat cuBLAS at their shape, each with its database's index,
         read once; the caller holds the lock (one reader of the databases at a time)."""
         winners = self._winners.get(gpu)
         if winners is None:
+            # only rows that name a kernel this version runs (_keeps), as the choice itself reads them
             rows = [{**r, "_db": i} for i, db in enumerate(self._dbs)
                     for r in store.faster_than_library(db, self.backend, gpu)
-                    if r["family"] in self.families and beats_library(r)]
+                    if r["family"] in self.families and beats_library(r) and _keeps(r, lambda _: True)]
             covering = sorted((r for r in rows if r["time_ms"] <= HOST_BOUND_MS),
                               key=lambda r: (r["M"] * r["N"] * r["K"], r["time_ms"]))
-            winners = self._winners[gpu] = Winners(frozenset((r["M"], r["N"], r["K"]) for r in rows), covering)
+            shapes = frozenset((r["M"], r["N"], r["K"], *_transposes(r)) for r in rows)
+            winners = self._winners[gpu] = Winners(shapes, covering)
         return winners
 
     def _covering_choice(self, gpu: str, shape: Shape, layout: Layout) -> Choice | None:
@@ -286,6 +291,10 @@ class Dispatcher:
         source = render(config)
         return Choice(config, config.name, source, sha256(source), origin + TILING, (row["M"], row["N"], row["K"]),
                       row["id"])
+
+
+def _transposes(row: dict) -> tuple[int, int]:
+    return int(row.get("TA") or 0), int(row.get("TB") or 0)
 
 
 def _keeps(row: dict, keep) -> bool:

@@ -169,7 +169,7 @@ class Matmul:
         if torch is not None:
             table = self._fast  # taken first, as the plans are (_planned)
             if out is None and alpha == 1.0 and beta == 0.0 and len(a.shape) == 2 == len(B.shape) and \
-                    self.dispatcher.runs_library(self.gpu_name(call.device), call.shape):
+                    self.dispatcher.runs_library(self.gpu_name(call.device), call.shape, trans_a, trans_b):
                 self._remember(table, (A.shape, B.shape, trans_a, trans_b, call.device),
                                shortcuts.to_torch(torch, trans_a, trans_b))
             return library.torch_product(torch, A, B, out, alpha, beta, trans_a, trans_b)
