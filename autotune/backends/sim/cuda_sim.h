@@ -161,6 +161,50 @@ inline void __sim_mma_m16n8k8_tf32(float (&d)[4], const float (&a)[4], const flo
     }
 }
 
+// mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 for one warp: D = A*B + D with A 16x32, B 32x8
+// int8 and D 16x8 int32, in the PTX ISA's per-lane fragments ("Matrix Fragments for mma.m16n8k32",
+// .s8; g = lane / 4, t = lane % 4, byte j = 0..3 of a word, low first): a[r] byte j =
+// A[g + 8 (r % 2)][4t + 16 (r / 2) + j]; b[r] byte j = B[4t + 16 r + j][g]; d as the TF32 MMA's above.
+// The lanes meet (every lane of the warp must call it) and pool their 6 words, their bits moved
+// unchanged (memcpy: the gather carries floats, and a value conversion would change them); each lane
+// computes its own four outputs. The GPU's sum is exact integer arithmetic and, without .satfinite,
+// "the accumulated value is wrapped" on overflow (PTX ISA, mma, "Integer operations"): modulo 2^32,
+// which is the same whatever the order of the sum. So the model sums exactly in 64 bits (32 products of
+// at most 2^14 and one int32 cannot overflow that) and keeps the low 32 bits as two's complement:
+// bit-exact with the GPU. Not modelled: .satfinite, .u8 operands, other shapes.
+inline int __sim_s8(const float* all, int lane, int word, int byte) {  // byte `byte` of a pooled word, sign-extended
+    unsigned w;
+    std::memcpy(&w, all + lane * 6 + word, sizeof w);
+    const int v = int((w >> (8 * byte)) & 0xffu);
+    return v - ((v & 0x80) << 1);
+}
+
+inline int __sim_wrap_s32(long long x) {  // the low 32 bits as two's complement, without implementation-defined casts
+    const unsigned low = static_cast<unsigned>(static_cast<unsigned long long>(x));
+    int r;
+    std::memcpy(&r, &low, sizeof r);
+    return r;
+}
+
+inline void __sim_mma_m16n8k32_s8(int (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+    float mine[6], all[32 * 6];
+    std::memcpy(mine, a, sizeof a);
+    std::memcpy(mine + 4, b, sizeof b);
+    __sim_warp_gather(mine, 6, all);
+    const auto A = [&](int row, int k) {  // the lane, word and byte that hold A[row][k]
+        return __sim_s8(all, (row % 8) * 4 + k % 16 / 4, (row >= 8) + 2 * (k >= 16), k % 4);
+    };
+    const auto B = [&](int k, int col) { return __sim_s8(all, col * 4 + k % 16 / 4, 4 + (k >= 16), k % 4); };
+    const int lane = static_cast<int>(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % warpSize;
+    const int g = lane / 4, t = lane % 4;
+    for (int i = 0; i < 4; ++i) {
+        const int row = g + 8 * (i >= 2), col = 2 * t + i % 2;
+        long long sum = d[i];
+        for (int k = 0; k < 32; ++k) sum += static_cast<long long>(A(row, k)) * B(k, col);
+        d[i] = __sim_wrap_s32(sum);
+    }
+}
+
 // ---- Shared-memory addresses: cvta.to.shared and back ----
 // Kernels that name shared memory by its 32-bit address (cp.async's destination, wgmma's descriptors)
 // use only dynamic shared memory here (the extern __shared__ buffer). In the emulator byte i of that
