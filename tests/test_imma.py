@@ -92,8 +92,9 @@ def test_wrong_fragments_are_wrong():
     ref = exact(A, B, D)
     assert np.array_equal(product(src, A, B, D), ref)
     # lanes 1 and 6 (other rows g and columns t) hold each other's A words
-    swapped_a = edit(src, "const int lane_a = threadIdx.x;", "const int lane_a = threadIdx.x == 1 ? 6 : threadIdx.x == 6 ? 1 : threadIdx.x;")
-    # B's memory read as if it were stored column-major (N x K), as a col fragment's natural layout is
+    swapped_a = edit(src, "const int lane_a = threadIdx.x;",
+                     "const int lane_a = threadIdx.x == 1 ? 6 : threadIdx.x == 6 ? 1 : threadIdx.x;")
+    # B's memory read as if it held B column-major (8 columns of 64 k), where a col fragment's words lie whole
     transposed_b = edit(src, "b8 + (k0 + 16 * r + 4 * t) * 8 + g;\n            b[r] = pack_s8x4(p[0], p[8], p[16], p[24]);",
                         "b8 + g * 64 + k0 + 16 * r + 4 * t;\n            b[r] = pack_s8x4(p[0], p[1], p[2], p[3]);")
     # each word's bytes high first: the fragments' k order reversed within each group of four
@@ -104,8 +105,8 @@ def test_wrong_fragments_are_wrong():
 
 def test_a_sum_past_int32_wraps_as_twos_complement():
     A, B, D = operands(3)
-    # D starts within 2^20 of INT32_MAX or INT32_MIN, and the products (|sum| up to 2^20) push half of
-    # the outputs past one end or the other
+    # D starts within 2^10 of INT32_MAX (odd columns) or INT32_MIN (even), and the products (|A @ B| up to
+    # 64 * 2^14 = 2^20) push outputs past both ends
     D = np.where(np.arange(16 * 8).reshape(16, 8) % 2, 2**31 - 1 - D % 2**10, -(2**31) + D % 2**10)
     ref = exact(A, B, D)
     assert (ref >= 2**31).any() and (ref < -(2**31)).any()

@@ -164,14 +164,16 @@ inline void __sim_mma_m16n8k8_tf32(float (&d)[4], const float (&a)[4], const flo
 // mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 for one warp: D = A*B + D with A 16x32, B 32x8
 // int8 and D 16x8 int32, in the PTX ISA's per-lane fragments ("Matrix Fragments for mma.m16n8k32",
 // .s8; g = lane / 4, t = lane % 4, byte j = 0..3 of a word, low first): a[r] byte j =
-// A[g + 8 (r % 2)][4t + 16 (r / 2) + j]; b[r] byte j = B[4t + 16 r + j][g]; d as the TF32 MMA's above.
+// A[g + 8 (r % 2)][4t + 16 (r / 2) + j]; b[r] byte j = B[4t + 16 r + j][g]; d = D[g][2t], D[g][2t+1],
+// D[g+8][2t], D[g+8][2t+1] (as the TF32 MMA's above).
 // The lanes meet (every lane of the warp must call it) and pool their 6 words, their bits moved
 // unchanged (memcpy: the gather carries floats, and a value conversion would change them); each lane
 // computes its own four outputs. The GPU's sum is exact integer arithmetic and, without .satfinite,
-// "the accumulated value is wrapped" on overflow (PTX ISA, mma, "Integer operations"): modulo 2^32,
-// which is the same whatever the order of the sum. So the model sums exactly in 64 bits (32 products of
-// at most 2^14 and one int32 cannot overflow that) and keeps the low 32 bits as two's complement:
-// bit-exact with the GPU. Not modelled: .satfinite, .u8 operands, other shapes.
+// "the accumulated value is wrapped" on overflow (PTX ISA, mma, "Precision and rounding", "Integer
+// operations"; .satfinite would clamp to MIN_INT32..MAX_INT32 instead): modulo 2^32, which is the same
+// whatever the order of the sum. So the model sums exactly in 64 bits (32 products of at most 2^14 and
+// one int32 cannot overflow that) and keeps the low 32 bits as two's complement: bit-exact with the GPU.
+// Not modelled: .satfinite, .u8 operands, other shapes.
 inline int __sim_s8(const float* all, int lane, int word, int byte) {  // byte `byte` of a pooled word, sign-extended
     unsigned w;
     std::memcpy(&w, all + lane * 6 + word, sizeof w);
