@@ -160,10 +160,15 @@ def test_residues_and_garner_round_trip_every_integer_in_range(t):
 
 
 def test_modular_product_is_exact():
+    # sums near the int32 limit (residues of one sign, K = MAX_K), where FP32 would round
     rng = np.random.default_rng(1)
-    ra = rng.integers(-127, 128, (5, 3000)).astype(np.int8)
-    rb = rng.integers(-127, 128, (3000, 4)).astype(np.int8)
-    assert np.array_equal(modular_product(ra, rb), ra.astype(np.int64) @ rb.astype(np.int64))
+    ra = rng.integers(100, 128, (3, MAX_K)) * np.array([[1], [-1], [1]])
+    rb = rng.integers(-127, 128, (MAX_K, 2))
+    rb[:, 0] = 127
+    ra, rb = ra.astype(np.int8), rb.astype(np.int8)
+    P = modular_product(ra, rb)
+    assert P.dtype == np.int64 and np.array_equal(P, ra.astype(np.int64) @ rb.astype(np.int64))
+    assert abs(int(P[1, 0])) > 2**30
 
 
 def test_scaling_puts_each_row_and_column_just_below_2_to_the_p():
@@ -275,16 +280,18 @@ def test_the_faultless_pipeline_is_ozaki_matmul_and_passes():
     assert np.array_equal(C, ozaki_matmul(A, B, 8)) and not breaks_contract(C, A, B)
 
 
-@pytest.mark.parametrize("t", [4, 8])
+@pytest.mark.parametrize("t", [7, 8])
 def test_a_dropped_modulus_is_caught(t):
     A, B = randn((64, 200), 14), randn((200, 96), 15)
+    assert not breaks_contract(pipeline(A, B, t), A, B)  # t = 7 is enough here: the contract holds
     assert breaks_contract(pipeline(A, B, t, used=t - 1), A, B)
 
 
 @pytest.mark.parametrize("off", [1, -1])
 def test_a_shift_off_by_one_is_caught(off):
     A, B = randn((64, 200), 14), randn((200, 96), 15)
-    assert breaks_contract(pipeline(A, B, 8, row_shift_error=off), A, B)
+    assert not breaks_contract(pipeline(A, B, 7), A, B)
+    assert breaks_contract(pipeline(A, B, 7, row_shift_error=off), A, B)
 
 
 def wrap_int32(ra: np.ndarray, rb: np.ndarray) -> np.ndarray:
