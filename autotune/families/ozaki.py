@@ -1,0 +1,145 @@
+"""The ozaki family: FP32 GEMM from INT8 tensor-core products, the Ozaki scheme II (docs/ozaki.md).
+
+A prologue kernel (space.Prologue, `<name>_pre`) scales each row of A and each column of B by a power
+of two to integers of at most p bits (p = ozaki_math.bits: the largest that keeps every sum of K
+products below half the moduli's product), and writes their residues modulo each of MODULI moduli
+(odd, at most 255: an int8 holds the symmetric residue) into a workspace, B transposed (K-major, as the
+MMA's "col" operand reads it):
+
+    [A's residues: MODULI x Mp x Kp int8][B's: MODULI x Np x Kp int8][row shifts: Mp int32][column shifts: Np int32]
+
+with Mp = ceil(M/BM)*BM, Np = ceil(N/BN)*BN, Kp = ceil(K/BK)*BK and zeros outside A and B, so the product
+loads whole tiles without checks.
+
+The product: a block computes a BM x BN tile of C with (BM/WM)*(BN/WN) warps, a warp WM x WN as
+(WM/16) x (WN/8) tiles of mma.sync m16n8k32 s8 (sm_80+), K walked in BK-byte tiles through STAGES
+cp.async stages. For each modulus in turn the int32 sums are exact (reduced modulo the modulus often
+enough never to pass 2^31), then reduced and added into one uint64 per output by Garner's step; after the
+last modulus the symmetric value, scaled back by the row's and the column's shifts, is C, rounded once
+to FP32. Its error is the scaling's (p bits of each row's largest value), not the sum's: MODULI trades
+accuracy for speed, and the fp32-tc contract (error at most twice cuBLAS FP32's against float64) decides
+by verification which count holds at a shape; where none does the row is `wrong`.
+
+Unmeasured: mma.sync reaches part of the H200's INT8 tensor-core rate (wgmma s8 is the full rate), and
+MODULI products per FP32 product; whether that beats cuBLAS SGEMM is for the GPU to say.
+"""
+from __future__ import annotations
+
+from autotune.families.common import WAVE32
+from autotune.space import ArchNeed, Constraint, Family, Launch, Param, Params, Prologue, ceil_div
+
+WARP = 32
+MMA_M, MMA_N, MMA_K = 16, 8, 32  # mma.sync.aligned.m16n8k32 .s8
+PAD_WORDS = 4  # words of padding per shared-memory row: row strides of 4 (mod 8) words, conflict-free fragment reads
+# Outputs per thread: each keeps an int32 sum and a uint64 reconstruction, 3 registers, beside the fragments,
+# addresses and loop state (about REGS_BESIDE): 64 outputs take about 232 of a thread's 255
+MAX_OUTPUTS = 64
+REGS_PER_OUTPUT, REGS_BESIDE = 3, 40
+PRE_THREADS = 256
+ROWS_PER_PRE = PRE_THREADS // WARP  # A's rows per prologue block: a warp a row
+COLS_PER_PRE = 32  # B's columns per prologue block: a lane a column
+INT32_MAX = 2**31 - 1
+MAX_RESIDUE = 127  # |r| of a residue modulo an odd m <= 255
+TILE = ("BM", "BN", "WM", "WN")
+
+
+def tiles_fit(p: Params) -> bool:
+    return p["BM"] % p["WM"] == 0 and p["BN"] % p["WN"] == 0
+
+
+def threads(p: Params) -> int:
+    """Threads per block; 0 when the warp tiles do not tile the block tile."""
+    return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * WARP if tiles_fit(p) else 0
+
+
+def outputs(p: Params) -> int:
+    return (p["WM"] // MMA_M) * (p["WN"] // MMA_N) * 4
+
+
+def registers(p: Params) -> int:
+    """An estimate of a thread's registers (ptxas spills the 16-warp 128 x 128 block of 32 x 32 warp tiles:
+    512 threads x (3 x 32 + 40) pass an SM's 65536)."""
+    return REGS_PER_OUTPUT * outputs(p) + REGS_BESIDE
+
+
+def row_words(p: Params) -> int:
+    return p["BK"] // 4 + PAD_WORDS
+
+
+def stage_bytes(p: Params) -> int:
+    return (p["BM"] + p["BN"]) * row_words(p) * 4
+
+
+def shared_bytes(p: Params) -> int:
+    return p["STAGES"] * stage_bytes(p)
+
+
+def residue_every(p: Params) -> int:
+    """k-tiles between reductions of the int32 sums modulo the modulus: after one, |sum| < 255; a k-tile adds
+    at most BK * 127^2."""
+    return (INT32_MAX - 255) // (p["BK"] * MAX_RESIDUE**2)
+
+
+def derive(p: Params) -> dict[str, int]:
+    return {"THREADS": threads(p), "MI": p["WM"] // MMA_M, "NJ": p["WN"] // MMA_N, "LDW": row_words(p),
+            "STAGE_BYTES": stage_bytes(p), "SMEM": shared_bytes(p), "ROWS_PER_PRE": ROWS_PER_PRE,
+            "RESIDUE_EVERY": residue_every(p)}
+
+
+def _geometry(p: Params, M: int, N: int) -> Launch:
+    return Launch(grid=(ceil_div(N, p["BN"]), ceil_div(M, p["BM"]), 1), block=(threads(p), 1, 1),
+                  shared_bytes=shared_bytes(p))
+
+
+def _prologue(p: Params, M: int, N: int, K: int) -> Prologue:
+    """The scaling and residues: Mp/8 blocks of A's rows, then Np/32 of B's columns (tile counts times whole
+    numbers, no division of the shape: the exported launchers derive both as formulas, space.formula)."""
+    row_tiles, col_tiles = ceil_div(M, p["BM"]), ceil_div(N, p["BN"])
+    blocks = row_tiles * (p["BM"] // ROWS_PER_PRE) + col_tiles * (p["BN"] // COLS_PER_PRE)
+    rows, cols = row_tiles * p["BM"], col_tiles * p["BN"]
+    depth_words = ceil_div(K, p["BK"]) * (p["BK"] // 4)  # Kp int8 values are Kp/4 floats
+    return Prologue(Launch(grid=(blocks, 1, 1), block=(PRE_THREADS, 1, 1)),
+                    floats=p["MODULI"] * (rows + cols) * depth_words + rows + cols,
+                    does="A's rows and B's columns scaled to integers by powers of two, their residues modulo each "
+                         "modulus as int8 (B transposed), padded with zeros to whole tiles, and the shifts")
+
+
+OZAKI = Family(
+    name="ozaki",
+    doc="Ozaki scheme II: A's rows and B's columns scaled to integers, one exact INT8 tensor-core product "
+        "(mma.sync m16n8k32 s8) per modulus of their residues, put back together by the Chinese remainder "
+        "theorem (Garner) and scaled back to FP32",
+    params=(
+        Param("BM", (64, 128), 128, "rows of C per block"),
+        Param("BN", (64, 128), 128, "columns of C per block"),
+        Param("BK", (64, 128), 64, "K step in int8 values: the width of a stage's tile rows (two or four MMA k-steps)"),
+        Param("WM", (32, 64), 64, "rows of C per warp (WM/16 MMA tiles)"),
+        Param("WN", (32, 64), 32, "columns of C per warp (WN/8 MMA tiles)"),
+        Param("STAGES", (2, 3, 4), 3, "shared-memory stages filled by cp.async"),
+        Param("MODULI", (6, 7, 8), 8, "moduli, one INT8 product each: more carry more bits of each operand "
+              "(ozaki_math.bits) and cost one product more"),
+    ),
+    constraints=(
+        Constraint("warp tiles must tile the block tile (BM % WM == 0 and BN % WN == 0)", TILE,
+                   lambda p, _: tiles_fit(p)),
+        Constraint("threads per block (BM/WM)*(BN/WN)*32 must not exceed the device limit (1024)", TILE,
+                   lambda p, lim: threads(p) <= lim.max_threads_per_block),
+        Constraint(f"at most {MAX_OUTPUTS} outputs per thread ((WM/16)*(WN/8)*4), each an int32 sum and a uint64 "
+                   f"reconstruction in registers beside the fragments", ("WM", "WN"),
+                   lambda p, _: outputs(p) <= MAX_OUTPUTS),
+        Constraint(f"a block's registers, about {REGS_PER_OUTPUT} per output and {REGS_BESIDE} beside per thread, must fit "
+                   f"the SM's register file, or they spill to local memory", TILE,
+                   lambda p, lim: threads(p) * registers(p) <= lim.regs_per_sm),
+        Constraint("shared memory STAGES*(BM+BN)*(BK+16) bytes must fit the device's per-block limit",
+                   ("STAGES", "BM", "BN", "BK"), lambda p, lim: shared_bytes(p) <= lim.max_shared_optin),
+    ),
+    template="ozaki.cu.j2",
+    geometry=_geometry,
+    derive=derive,
+    tags={"STAGES": "S", "MODULI": "T"},
+    prologue=_prologue,
+    needs=ArchNeed("mma.sync with int8 operands, m16n8k32 (sm_80 or newer)", lambda cc: cc >= 80),
+    precision="fp32-tc",
+    hip=WAVE32,  # refused anyway: inline PTX
+    block_tile=lambda p: (p["BM"], p["BN"]),
+)

@@ -1,0 +1,63 @@
+"""On a GPU: the ozaki family's C is the numeric reference's (autotune.families.ozaki_math) bit for bit at
+odd shapes (integer products and sums are exact, the scaling and the one rounding to FP32 the same), and
+at a larger shape within the fp32-tc contract against a float64 product, beside cuBLAS FP32's error."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.gpu
+torch = pytest.importorskip("torch")
+
+
+def ozaki_product(A, B, params: dict):
+    """C from the config's prologue into a workspace, then its product, on torch's current stream."""
+    from autotune.backends.cuda.launcher import CudaLauncher
+    from autotune.codegen.render import render
+    from autotune.families import OZAKI
+    from autotune.space import PROLOGUE_SUFFIX, make_config
+
+    (M, K), N = A.shape, B.shape[1]
+    config = make_config(OZAKI, params)
+    source, geometry, pre = render(config), config.geometry(M, N), config.prologue(M, N, K)
+    assert pre is not None
+    launcher = CudaLauncher()
+    kernel = launcher.load(0, source, config.name, geometry.shared_bytes)
+    pre_kernel = launcher.load(0, source, config.name + PROLOGUE_SUFFIX, 0)
+    work = torch.empty(pre.floats, device="cuda")  # torch's allocations start on 256 bytes
+    C = torch.full((M, N), float("nan"), device="cuda")
+    stream = torch.cuda.current_stream().cuda_stream
+    launcher.launch(0, pre_kernel, pre.launch, stream, A.data_ptr(), B.data_ptr(), work.data_ptr(), (M, N, K))
+    launcher.launch(0, kernel, geometry, stream, A.data_ptr(), work.data_ptr(), C.data_ptr(), (M, N, K))
+    torch.cuda.synchronize()
+    return C
+
+
+@pytest.fixture(autouse=True)
+def gpu():
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device answers")
+
+
+@pytest.mark.parametrize("shape", [(131, 67, 93), (300, 200, 1000), (1, 129, 64)])
+@pytest.mark.parametrize("moduli", [6, 8])
+def test_the_gpus_product_is_the_references_bit_for_bit(shape, moduli):
+    from autotune.families import ozaki_math
+
+    M, N, K = shape
+    torch.manual_seed(M + N + K)
+    A, B = torch.randn(M, K, device="cuda"), torch.randn(K, N, device="cuda")
+    C = ozaki_product(A, B, {"MODULI": moduli})
+    expected = ozaki_math.ozaki_matmul(A.cpu().numpy(), B.cpu().numpy(), moduli)
+    assert np.array_equal(C.cpu().numpy(), expected)
+
+
+def test_eight_moduli_are_at_least_as_accurate_as_cublas_fp32():
+    torch.backends.cuda.matmul.allow_tf32 = False
+    M = N = K = 2048
+    torch.manual_seed(0)
+    A, B = torch.randn(M, K, device="cuda"), torch.randn(K, N, device="cuda")
+    ref = A.double() @ B.double()
+    ours = float(torch.linalg.norm(ozaki_product(A, B, {"MODULI": 8}).double() - ref) / torch.linalg.norm(ref))
+    cublas = float(torch.linalg.norm((A @ B).double() - ref) / torch.linalg.norm(ref))
+    assert ours <= cublas, (ours, cublas)

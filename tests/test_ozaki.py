@@ -1,0 +1,161 @@
+"""The ozaki family (FP32 GEMM from INT8 tensor-core products, Ozaki scheme II) without a GPU: on the CPU
+emulator its C is the numeric reference's (autotune.families.ozaki_math) bit for bit at odd shapes and
+within the fp32-tc contract; fewer moduli are less accurate; mutations are caught (a dropped modulus, a
+wrong scale, a scaling past the exactness bound, residues not reduced, a dropped reduction of the sums);
+the template's moduli are the reference's; the launch and workspace formulas; offline SASS (integer
+tensor-core MMAs, no local memory) for sm_80 to sm_90."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from autotune.backends.reference import random_inputs
+from autotune.backends.sim import run
+from autotune.codegen.nvrtc import compile_source
+from autotune.codegen.render import render
+from autotune.families import FAMILIES, OZAKI, families_for, ozaki_math
+from autotune.families.ozaki import MMA_K, MMA_M, MMA_N, residue_every
+from autotune.space import PROLOGUE_SUFFIX, Config, Limits, ceil_div, make_config, valid_configs, violations
+from autotune.space.formula import derive_prologue
+from tests.emulated import assert_fp32_tc_at, edit, error
+
+# odd M, N and K past no tile edge; one k-tile (K = 9, 64) and several (93, 200: through 2 and 3 stages);
+# N below BN; a 1-row and a 1-column product
+SHAPES = ((17, 9, 33), (131, 67, 93), (1, 70, 200), (70, 1, 64), (65, 129, 9))
+SMALL = {"BM": 64, "BN": 64, "WM": 32, "WN": 32, "STAGES": 2}
+CONFIGS = (SMALL, {**SMALL, "STAGES": 3, "BK": 128}, {**SMALL, "WM": 64, "BN": 128}, {**SMALL, "MODULI": 7},
+           {})  # the last: the default, 128 x 128 tiles of 16 warps, 3 stages
+MUTATION_SHAPE = (131, 67, 1000)  # K = 1000: p = 25, and p + 4 bits still fit the int32 a scaled operand is
+
+
+def oz(params: dict) -> Config:
+    return make_config(OZAKI, params)
+
+
+def product(config: Config, source: str, shape: tuple[int, int, int], seed: int = 1) -> tuple[np.ndarray, ...]:
+    M, N, K = shape
+    A, B = random_inputs(M, N, K, seed)
+    return run(config, source, config.geometry(M, N), A, B, M, N, K), A, B
+
+
+def test_it_is_a_tensor_core_family_for_sm80_and_newer():
+    assert FAMILIES["ozaki"] is OZAKI and OZAKI.precision == "fp32-tc"
+    assert "ozaki" in families_for("fp32-tc") and "ozaki" not in families_for("fp32")
+    assert OZAKI.needs is not None and OZAKI.needs.ok(80) and OZAKI.needs.ok(90) and not OZAKI.needs.ok(75)
+
+
+@pytest.mark.parametrize("params", CONFIGS, ids=lambda p: oz(p).name)
+def test_the_emulated_product_is_the_references_bit_for_bit(params):
+    config = oz(params)
+    source = render(config)
+    for shape in SHAPES:
+        C, A, B = product(config, source, shape)
+        expected = ozaki_math.ozaki_matmul(A, B, config.values["MODULI"])
+        assert np.array_equal(C, expected), shape
+
+
+@pytest.mark.parametrize("params", CONFIGS[:2], ids=lambda p: oz(p).name)
+def test_it_meets_the_fp32_tc_contract_at_odd_shapes(params):
+    assert_fp32_tc_at(oz(params), SHAPES)
+
+
+def test_fewer_moduli_carry_fewer_bits():
+    shape = (65, 70, 1000)  # K large enough that 6 moduli leave the operands few bits
+    errors = {t: error(oz({**SMALL, "MODULI": t}), render(oz({**SMALL, "MODULI": t})), shape)[1] for t in (6, 7, 8)}
+    assert errors[6] > errors[7] > errors[8], errors
+
+
+# --------------------------------------------------------------------------- mutations
+
+MUTATIONS = {
+    # the last modulus' product never added (Garner's loop one short)
+    "dropped modulus": ("    for (int i = 0; i < T; ++i) {\n        const signed char* ra",
+                        "    for (int i = 0; i < T - 1; ++i) {\n        const signed char* ra"),
+    # every shift one too small: the operands scaled to half, C twice what it should be... scaled back by
+    # the wrong power (the shifts stored are not the ones used)
+    "wrong scale": ("C[r * N + c] = (float)ldexp((double)sv, -(w.sa[r] + w.sb[c]));",
+                    "C[r * N + c] = (float)ldexp((double)sv, -(w.sa[r] + w.sb[c]) + 1);"),
+    # four bits past the exactness bound (fewer may not show: the bound is for the largest possible sum, and
+    # randn's are far below it): sums of K products pass Mt/2 and wrap in the reconstruction
+    "past the exactness bound": ("    return p;\n}", "    return p + 4;\n}"),
+    # the residues of A left unreduced: a' & 0xff is not a' modulo m
+    "residue not reduced": ("*reinterpret_cast<unsigned*>(w.ra + ((size_t)i * w.Mp + m) * w.Kp + k0) =\n"
+                            "                    pack_s8x4(residue(x[0], mi), residue(x[1], mi), residue(x[2], mi), "
+                            "residue(x[3], mi));",
+                            "*reinterpret_cast<unsigned*>(w.ra + ((size_t)i * w.Mp + m) * w.Kp + k0) =\n"
+                            "                    pack_s8x4(x[0], x[1], x[2], x[3]);"),
+}
+
+
+@pytest.mark.parametrize("name", MUTATIONS)
+def test_a_mutated_kernel_is_wrong(name):
+    config = oz(SMALL)
+    source = render(config)
+    mutated = edit(source, *MUTATIONS[name])
+    status, whole = error(config, source, MUTATION_SHAPE)
+    assert status == "ok"
+    status, err = error(config, mutated, MUTATION_SHAPE)
+    assert status == "wrong" and err > 100 * whole, name
+
+
+def test_the_sums_are_reduced_before_they_could_pass_two_to_the_31():
+    # the reduction every RESIDUE_EVERY k-tiles keeps |sum| + RESIDUE_EVERY * BK * 127^2 below 2^31; one
+    # more k-tile between reductions could pass it (a K the emulator could not run in a test: checked here)
+    for bk in (64, 128):
+        every = residue_every({"BK": bk})
+        assert 255 + every * bk * 127**2 < 2**31 <= 255 + (every + 1) * bk * 127**2 + 127**2 * bk
+
+
+# --------------------------------------------------------------------------- the scheme's numbers
+
+def test_the_templates_moduli_are_the_references():
+    source = render(oz({}))
+    listed = re.search(r"Scheme s = \{ \{([0-9u, ]+)\}", source)
+    assert listed is not None
+    assert tuple(int(v.strip().rstrip("u")) for v in listed.group(1).split(",")) == ozaki_math.MODULI
+
+
+def test_the_workspace_and_the_launches_are_the_familys_formulas():
+    config = oz({})
+    pre = derive_prologue(config)
+    for M, N, K in ((1, 1, 1), (131, 67, 93), (4096, 4096, 4096), (1000, 3000, 777)):
+        launch = config.prologue(M, N, K)
+        assert launch is not None
+        Mp, Np, Kp = ceil_div(M, 128) * 128, ceil_div(N, 128) * 128, ceil_div(K, 64) * 64
+        assert launch.floats * 4 == 8 * (Mp + Np) * Kp + 4 * (Mp + Np)
+        assert launch.launch.grid == (Mp // 8 + Np // 32, 1, 1)
+        env = {"M": M, "N": N, "K": K}
+        assert eval(pre.blocks_python(), {}, env) == launch.launch.grid[0]
+        assert eval(pre.floats_python(), {}, env) == launch.floats
+
+
+def test_every_config_keeps_its_threads_shared_memory_and_registers_within_a_blocks():
+    configs = list(valid_configs(OZAKI))
+    assert configs and all(not violations(c, Limits()) for c in configs)
+    assert all(c.derived["THREADS"] <= 1024 and c.derived["SMEM"] <= Limits().max_shared_optin for c in configs)
+
+
+# --------------------------------------------------------------------------- offline SASS
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_86", "sm_89", "sm_90"])
+def test_the_product_runs_on_the_integer_tensor_cores_without_local_memory(arch):
+    from autotune.errors import AutotuneError
+    from autotune.explain.sass import Instr, disassemble, split_kernels
+
+    config = oz({})
+    built = compile_source(render(config), config.name, arch)
+    assert built.ok, built.log[:2000]
+    try:
+        kernels = split_kernels(disassemble(built.cubin))
+    except AutotuneError:
+        pytest.skip("nvdisasm absent: pip install 'sgemm-autotune[sass]'")
+    ops = [x.opcode for x in kernels[config.name] if isinstance(x, Instr)]
+    d, p = config.derived, config.values
+    per_tile = d["MI"] * d["NJ"] * p["BK"] // MMA_K  # one IMMA per MMA tile and k-step of 32, the k-loop not unrolled
+    assert sum(o.startswith("IMMA.16832.S8.S8") for o in ops) == per_tile
+    assert (MMA_M, MMA_N) == (16, 8)
+    for name in (config.name, config.name + PROLOGUE_SUFFIX):
+        assert not any(o.split(".")[0] in ("LDL", "STL") for o in (x.opcode for x in kernels[name]
+                                                                     if isinstance(x, Instr))), name
