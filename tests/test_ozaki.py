@@ -24,9 +24,9 @@ from tests.emulated import assert_fp32_tc_at, edit, error
 # odd M, N and K past no tile edge; one k-tile (K = 9, 64) and several (93, 200: through 2 and 3 stages);
 # N below BN; a 1-row and a 1-column product
 SHAPES = ((17, 9, 33), (131, 67, 93), (1, 70, 200), (70, 1, 64), (65, 129, 9))
-SMALL = {"BM": 64, "BN": 64, "WM": 32, "WN": 32, "STAGES": 2}
-CONFIGS = (SMALL, {**SMALL, "STAGES": 3, "BK": 128}, {**SMALL, "WM": 64, "BN": 128}, {**SMALL, "MODULI": 7},
-           {})  # the last: the default, 128 x 128 tiles of 16 warps, 3 stages
+SMALL = {"BM": 64, "BN": 64, "STAGES": 2}
+CONFIGS = (SMALL, {**SMALL, "STAGES": 3, "BK": 128}, {**SMALL, "BN": 128}, {**SMALL, "MODULI": 7},
+           {})  # the last: the default, 128 x 64 tiles of 8 warps, 3 stages
 MUTATION_SHAPE = (131, 67, 1000)  # K = 1000: p = 25, and p + 4 bits still fit the int32 a scaled operand is
 
 
@@ -123,7 +123,7 @@ def test_the_workspace_and_the_launches_are_the_familys_formulas():
     for M, N, K in ((1, 1, 1), (131, 67, 93), (4096, 4096, 4096), (1000, 3000, 777)):
         launch = config.prologue(M, N, K)
         assert launch is not None
-        Mp, Np, Kp = ceil_div(M, 128) * 128, ceil_div(N, 128) * 128, ceil_div(K, 64) * 64
+        Mp, Np, Kp = ceil_div(M, 128) * 128, ceil_div(N, 64) * 64, ceil_div(K, 64) * 64
         assert launch.floats * 4 == 8 * (Mp + Np) * Kp + 4 * (Mp + Np)
         assert launch.launch.grid == (Mp // 8 + Np // 32, 1, 1)
         env = {"M": M, "N": N, "K": K}

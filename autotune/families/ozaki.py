@@ -11,8 +11,8 @@ MMA's "col" operand reads it):
 with Mp = ceil(M/BM)*BM, Np = ceil(N/BN)*BN, Kp = ceil(K/BK)*BK and zeros outside A and B, so the product
 loads whole tiles without checks.
 
-The product: a block computes a BM x BN tile of C with (BM/WM)*(BN/WN) warps, a warp WM x WN as
-(WM/16) x (WN/8) tiles of mma.sync m16n8k32 s8 (sm_80+), K walked in BK-byte tiles through STAGES
+The product: a block computes a BM x BN tile of C with (BM/32)*(BN/32) warps, a warp 32 x 32 as
+2 x 4 tiles of mma.sync m16n8k32 s8 (sm_80+), K walked in BK-byte tiles through STAGES
 cp.async stages. For each modulus in turn the int32 sums are exact (reduced modulo the modulus often
 enough never to pass 2^31), then reduced and added into one uint64 per output by Garner's step; after the
 last modulus the symmetric value, scaled back by the row's and the column's shifts, is C, rounded once
@@ -31,35 +31,34 @@ from autotune.space import ArchNeed, Constraint, Family, Launch, Param, Params, 
 WARP = 32
 MMA_M, MMA_N, MMA_K = 16, 8, 32  # mma.sync.aligned.m16n8k32 .s8
 PAD_WORDS = 4  # words of padding per shared-memory row: row strides of 4 (mod 8) words, conflict-free fragment reads
-# Outputs per thread: each keeps an int32 sum and a uint64 reconstruction, 3 registers, beside the fragments,
-# addresses and loop state (about REGS_BESIDE): 64 outputs take about 232 of a thread's 255
-MAX_OUTPUTS = 64
-REGS_PER_OUTPUT, REGS_BESIDE = 3, 40
+# Registers: each output keeps an int32 sum and a uint64 reconstruction (3), beside the fragments, addresses,
+# loop state and Garner's arithmetic (about REGS_BESIDE). Measured by ptxas (sm_90): 64 outputs a thread spill
+# (260 local loads and stores, in Garner's steps), 32 do not.
+REGS_PER_OUTPUT, REGS_BESIDE = 3, 64
 PRE_THREADS = 256
 ROWS_PER_PRE = PRE_THREADS // WARP  # A's rows per prologue block: a warp a row
 COLS_PER_PRE = 32  # B's columns per prologue block: a lane a column
 INT32_MAX = 2**31 - 1
 MAX_RESIDUE = 127  # |r| of a residue modulo an odd m <= 255
-TILE = ("BM", "BN", "WM", "WN")
-
-
-def tiles_fit(p: Params) -> bool:
-    return p["BM"] % p["WM"] == 0 and p["BN"] % p["WN"] == 0
+TILE = ("BM", "BN")
+# A warp's tile of C: 32 x 32, (32/16) x (32/8) MMA tiles, 32 outputs a thread. Not a parameter: 64 outputs a
+# thread pass its 255 registers (see registers), and smaller warp tiles read each fragment for fewer MMAs.
+WM = WN = 32
 
 
 def threads(p: Params) -> int:
-    """Threads per block; 0 when the warp tiles do not tile the block tile."""
-    return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * WARP if tiles_fit(p) else 0
+    """Threads per block: a warp per 32 x 32 tile of the block's."""
+    return (p["BM"] // WM) * (p["BN"] // WN) * WARP
 
 
-def outputs(p: Params) -> int:
-    return (p["WM"] // MMA_M) * (p["WN"] // MMA_N) * 4
+def outputs() -> int:
+    return (WM // MMA_M) * (WN // MMA_N) * 4
 
 
-def registers(p: Params) -> int:
-    """An estimate of a thread's registers (ptxas spills the 16-warp 128 x 128 block of 32 x 32 warp tiles:
-    512 threads x (3 x 32 + 40) pass an SM's 65536)."""
-    return REGS_PER_OUTPUT * outputs(p) + REGS_BESIDE
+def registers() -> int:
+    """An estimate of a thread's registers, which times the block's threads must fit an SM's 65536 (ptxas
+    spills the 16-warp 128 x 128 block, 512 threads)."""
+    return REGS_PER_OUTPUT * outputs() + REGS_BESIDE
 
 
 def row_words(p: Params) -> int:
@@ -80,8 +79,15 @@ def residue_every(p: Params) -> int:
     return (INT32_MAX - 255) // (p["BK"] * MAX_RESIDUE**2)
 
 
+def intensity(p: Params) -> float:
+    """FLOP per DRAM byte of the product's BM x BN tile: per k, BM + BN int8 residues for each of the MODULI
+    products, for the 2*BM*BN FLOP of one FP32 product (the prologue's pass over A and B, and the workspace
+    it writes, left out)."""
+    return 2 * p["BM"] * p["BN"] / (p["MODULI"] * (p["BM"] + p["BN"]))
+
+
 def derive(p: Params) -> dict[str, int]:
-    return {"THREADS": threads(p), "MI": p["WM"] // MMA_M, "NJ": p["WN"] // MMA_N, "LDW": row_words(p),
+    return {"THREADS": threads(p), "WM": WM, "WN": WN, "MI": WM // MMA_M, "NJ": WN // MMA_N, "LDW": row_words(p),
             "STAGE_BYTES": stage_bytes(p), "SMEM": shared_bytes(p), "ROWS_PER_PRE": ROWS_PER_PRE,
             "RESIDUE_EVERY": residue_every(p)}
 
@@ -111,25 +117,19 @@ OZAKI = Family(
         "theorem (Garner) and scaled back to FP32",
     params=(
         Param("BM", (64, 128), 128, "rows of C per block"),
-        Param("BN", (64, 128), 128, "columns of C per block"),
+        Param("BN", (64, 128), 64, "columns of C per block"),
         Param("BK", (64, 128), 64, "K step in int8 values: the width of a stage's tile rows (two or four MMA k-steps)"),
-        Param("WM", (32, 64), 64, "rows of C per warp (WM/16 MMA tiles)"),
-        Param("WN", (32, 64), 32, "columns of C per warp (WN/8 MMA tiles)"),
         Param("STAGES", (2, 3, 4), 3, "shared-memory stages filled by cp.async"),
         Param("MODULI", (6, 7, 8), 8, "moduli, one INT8 product each: more carry more bits of each operand "
               "(ozaki_math.bits) and cost one product more"),
     ),
     constraints=(
-        Constraint("warp tiles must tile the block tile (BM % WM == 0 and BN % WN == 0)", TILE,
-                   lambda p, _: tiles_fit(p)),
-        Constraint("threads per block (BM/WM)*(BN/WN)*32 must not exceed the device limit (1024)", TILE,
+        Constraint("threads per block (BM/32)*(BN/32)*32 must not exceed the device limit (1024)", TILE,
                    lambda p, lim: threads(p) <= lim.max_threads_per_block),
-        Constraint(f"at most {MAX_OUTPUTS} outputs per thread ((WM/16)*(WN/8)*4), each an int32 sum and a uint64 "
-                   f"reconstruction in registers beside the fragments", ("WM", "WN"),
-                   lambda p, _: outputs(p) <= MAX_OUTPUTS),
-        Constraint(f"a block's registers, about {REGS_PER_OUTPUT} per output and {REGS_BESIDE} beside per thread, must fit "
-                   f"the SM's register file, or they spill to local memory", TILE,
-                   lambda p, lim: threads(p) * registers(p) <= lim.regs_per_sm),
+        Constraint(f"the block's registers, (BM/32)*(BN/32)*32 threads of about {REGS_PER_OUTPUT} per output (an int32 sum "
+                   f"and a uint64 reconstruction each, 32 outputs) and {REGS_BESIDE} beside, must fit the SM's register "
+                   f"file, or they spill to local memory", TILE,
+                   lambda p, lim: threads(p) * registers() <= lim.regs_per_sm),
         Constraint("shared memory STAGES*(BM+BN)*(BK+16) bytes must fit the device's per-block limit",
                    ("STAGES", "BM", "BN", "BK"), lambda p, lim: shared_bytes(p) <= lim.max_shared_optin),
     ),
@@ -141,5 +141,6 @@ OZAKI = Family(
     needs=ArchNeed("mma.sync with int8 operands, m16n8k32 (sm_80 or newer)", lambda cc: cc >= 80),
     precision="fp32-tc",
     hip=WAVE32,  # refused anyway: inline PTX
+    intensity=intensity,
     block_tile=lambda p: (p["BM"], p["BN"]),
 )
