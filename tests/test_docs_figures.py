@@ -209,3 +209,14 @@ def test_the_results_docs_tf32x3_table_is_the_committed_benchmark():
     for row, s in zip(rows, data["shapes"]):
         assert row == [f"{s['M']}x{s['N']}x{s['K']}", f"{s['ours_ms']:.4g}", f"{s['cublas_ms']:.4g}",
                        f"{s['speedup']:.2f}x", f"{s['err_ours']:.2e}", f"{s['err_cublas']:.2e}", f"{s['ratio']:.2f}"]
+
+
+def test_the_ozaki_docs_table_is_the_committed_benchmark():
+    data = json.loads((ROOT / "benchmarks" / "data" / "ozaki-h200.json").read_text())
+    doc = (ROOT / "docs" / "ozaki.md").read_text()
+    rows = table_rows(section(doc, "## Measured on the H200"))
+    assert len(rows) == len(data["shapes"])
+    for row, s in zip(rows, data["shapes"]):
+        assert row == [s["family"], str(s.get("moduli", "")), s["inputs"], f"{s['M']}x{s['N']}x{s['K']}",
+                       f"{s['ours_ms']:.4g}", f"{s['cublas_ms']:.4g}", f"{s['speedup']:.3f}", f"{s['ratio']:.3f}"]
+    assert f"Commit `{data['commit']}`" in doc

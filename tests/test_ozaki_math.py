@@ -129,7 +129,8 @@ def test_garner_constants():
 
 
 def test_the_reference_is_not_a_family():
-    assert "ozaki_math" not in FAMILIES and all("ozaki" not in name for name in FAMILIES)
+    # the family is autotune.families.ozaki's; this module only holds the numbers it follows
+    assert "ozaki_math" not in FAMILIES and FAMILIES["ozaki"].template == "ozaki.cu.j2"
 
 
 # --------------------------------------------------------------------------- exact steps
