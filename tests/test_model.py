@@ -6,7 +6,8 @@ from types import SimpleNamespace
 import pytest
 
 from autotune.errors import AutotuneError
-from autotune.explain.model import PRESETS, DeviceSpec, occupancy, predict, wavefronts
+from autotune.explain.banks import wavefronts
+from autotune.explain.model import PRESETS, DeviceSpec, occupancy, predict
 from autotune.explain.sass import SassCounts, find_nvdisasm
 from autotune.families import FAMILIES
 from autotune.space import Launch, make_config
