@@ -45,6 +45,9 @@ class DeviceSpec:
     # Hopper's dense TF32 tensor-core rate: 494.7 TFLOP/s on 132 SMs at 1830 MHz (the H100/H200 data
     # sheets) is 2048 FLOP per SM per clock. mma.sync reaches part of it; wgmma all.
     tf32_flop_per_clock_per_sm: int = 2048
+    # The dense INT8 tensor-core rate in operations (a multiply-add is two) per SM per clock; None where no
+    # data sheet gives it, and the model then gives INT8 kernels (IMMA) no ceiling. Set in the presets below.
+    int8_ops_per_clock_per_sm: int | None = None
 
     @classmethod
     def from_properties(cls, props: Any, name: str = "device", clock_mhz: float | None = None,
@@ -79,10 +82,26 @@ class DeviceSpec:
         """The tensor cores' dense TF32 rate (products of TF32 parts, FP32 sums)."""
         return self.sm_count * self.tf32_flop_per_clock_per_sm * self.clock_mhz * 1e6 / 1e12
 
+    @property
+    def int8_tops(self) -> float:
+        """The tensor cores' dense INT8 rate (products of int8, int32 sums) in tera-operations per second."""
+        if self.int8_ops_per_clock_per_sm is None:
+            raise AutotuneError(f"no INT8 tensor-core rate for {self.name} (DeviceSpec.int8_ops_per_clock_per_sm): "
+                                f"no ceiling for an INT8 kernel there")
+        return self.sm_count * self.int8_ops_per_clock_per_sm * self.clock_mhz * 1e6 / 1e12
+
+
+# Hopper's dense INT8 tensor-core rate: 1979 TOPS (3958 with sparsity, the H100 SXM and H200 data sheets) on 132
+# SMs at 1830 MHz is 8192 operations per SM per clock, four times TF32's. That is wgmma's rate (IGMMA);
+# mma.sync (IMMA) reaches only part of it, how much is not measured here.
+HOPPER_INT8_OPS = 8192
+
 
 PRESETS: dict[str, DeviceSpec] = {
-    "h200": DeviceSpec("NVIDIA H200", sm_count=132, clock_mhz=1980, dram_gbps=4800),
-    "h100": DeviceSpec("NVIDIA H100 SXM", sm_count=132, clock_mhz=1980, dram_gbps=3350),
+    "h200": DeviceSpec("NVIDIA H200", sm_count=132, clock_mhz=1980, dram_gbps=4800,
+                       int8_ops_per_clock_per_sm=HOPPER_INT8_OPS),
+    "h100": DeviceSpec("NVIDIA H100 SXM", sm_count=132, clock_mhz=1980, dram_gbps=3350,
+                       int8_ops_per_clock_per_sm=HOPPER_INT8_OPS),
 }
 
 
@@ -136,6 +155,10 @@ def intensity(config: Config) -> float:
 def predict(spec: DeviceSpec, counts: SassCounts, launch: Launch, regs: int,
             static_shared: int, config: Config) -> Prediction:
     """The three ceilings, occupancy, and the lowest ceiling with the pipe that sets it."""
+    if counts.igmma:  # counted, but no family issues them yet: the FFMA rules below would misread such a kernel
+        raise AutotuneError("no model for integer warpgroup MMAs (IGMMA) yet")
+    if counts.imma:
+        return _predict_integer_mma(spec, counts, launch, regs, static_shared, config)
     if counts.hgmma:
         return _predict_warpgroup_mma(spec, counts, launch, regs, static_shared, config)
     if counts.hmma:
@@ -187,3 +210,22 @@ def _predict_tensor_cores(spec: DeviceSpec, counts: SassCounts, launch: Launch, 
     per_clock = spec.shared_bytes_per_clock_per_sm / (BANKS * 4)
     shared = spec.sm_count * spec.clock_mhz * 1e6 * per_clock * useful / waves / 1e12 if waves else math.inf
     return _bound(spec, config, fma, shared, waves / counts.hmma, occupancy(spec, launch, regs, static_shared))
+
+
+IMMA_OPS = 2 * 16 * 8 * 32  # one warp's mma.m16n8k32 s8: 4096 multiply-adds, two operations each
+
+
+def _predict_integer_mma(spec: DeviceSpec, counts: SassCounts, launch: Launch, regs: int,
+                         static_shared: int, config: Config) -> Prediction:
+    """An INT8 tensor-core kernel (IMMA in its hot loop: the ozaki family): each FP32 product costs MODULI INT8
+    products, so the "fma" ceiling is the INT8 rate over MODULI, in FP32 FLOP (2*M*N*K a product), and a pass
+    of the hot loop does imma * IMMA_OPS / MODULI of them; shared memory serves its loads, one wavefront each
+    (rows padded to 4 (mod 8) words: conflict-free fragment reads). The INT8 rate is wgmma's: mma.sync's own
+    is lower by a fraction not measured, so the "fma" ceiling is optimistic."""
+    moduli = config.values.get("MODULI", 1)
+    fma = spec.int8_tops / moduli
+    useful = counts.imma * IMMA_OPS / moduli  # FP32 FLOP per pass of the hot loop
+    waves = shared_wavefronts(config, counts)
+    per_clock = spec.shared_bytes_per_clock_per_sm / (BANKS * 4)
+    shared = spec.sm_count * spec.clock_mhz * 1e6 * per_clock * useful / waves / 1e12 if waves else math.inf
+    return _bound(spec, config, fma, shared, waves / counts.imma, occupancy(spec, launch, regs, static_shared))
