@@ -2,12 +2,17 @@
 never a failed search because of the model."""
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
+from autotune import store
+from autotune.codegen.render import render
 from autotune.explain import counts as ex
 from autotune.explain.model import PRESETS
 from autotune.explain.sass import find_nvdisasm
-from autotune.families import FAMILIES, NAIVE, TILED
+from autotune.families import FAMILIES, NAIVE, OZAKI, TILED, config_of_row
 from autotune.search.loop import run_search
 from autotune.space import Limits, make_config
 from tests.fakes import FakeBackend
@@ -114,3 +119,29 @@ def test_sass_without_nvdisasm_is_one_line(monkeypatch, tmp_path):
     monkeypatch.setattr(ex, "find_nvdisasm", missing)
     result = CliRunner().invoke(cli, ["sass", "--family", "naive", "--db", str(tmp_path / "k.sqlite")])
     assert result.exit_code == 2 and result.output.strip() == f"error: {sass.INSTALL_HINT}"
+
+
+# A database of ten tiled kernels' counts written before hgmma, imma and igmma were columns of the kernels table
+OLD_DB = Path(__file__).resolve().parent / "data" / "h200-4096-issue2-counted.sqlite"
+
+
+def test_a_kernels_table_from_before_the_integer_mma_columns_still_reads(tmp_path, monkeypatch):
+    shutil.copyfile(OLD_DB, tmp_path / "old.sqlite")
+    db = store.open_db(tmp_path / "old.sqlite")
+    assert not {"imma", "igmma", "igmma_n"} & set(db["kernels"].columns_dict)
+    monkeypatch.setattr(ex, "analyze_source", lambda *a: pytest.fail("analysed: the table was not read"))
+    row = next(db.query("SELECT r.*, s.source FROM results r JOIN kernels k ON k.source_hash = r.source_hash "
+                        "JOIN sources s ON s.source_hash = r.source_hash LIMIT 1"))
+    config = config_of_row(row)
+    old = ex.kernel_counts(config, row["source"], "sm_90", db)
+    assert old["ffma"] > 0 and old["imma"] is None and old["igmma_n"] is None
+    model = ex.model_columns(config, old, PRESETS["h200"])
+    assert model == ex.model_columns(config, {**old, "imma": 0, "igmma": 0, "igmma_n": 0}, PRESETS["h200"])
+    # an ozaki kernel's counts (its SASS: tests/test_ozaki.py) saved there add the columns; the old rows still read
+    ozaki = make_config(OZAKI, {})
+    counts = {**dict.fromkeys(ex.COUNT_COLUMNS, 0), "lds32": 32, "bar": 1, "sass_regs": 198, "sass_scope": "loop",
+              "imma": 16, "lds_per_ffma": None}
+    ex.save_counts(db, ozaki, render(ozaki), "sm_90", counts)
+    assert ex.kernel_counts(ozaki, render(ozaki), "sm_90", db) == counts
+    assert ex.kernel_counts(config, row["source"], "sm_90", db) == old
+    assert ex.model_columns(config, old, PRESETS["h200"]) == model

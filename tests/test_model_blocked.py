@@ -5,15 +5,8 @@ from __future__ import annotations
 import pytest
 
 from autotune.errors import AutotuneError
-from autotune.explain.model import (
-    PRESETS,
-    blocked_fragment_costs,
-    blocked_shape,
-    blocked_store_wavefronts,
-    intensity,
-    predict,
-    widest_load,
-)
+from autotune.explain.banks import blocked_fragment_costs, blocked_shape, blocked_store_wavefronts, widest_load
+from autotune.explain.model import PRESETS, intensity, predict
 from autotune.explain.sass import SassCounts, find_nvdisasm
 from autotune.families import FAMILIES
 from autotune.space import make_config, violations

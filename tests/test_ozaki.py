@@ -3,7 +3,8 @@ emulator its C is the numeric reference's (autotune.families.ozaki_math) bit for
 within the fp32-tc contract; fewer moduli are less accurate; mutations are caught (a dropped modulus, a
 wrong scale, a scaling past the exactness bound, residues not reduced, a dropped reduction of the sums);
 the template's moduli are the reference's; the launch and workspace formulas; offline SASS (integer
-tensor-core MMAs, no local memory) for sm_80 to sm_90."""
+tensor-core MMAs, no local memory) for sm_80 to sm_90, the hot loop's IMMA count and the model's ceiling (the
+INT8 rate over MODULI)."""
 from __future__ import annotations
 
 import re
@@ -159,3 +160,52 @@ def test_the_product_runs_on_the_integer_tensor_cores_without_local_memory(arch)
     for name in (config.name, config.name + PROLOGUE_SUFFIX):
         assert not any(o.split(".")[0] in ("LDL", "STL") for o in (x.opcode for x in kernels[name]
                                                                      if isinstance(x, Instr))), name
+
+
+@pytest.mark.parametrize("bk", [64, 128])
+def test_the_hot_loop_holds_one_imma_per_mma_tile_and_k_step_of_a_k_tile(bk):
+    from autotune.errors import AutotuneError
+    from autotune.explain.counts import count_columns, format_counts, model_columns
+    from autotune.explain.model import PRESETS
+    from autotune.explain.sass import analyze
+
+    config = oz({"BK": bk})
+    try:
+        report = analyze(config, "sm_90")
+    except AutotuneError as exc:
+        if "nvdisasm" not in str(exc):
+            raise
+        pytest.skip("nvdisasm absent: pip install 'sgemm-autotune[sass]'")
+    loop = report.loop
+    assert loop.scope == "loop" and loop.ffma == 0
+    assert loop.imma == (32 // MMA_M) * (32 // MMA_N) * (bk // MMA_K)  # 16 for BK=64, 32 for 128
+    text = format_counts(report, model_columns(config, count_columns(report), PRESETS["h200"]))
+    assert f"IMMA {loop.imma} (INT8 m16n8k32)" in text and "shared loads per IMMA 2" in text
+
+
+# What the SASS of the default config's hot loop holds (the test above, BK=64): 16 IMMA, 32 LDS (a word of
+# a fragment each), 198 registers; the model reads nothing else
+DEFAULT_COUNTS = {"ffma": 0, "lds32": 32, "lds64": 0, "lds128": 0, "sts": 0, "bar": 1, "sass_regs": 198,
+                  "static_shared": 0, "sass_scope": "loop", "imma": 16}
+
+
+def test_the_models_ceiling_is_the_int8_rate_over_the_moduli():
+    from autotune.errors import AutotuneError
+    from autotune.explain.counts import prediction
+    from autotune.explain.model import PRESETS, DeviceSpec
+
+    spec = PRESETS["h200"]
+    ceilings = {}
+    for t in (6, 7, 8):
+        p = prediction(oz({"MODULI": t}), DEFAULT_COUNTS, spec)
+        assert p.fma_ceiling == pytest.approx(spec.int8_tops / t)
+        assert p.predicted < spec.int8_tops / t  # shared memory and DRAM bind first
+        ceilings[t] = (p.fma_ceiling, p.shared_ceiling, p.global_ceiling)
+    for t in (6, 7):  # every ceiling falls as 1/MODULI: each FP32 product costs MODULI INT8 products
+        assert ceilings[t] == pytest.approx(tuple(c * 8 / t for c in ceilings[8]))
+    # shared memory: a wavefront per SM per clock for 2 LDS per IMMA of 2*16*8*32 INT8 operations, 1/8 of them FP32's
+    assert ceilings[8][1] == pytest.approx(132 * 1980e6 * (16 * 2 * 16 * 8 * 32 / 8) / 32 / 1e12)
+    unknown = DeviceSpec("a GPU without an INT8 rate", sm_count=132, clock_mhz=1980, dram_gbps=4800)
+    with pytest.raises(AutotuneError, match="no INT8 tensor-core rate for a GPU without an INT8 rate") as caught:
+        prediction(oz({}), DEFAULT_COUNTS, unknown)
+    assert "\n" not in str(caught.value)

@@ -16,7 +16,8 @@ from autotune.backends.pool import worker_specs
 from autotune.cli import cli
 from autotune.codegen.hip import refusal
 from autotune.errors import AutotuneError
-from autotune.explain.model import BANK_MODELS, intensity
+from autotune.explain.banks import BANK_MODELS
+from autotune.explain.model import intensity
 from autotune.families import FAMILIES, NAIVE, PRECISIONS
 from autotune.search.kinds import REGISTRY, SAMPLERS, sampler_kind
 from autotune.search.loop import run_search

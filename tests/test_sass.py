@@ -72,6 +72,50 @@ def test_no_loop_with_ffma_falls_back_to_the_kernel() -> None:
     assert c.lds_per_ffma == float("inf")
 
 
+# Integer MMAs as nvdisasm prints them: mma.sync m16n8k32 s8 (sm_80+) and wgmma .s8 (sm_90a; the second loop's
+# lines are a compiled wgmma m64n64k32 probe's), beside a TF32 warpgroup MMA of another N
+MMA_SAMPLE = """
+//--------------------- .text.k                   --------------------------
+\t.section\t.text.k,"ax",@progbits
+k:
+        /*0000*/                   IMMA.16832.S8.S8 R20, R4, R8, R20 ;
+.L_x_1:
+        /*0010*/                   LDS R4, [R2] ;
+        /*0020*/                   LDS R8, [R3] ;
+        /*0030*/                   IMMA.16832.S8.S8 R12, R4, R8, R12 ;
+        /*0040*/                   IMMA.16832.S8.S8 R16, R4, R9, R16 ;
+        /*0050*/               @P0 BRA `(.L_x_1) ;
+        /*0060*/                   FMUL R0, R12, R16 ;
+        /*0070*/                   EXIT ;
+
+//--------------------- .text.wg                  --------------------------
+\t.section\t.text.wg,"ax",@progbits
+wg:
+.L_x_2:
+        /*0390*/                   IGMMA.64x64x32.S8.S8 R24, gdesc[UR4], R24, gsb0 ;
+        /*03c0*/                   IGMMA.64x64x32.S8.S8 R24, gdesc[UR4], R24, gsb0 ;
+        /*03f0*/                   IGMMA.64x64x32.S8.S8 R24, gdesc[UR4], R24, gsb0 ;
+        /*0400*/                   HGMMA.64x128x8.F32.TF32 R64, gdesc[UR8], R64, gsb0 ;
+        /*0440*/               @P1 BRA `(.L_x_2) ;
+        /*0450*/                   EXIT ;
+
+//--------------------- .nv.shared.k              --------------------------
+"""
+
+
+def test_a_loop_of_integer_mmas_is_the_hot_loop() -> None:
+    c = count(MMA_SAMPLE)["k"]
+    assert c.scope == "loop" and c.ffma == 0  # no FFMA anywhere: the IMMA make the loop hot
+    assert c.imma == 2 and c.lds == {32: 2}  # the IMMA before the loop is outside
+    assert count(MMA_SAMPLE, scope="kernel")["k"].imma == 3
+
+
+def test_integer_warpgroup_mmas_are_counted_with_their_n() -> None:
+    c = count(MMA_SAMPLE)["wg"]
+    assert c.scope == "loop" and c.igmma == 3 and c.igmma_n == 64
+    assert c.hgmma == 1 and c.hgmma_n == 128 and c.imma == 0
+
+
 # ----------------------------------------------------------------- the real compiler
 
 def _need_nvdisasm() -> None:

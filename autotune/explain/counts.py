@@ -29,7 +29,7 @@ _NOMINAL = 4096
 
 COUNT_COLUMNS = ("ffma", "lds32", "lds64", "lds128", "ldg32", "ldg64", "ldg128", "sts", "bar", "ldl", "stl",
                  "lds_per_ffma", "sass_regs", "spills", "frame_bytes", "static_shared", "sass_scope", "hmma",
-                 "hgmma", "hgmma_n")
+                 "hgmma", "hgmma_n", "imma", "igmma", "igmma_n")
 MODEL_COLUMNS = ("ceil_fma", "ceil_shared", "ceil_global", "wavefronts_per_ffma", "occupancy", "occupancy_limit",
                  "predicted_tflops", "binding", "model_device")
 
@@ -55,7 +55,7 @@ def count_columns(report: SassReport) -> dict[str, Any]:
         "lds_per_ffma": c.lds_per_ffma if c.ffma else None,
         "sass_regs": res.registers, "spills": int(res.spills), "frame_bytes": res.frame_bytes,
         "static_shared": res.static_shared, "sass_scope": c.scope, "hmma": c.hmma,
-        "hgmma": c.hgmma, "hgmma_n": c.hgmma_n,
+        "hgmma": c.hgmma, "hgmma_n": c.hgmma_n, "imma": c.imma, "igmma": c.igmma, "igmma_n": c.igmma_n,
     }
 
 
@@ -65,7 +65,8 @@ def counts_from_columns(row: dict[str, Any]) -> SassCounts:
     ldg = {bits: row[f"ldg{bits}"] for bits in (32, 64, 128) if row.get(f"ldg{bits}")}
     return SassCounts(scope=row.get("sass_scope") or "loop", ffma=row["ffma"], lds=lds, ldg=ldg,
                       sts={32: row.get("sts") or 0}, bar=row.get("bar") or 0, hmma=row.get("hmma") or 0,
-                      hgmma=row.get("hgmma") or 0, hgmma_n=row.get("hgmma_n") or 0)
+                      hgmma=row.get("hgmma") or 0, hgmma_n=row.get("hgmma_n") or 0, imma=row.get("imma") or 0,
+                      igmma=row.get("igmma") or 0, igmma_n=row.get("igmma_n") or 0)
 
 
 def _cached(db: sqlite_utils.Database | None, source_hash: str, arch: str) -> dict[str, Any] | None:
@@ -195,6 +196,12 @@ def format_counts(report: SassReport, model: dict[str, Any]) -> str:
     if c.hgmma:
         lines.insert(2, f"  tensor cores: HGMMA.64x{c.hgmma_n}x8 {c.hgmma} (warpgroup MMAs, operands from shared memory)   "
                         f"LDGSTS {c.ldgsts}")
+    if c.imma:
+        lines.insert(2, f"  tensor cores: IMMA {c.imma} (INT8 m16n8k32)   LDGSTS {c.ldgsts}   "
+                        f"shared loads per IMMA {c.shared_loads / c.imma:.3g}")
+    if c.igmma:
+        lines.insert(2, f"  tensor cores: IGMMA.64x{c.igmma_n}x32 {c.igmma} (INT8 warpgroup MMAs, operands from shared "
+                        f"memory)   LDGSTS {c.ldgsts}")
     if model:
         shared = f"{model['ceil_shared']:.2f}" if model["ceil_shared"] is not None else "none (no shared loads)"
         lines.append(f"  model ({model['model_device']}): FMA {model['ceil_fma']:.2f}, shared {shared}, "

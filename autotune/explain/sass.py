@@ -5,10 +5,11 @@ text, and the cubin's own ELF sections give the registers and shared memory.
 
 What is counted. `count()` returns, per kernel, the static instruction counts of its *hot
 loop*: the address range of a backward branch (label .. BRA back to it) that holds the
-most FFMA instructions. For the families here that is the main K loop; in the tiled
-kernel it includes the cooperative tile-load loop nested in it (LDG/STS once each,
-statically). Static counts of an unrolled body are what sets the ratios per FFMA. A
-kernel with no loop containing FFMA (or scope="kernel") is counted whole.
+most FFMA instructions (or tensor-core MMAs: HMMA, HGMMA, IMMA, IGMMA). For the families
+here that is the main K loop; in the tiled kernel it includes the cooperative tile-load
+loop nested in it (LDG/STS once each, statically). Static counts of an unrolled body are
+what sets the ratios per FFMA. A kernel with no loop containing FFMA or an MMA (or
+scope="kernel") is counted whole.
 
 Where resources come from. Registers and the local-memory frame are read from the
 `.nv.info` section's EIATTR_REGCOUNT / EIATTR_FRAME_SIZE records; shared memory from the
@@ -43,7 +44,9 @@ _NEVER = ("@!PT", "@!UPT")
 _LABEL = re.compile(r"^(\.L_x_\d+):")
 _BRANCH_TARGET = re.compile(r"`\((\.L_x_\d+)\)")
 _SECTION = re.compile(r"^\s*\.section\s+\.text\.([A-Za-z_$][\w$]*),")
-_HGMMA_SHAPE = re.compile(r"^HGMMA\.64x(\d+)x\d+")  # HGMMA.64x128x8.F32.TF32: M 64, N 128, K 8
+# warpgroup MMAs: HGMMA.64x128x8.F32.TF32 (M 64, N 128, K 8), IGMMA.64x64x32.S8.S8 (wgmma .s8, K 32)
+_GMMA_SHAPE = re.compile(r"^[HI]GMMA\.64x(\d+)x\d+")
+_MMAS = ("HMMA", "HGMMA", "IMMA", "IGMMA")  # tensor-core instructions: what makes a loop hot without FFMA
 _WIDTHS = {"8": 8, "U8": 8, "S8": 8, "16": 16, "U16": 16, "S16": 16, "64": 64, "128": 128}
 
 
@@ -120,6 +123,9 @@ class SassCounts:
     hgmma_n: int = 0  # the N of those (64xNx8): every HGMMA of a kernel has the same
     ldgsts: int = 0  # cp.async copies, global to shared
     lop3: int = 0  # logic ops: with HMMA, mostly the TF32 conversions' masks (cvt.rna is IADD + LOP3)
+    imma: int = 0  # integer tensor-core MMAs (IMMA.16832.S8.S8, mma.sync m16n8k32 s8, for the ozaki family)
+    igmma: int = 0  # integer warpgroup MMAs (IGMMA.64xNx32.S8.S8, wgmma .s8; no family issues them yet)
+    igmma_n: int = 0  # the N of those, as hgmma_n
 
     @property
     def shared_loads(self) -> int:
@@ -179,9 +185,9 @@ def loops(code: list[Instr | str]) -> list[list[Instr]]:
 
 
 def hot_loop(code: list[Instr | str]) -> list[Instr] | None:
-    """The loop with the most FFMA, or HMMA in a tensor-core kernel (the smaller one on a tie); None
-    without either in loops."""
-    scored = [(_ffma(body) + sum(1 for x in body if x.opcode.startswith(("HMMA", "HGMMA"))), -len(body), body)
+    """The loop with the most FFMA, or tensor-core MMAs in a tensor-core kernel (the smaller one on a tie);
+    None without either in loops."""
+    scored = [(_ffma(body) + sum(1 for x in body if x.opcode.split(".")[0] in _MMAS), -len(body), body)
               for body in loops(code)]
     scored = [s for s in scored if s[0] > 0]
     return max(scored, key=lambda s: s[:2])[2] if scored else None
@@ -200,8 +206,8 @@ def width(opcode: str) -> int:
 def tally(body: list[Instr], scope: str) -> SassCounts:
     """Count one list of instructions by opcode family and width."""
     maps: dict[str, dict[int, int]] = {"LDS": {}, "LDG": {}, "STS": {}, "STG": {}}
-    plain = {"FFMA": 0, "LDL": 0, "STL": 0, "BAR": 0, "HMMA": 0, "HGMMA": 0, "LDGSTS": 0, "LOP3": 0}
-    hgmma_n = 0
+    plain = {"FFMA": 0, "LDL": 0, "STL": 0, "BAR": 0, "LDGSTS": 0, "LOP3": 0, **dict.fromkeys(_MMAS, 0)}
+    gmma_n = {"HGMMA": 0, "IGMMA": 0}
     for x in body:
         base = x.opcode.split(".")[0]
         if base in maps:
@@ -209,12 +215,14 @@ def tally(body: list[Instr], scope: str) -> SassCounts:
             maps[base][w] = maps[base].get(w, 0) + 1
         elif base in plain:
             plain[base] += 1
-            shape = _HGMMA_SHAPE.match(x.opcode + x.operands) if base == "HGMMA" else None  # "64" + "x128x8..."
-            hgmma_n = int(shape.group(1)) if shape else hgmma_n
+            shape = _GMMA_SHAPE.match(x.opcode + x.operands) if base in gmma_n else None  # "64" + "x128x8..."
+            if shape:
+                gmma_n[base] = int(shape.group(1))
     return SassCounts(
         scope=scope, ffma=plain["FFMA"], lds=maps["LDS"], ldg=maps["LDG"], sts=maps["STS"],
         stg=maps["STG"], ldl=plain["LDL"], stl=plain["STL"], bar=plain["BAR"], instructions=len(body),
-        hmma=plain["HMMA"], hgmma=plain["HGMMA"], hgmma_n=hgmma_n, ldgsts=plain["LDGSTS"], lop3=plain["LOP3"],
+        hmma=plain["HMMA"], hgmma=plain["HGMMA"], hgmma_n=gmma_n["HGMMA"], ldgsts=plain["LDGSTS"], lop3=plain["LOP3"],
+        imma=plain["IMMA"], igmma=plain["IGMMA"], igmma_n=gmma_n["IGMMA"],
     )
 
 

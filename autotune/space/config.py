@@ -195,7 +195,7 @@ class Family:
     # FLOP per DRAM byte if every operand load went to DRAM once per tile: the ceiling model's global
     # ceiling (explain.model.intensity). None: no traffic model, refused in one line there.
     intensity: Callable[[Params], float] | None = None
-    # Which of explain.model's bank-conflict models counts its hot loop's shared loads (BANK_MODELS):
+    # Which of explain.banks' bank-conflict models counts its hot loop's shared loads (BANK_MODELS):
     # "warp-tiles" (blocked's tiles of warp tiles), "tiles" (tiled's T x T tiles); None: each load
     # counted conflict-free, one pass (a lower bound).
     bank_model: str | None = None
