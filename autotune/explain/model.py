@@ -204,12 +204,19 @@ def _predict_tensor_cores(spec: DeviceSpec, counts: SassCounts, launch: Launch, 
     (each FP32 product costs TERMS MMAs), in FP32 FLOP; shared memory serves the hot loop's loads,
     one wavefront each (the fragment reads are conflict-free by layout), per TERMS-th of its MMAs."""
     terms = config.values.get("TERMS", 1)
-    fma = spec.tf32_tflops / terms
     useful = counts.hmma * HMMA_FLOP / terms  # FP32 FLOP per pass of the hot loop
+    return _mma_bound(spec, config, counts, spec.tf32_tflops / terms, useful, counts.hmma,
+                      occupancy(spec, launch, regs, static_shared))
+
+
+def _mma_bound(spec: DeviceSpec, config: Config, counts: SassCounts, fma: float, useful: float, mmas: int,
+               occupied: Occupancy) -> Prediction:
+    """A register-fragment MMA kernel's bound: the tensor cores' ceiling `fma`, and shared memory's for the
+    hot loop's loads, one wavefront each, per `useful` FP32 FLOP of its `mmas` MMAs."""
     waves = shared_wavefronts(config, counts)
     per_clock = spec.shared_bytes_per_clock_per_sm / (BANKS * 4)
     shared = spec.sm_count * spec.clock_mhz * 1e6 * per_clock * useful / waves / 1e12 if waves else math.inf
-    return _bound(spec, config, fma, shared, waves / counts.hmma, occupancy(spec, launch, regs, static_shared))
+    return _bound(spec, config, fma, shared, waves / mmas, occupied)
 
 
 IMMA_OPS = 2 * 16 * 8 * 32  # one warp's mma.m16n8k32 s8: 4096 multiply-adds, two operations each
@@ -223,9 +230,6 @@ def _predict_integer_mma(spec: DeviceSpec, counts: SassCounts, launch: Launch, r
     (rows padded to 4 (mod 8) words: conflict-free fragment reads). The INT8 rate is wgmma's: mma.sync's own
     is lower by a fraction not measured, so the "fma" ceiling is optimistic."""
     moduli = config.values.get("MODULI", 1)
-    fma = spec.int8_tops / moduli
     useful = counts.imma * IMMA_OPS / moduli  # FP32 FLOP per pass of the hot loop
-    waves = shared_wavefronts(config, counts)
-    per_clock = spec.shared_bytes_per_clock_per_sm / (BANKS * 4)
-    shared = spec.sm_count * spec.clock_mhz * 1e6 * per_clock * useful / waves / 1e12 if waves else math.inf
-    return _bound(spec, config, fma, shared, waves / counts.imma, occupancy(spec, launch, regs, static_shared))
+    return _mma_bound(spec, config, counts, spec.int8_tops / moduli, useful, counts.imma,
+                      occupancy(spec, launch, regs, static_shared))
