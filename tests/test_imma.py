@@ -144,7 +144,7 @@ def ptx(src: str, arch: str) -> str:
 @pytest.mark.parametrize("arch", ARCHS)
 def test_the_ptx_holds_the_int8_mma(arch):
     assert ptx(source(), arch).count(PTX_MMA) == 2  # the probe's two k-steps
-    assert bytes([32]) == b" "  # the process's constants are intact (see ptx)
+    assert bytes([32])[0] == 32  # the interpreter's shared 1-byte bytes are intact (see ptx)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
