@@ -120,7 +120,9 @@ PTX_MMA = "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"
 
 
 def ptx(src: str, arch: str) -> str:
-    """NVRTC's PTX for the source (cuda.bindings directly: cuda.core's PTX target asks the driver)."""
+    """NVRTC's PTX for the source (cuda.bindings directly: cuda.core's PTX target asks the driver). NVRTC
+    writes into bytearrays: written into bytes (b" " * size), a 1-byte log would overwrite the interpreter's
+    shared b" " and break every later compile of the process."""
     from cuda.bindings import nvrtc
 
     _, prog = nvrtc.nvrtcCreateProgram(src.encode(), f"{NAME}.cu".encode(), 0, [], [])
@@ -128,11 +130,11 @@ def ptx(src: str, arch: str) -> str:
         options = [f"--gpu-architecture=compute_{arch[3:]}".encode(), b"-std=c++17"]
         (status,) = nvrtc.nvrtcCompileProgram(prog, len(options), options)
         _, size = nvrtc.nvrtcGetProgramLogSize(prog)
-        log = b" " * size
+        log = bytearray(size)
         nvrtc.nvrtcGetProgramLog(prog, log)
         assert status == nvrtc.nvrtcResult.NVRTC_SUCCESS, log.decode(errors="replace")
         _, size = nvrtc.nvrtcGetPTXSize(prog)
-        text = b" " * size
+        text = bytearray(size)
         nvrtc.nvrtcGetPTX(prog, text)
         return text.rstrip(b"\0").decode()
     finally:
@@ -142,6 +144,7 @@ def ptx(src: str, arch: str) -> str:
 @pytest.mark.parametrize("arch", ARCHS)
 def test_the_ptx_holds_the_int8_mma(arch):
     assert ptx(source(), arch).count(PTX_MMA) == 2  # the probe's two k-steps
+    assert bytes([32])[0] == 32  # the interpreter's shared 1-byte bytes are intact (see ptx)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
