@@ -77,7 +77,7 @@ def covers(row: dict, shape: Shape) -> bool:
     """Whether a row is evidence at a shape it holds (the module's docstring says why), its operands'
     rows aligned as the call's are (stored_rows_aligned)."""
     M, N, K = shape
-    trans = bool(row.get("TA")), bool(row.get("TB"))
+    trans = _transposes(row)
     return (row["M"] >= M and row["N"] >= N and row["K"] >= K and row["time_ms"] <= HOST_BOUND_MS
             and stored_rows_aligned(shape, *trans) == stored_rows_aligned((row["M"], row["N"], row["K"]), *trans))
 
@@ -197,7 +197,7 @@ class Dispatcher:
         if winners is None:
             with self._lock:
                 winners = self._winners_of(gpu)
-        trans = (int(trans_a), int(trans_b))
+        trans = (trans_a, trans_b)
         return ((*shape, *trans) not in winners.shapes
                 and not any(_transposes(r) == trans and covers(r, shape) for r in winners.covering))
 
@@ -293,8 +293,9 @@ class Dispatcher:
                       row["id"])
 
 
-def _transposes(row: dict) -> tuple[int, int]:
-    return int(row.get("TA") or 0), int(row.get("TB") or 0)
+def _transposes(row: dict) -> tuple[bool, bool]:
+    """A row's TA and TB (absent: 0, an NN kernel)."""
+    return bool(row.get("TA")), bool(row.get("TB"))
 
 
 def _keeps(row: dict, keep) -> bool:

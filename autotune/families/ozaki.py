@@ -26,6 +26,7 @@ MODULI products per FP32 product; whether that beats cuBLAS SGEMM is for the GPU
 from __future__ import annotations
 
 from autotune.families.common import WAVE32
+from autotune.families.ozaki_math import MODULI, RESIDUE_MAX
 from autotune.space import ArchNeed, Constraint, Family, Launch, Param, Params, Prologue, ceil_div
 
 WARP = 32
@@ -39,7 +40,6 @@ PRE_THREADS = 256
 ROWS_PER_PRE = PRE_THREADS // WARP  # A's rows per prologue block: a warp a row
 COLS_PER_PRE = 32  # B's columns per prologue block: a lane a column
 INT32_MAX = 2**31 - 1
-MAX_RESIDUE = 127  # |r| of a residue modulo an odd m <= 255
 TILE = ("BM", "BN")
 # A warp's tile of C: 32 x 32, (32/16) x (32/8) MMA tiles, 32 outputs a thread. Not a parameter: 64 outputs a
 # thread pass its 255 registers (see registers), and smaller warp tiles read each fragment for fewer MMAs.
@@ -74,9 +74,9 @@ def shared_bytes(p: Params) -> int:
 
 
 def residue_every(p: Params) -> int:
-    """k-tiles between reductions of the int32 sums modulo the modulus: after one, |sum| < 255; a k-tile adds
-    at most BK * 127^2."""
-    return (INT32_MAX - 255) // (p["BK"] * MAX_RESIDUE**2)
+    """k-tiles between reductions of the int32 sums modulo the modulus: after one, |sum| < the largest modulus; a
+    k-tile adds at most BK * RESIDUE_MAX^2 (ozaki_math's bounds)."""
+    return (INT32_MAX - max(MODULI)) // (p["BK"] * RESIDUE_MAX**2)
 
 
 def intensity(p: Params) -> float:
