@@ -1,4 +1,4 @@
-"""On a GPU: the ozaki family's C is the numeric reference's (autotune.families.ozaki_math) bit for bit at
+"""On a GPU: the ozaki and ozakiwg families' C is the numeric reference's (autotune.families.ozaki_math) bit for bit at
 odd shapes (integer products and sums are exact, the scaling and the one rounding to FP32 the same), and
 at a larger shape within the fp32-tc contract against a float64 product, beside cuBLAS FP32's error."""
 from __future__ import annotations
@@ -10,15 +10,18 @@ pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
 
 
-def ozaki_product(A, B, params: dict):
+FAMILIES = {"ozaki": {}, "ozakiwg": {}, "ozakiwg WS=0": {"WS": 0}, "ozakiwg BN=256": {"BN": 256, "WS": 0, "STAGES": 4}}
+
+
+def ozaki_product(A, B, params: dict, family: str = "ozaki"):
     """C from the config's prologue into a workspace, then its product, on torch's current stream."""
     from autotune.backends.cuda.launcher import CudaLauncher
     from autotune.codegen.render import render
-    from autotune.families import OZAKI
+    from autotune.families import FAMILIES as ALL
     from autotune.space import PROLOGUE_SUFFIX, make_config
 
     (M, K), N = A.shape, B.shape[1]
-    config = make_config(OZAKI, params)
+    config = make_config(ALL[family.split()[0]], {**FAMILIES[family], **params})
     source, geometry, pre = render(config), config.geometry(M, N), config.prologue(M, N, K)
     assert pre is not None
     launcher = CudaLauncher()
@@ -41,23 +44,25 @@ def gpu():
 
 @pytest.mark.parametrize("shape", [(131, 67, 93), (300, 200, 1000), (1, 129, 64)])
 @pytest.mark.parametrize("moduli", [6, 8])
-def test_the_gpus_product_is_the_references_bit_for_bit(shape, moduli):
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_gpus_product_is_the_references_bit_for_bit(shape, moduli, family):
     from autotune.families import ozaki_math
 
     M, N, K = shape
     torch.manual_seed(M + N + K)
     A, B = torch.randn(M, K, device="cuda"), torch.randn(K, N, device="cuda")
-    C = ozaki_product(A, B, {"MODULI": moduli})
+    C = ozaki_product(A, B, {"MODULI": moduli}, family)
     expected = ozaki_math.ozaki_matmul(A.cpu().numpy(), B.cpu().numpy(), moduli)
     assert np.array_equal(C.cpu().numpy(), expected)
 
 
-def test_eight_moduli_are_at_least_as_accurate_as_cublas_fp32():
+@pytest.mark.parametrize("family", ["ozaki", "ozakiwg"])
+def test_eight_moduli_are_at_least_as_accurate_as_cublas_fp32(family):
     torch.backends.cuda.matmul.allow_tf32 = False
     M = N = K = 2048
     torch.manual_seed(0)
     A, B = torch.randn(M, K, device="cuda"), torch.randn(K, N, device="cuda")
     ref = A.double() @ B.double()
-    ours = float(torch.linalg.norm(ozaki_product(A, B, {"MODULI": 8}).double() - ref) / torch.linalg.norm(ref))
+    ours = float(torch.linalg.norm(ozaki_product(A, B, {"MODULI": 8}, family).double() - ref) / torch.linalg.norm(ref))
     cublas = float(torch.linalg.norm((A @ B).double() - ref) / torch.linalg.norm(ref))
     assert ours <= cublas, (ours, cublas)

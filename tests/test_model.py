@@ -99,12 +99,6 @@ def test_from_properties_reads_cuda_core_names() -> None:
         DeviceSpec.from_properties(SimpleNamespace(**{**vars(props), "clock_rate": 0}))
 
 
-def test_integer_warpgroup_mmas_have_no_model_yet() -> None:
-    # counted (test_sass.py), but no family issues them: refused rather than read as an FFMA kernel
-    with pytest.raises(AutotuneError, match="IGMMA"):
-        run(tiled(16), SassCounts(scope="loop", igmma=3, igmma_n=64))
-
-
 def test_real_sass_gives_the_flat_ceiling() -> None:
     try:
         find_nvdisasm()

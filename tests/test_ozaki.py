@@ -82,10 +82,10 @@ MUTATIONS = {
     # randn's are far below it): sums of K products pass Mt/2 and wrap in the reconstruction
     "past the exactness bound": ("    return p;\n}", "    return p + 4;\n}"),
     # the residues of A left unreduced: a' & 0xff is not a' modulo m
-    "residue not reduced": ("*reinterpret_cast<unsigned*>(w.ra + ((size_t)i * w.Mp + m) * w.Kp + k0) =\n"
+    "residue not reduced": ("*a_word(w, i, m, k0) =\n"
                             "                    pack_s8x4(residue(x[0], mi), residue(x[1], mi), residue(x[2], mi), "
                             "residue(x[3], mi));",
-                            "*reinterpret_cast<unsigned*>(w.ra + ((size_t)i * w.Mp + m) * w.Kp + k0) =\n"
+                            "*a_word(w, i, m, k0) =\n"
                             "                    pack_s8x4(x[0], x[1], x[2], x[3]);"),
 }
 

@@ -155,8 +155,8 @@ def intensity(config: Config) -> float:
 def predict(spec: DeviceSpec, counts: SassCounts, launch: Launch, regs: int,
             static_shared: int, config: Config) -> Prediction:
     """The three ceilings, occupancy, and the lowest ceiling with the pipe that sets it."""
-    if counts.igmma:  # counted, but no family issues them yet: the FFMA rules below would misread such a kernel
-        raise AutotuneError("no model for integer warpgroup MMAs (IGMMA) yet")
+    if counts.igmma:
+        return _predict_integer_warpgroup_mma(spec, counts, launch, regs, static_shared, config)
     if counts.imma:
         return _predict_integer_mma(spec, counts, launch, regs, static_shared, config)
     if counts.hgmma:
@@ -191,11 +191,28 @@ def _predict_warpgroup_mma(spec: DeviceSpec, counts: SassCounts, launch: Launch,
     """A wgmma kernel (HGMMA in its hot loop): "fma" is the TF32 rate over TERMS, in FP32 FLOP; "shared"
     is shared memory's 128 bytes per clock against what each HGMMA reads there, its A (64 x 8) and B
     (N x 8, read by both warpgroups of a block), four bytes each, for 2*64*N*8 FLOP."""
-    terms, n = config.values.get("TERMS", 1), counts.hgmma_n
-    fma = spec.tf32_tflops / terms
-    flop, bytes_read = counts.hgmma * 2 * 64 * n * 8 / terms, counts.hgmma * (64 + n) * 8 * 4
+    terms = config.values.get("TERMS", 1)
+    return _warpgroup_bound(spec, config, spec.tf32_tflops / terms, counts.hgmma, counts.hgmma_n, 8, 4, terms,
+                            occupancy(spec, launch, regs, static_shared))
+
+
+def _predict_integer_warpgroup_mma(spec: DeviceSpec, counts: SassCounts, launch: Launch, regs: int,
+                                   static_shared: int, config: Config) -> Prediction:
+    """An INT8 wgmma kernel (IGMMA in its hot loop: the ozakiwg family): "fma" is the INT8 rate over MODULI, in
+    FP32 FLOP (each FP32 product costs MODULI INT8 products); "shared" is shared memory's 128 bytes per clock
+    against what each IGMMA reads there, its A (64 x 32) and B (N x 32), a byte each."""
+    moduli = config.values.get("MODULI", 1)
+    return _warpgroup_bound(spec, config, spec.int8_tops / moduli, counts.igmma, counts.igmma_n, 32, 1, moduli,
+                            occupancy(spec, launch, regs, static_shared))
+
+
+def _warpgroup_bound(spec: DeviceSpec, config: Config, fma: float, mmas: int, n: int, k: int, element_bytes: int,
+                     per_product: int, occupied: Occupancy) -> Prediction:
+    """The bound of `mmas` wgmma m64nNk per pass of the hot loop, each counting 1/per_product of its FLOP toward
+    the FP32 product, each reading (64 + N) * k operands of element_bytes from shared memory."""
+    flop, bytes_read = mmas * 2 * 64 * n * k / per_product, mmas * (64 + n) * k * element_bytes
     shared = spec.sm_count * spec.clock_mhz * 1e6 * spec.shared_bytes_per_clock_per_sm * flop / bytes_read / 1e12
-    return _bound(spec, config, fma, shared, bytes_read / 128 / counts.hgmma, occupancy(spec, launch, regs, static_shared))
+    return _bound(spec, config, fma, shared, bytes_read / 128 / mmas, occupied)
 
 
 def _predict_tensor_cores(spec: DeviceSpec, counts: SassCounts, launch: Launch, regs: int,

@@ -9,6 +9,7 @@ from autotune.errors import SpaceError
 from autotune.families.blocked import BLOCKED
 from autotune.families.naive import NAIVE
 from autotune.families.ozaki import OZAKI
+from autotune.families.ozakiwg import OZAKIWG
 from autotune.families.skinny import SKINNY
 from autotune.families.splitk import SPLITK
 from autotune.families.streamk import STREAMK
@@ -19,7 +20,7 @@ from autotune.families.tf32x3wg import TF32X3WG
 from autotune.families.tiled import TILED
 from autotune.space import Config, Family, make_config
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (NAIVE, TILED, BLOCKED, SPLITK, TAILSPLIT, STREAMK, SKINNY, TALL, TF32X3, TF32X3WG, OZAKI)}
+FAMILIES: dict[str, Family] = {f.name: f for f in (NAIVE, TILED, BLOCKED, SPLITK, TAILSPLIT, STREAMK, SKINNY, TALL, TF32X3, TF32X3WG, OZAKI, OZAKIWG)}
 
 # The accuracy contracts a search can run under (each family declares its own: Family.precision).
 # fp32: every product and sum in FP32 units. fp32-tc: FP32 in and out, products on tensor cores from
@@ -28,7 +29,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (NAIVE, TILED, BLOCKED, SPLITK
 PRECISIONS = ("fp32", "fp32-tc")
 TENSOR_CORE = tuple(name for name, f in FAMILIES.items() if f.precision == "fp32-tc")
 
-__all__ = ["BLOCKED", "FAMILIES", "NAIVE", "OZAKI", "PRECISIONS", "SKINNY", "SPLITK", "STREAMK", "TAILSPLIT", "TALL", "TENSOR_CORE",
+__all__ = ["BLOCKED", "FAMILIES", "NAIVE", "OZAKI", "OZAKIWG", "PRECISIONS", "SKINNY", "SPLITK", "STREAMK", "TAILSPLIT", "TALL", "TENSOR_CORE",
            "TF32X3", "TF32X3WG", "TILED", "config_of_row", "families_for", "precision_of"]
 
 

@@ -308,6 +308,38 @@ inline void __sim_wgmma_tf32(float* d, int n, unsigned long long desc_a, unsigne
         }
 }
 
+// ---- wgmma.mma_async.sync.aligned.m64nNk32.s32.s8.s8 d, desc-a, desc-b, scale-d (the ozakiwg family) ----
+// The integer form takes the same descriptors as the TF32 one above (K-major only, modelled with the
+// 128-byte swizzle and SBO 1024 alone) and has the same D fragment, N/2 int32 a thread; a k-step is 32
+// int8, again 32 bytes of a row, so element (r, k) is the byte at logical start + (r / 8) * 1024 +
+// (r % 8) * 128 + k, swizzled as above. Integer products and sums are exact; without .satfinite the ISA
+// says an overflowing accumulation wraps modulo 2^32, which the model does with unsigned sums.
+inline void __sim_wgmma_row_s8(unsigned start, int r, int (&out)[32]) {
+    for (int k = 0; k < 32; ++k) {
+        const unsigned logical = start + unsigned(r / 8) * 1024u + unsigned(r % 8) * 128u + unsigned(k);
+        const unsigned physical = logical ^ (((logical >> 7) & 7u) << 4);
+        out[k] = *static_cast<const signed char*>(__sim_shared_at(physical, 1));
+    }
+}
+
+inline void __sim_wgmma_s8(int* d, int n, unsigned long long desc_a, unsigned long long desc_b, bool accumulate) {
+    if (n < 8 || n > 256 || n % 8) __sim_fail("wgmma", "wgmma m64nNk32: N must be a multiple of 8 from 8 to 256");
+    const unsigned a = __sim_wgmma_start(desc_a, "A"), b = __sim_wgmma_start(desc_b, "B");
+    const int t = static_cast<int>(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % 128;
+    const int w = t / 32, g = t % 32 / 4, q = t % 4;
+    int rows[2][32], col[32];
+    for (int h = 0; h < 2; ++h) __sim_wgmma_row_s8(a, 16 * w + g + 8 * h, rows[h]);
+    for (int j = 0; j < n / 8; ++j)
+        for (int c = 0; c < 2; ++c) {
+            __sim_wgmma_row_s8(b, 8 * j + 2 * q + c, col);
+            for (int h = 0; h < 2; ++h) {
+                unsigned sum = accumulate ? unsigned(d[4 * j + 2 * h + c]) : 0u;
+                for (int k = 0; k < 32; ++k) sum += unsigned(rows[h][k] * col[k]);
+                d[4 * j + 2 * h + c] = int(sum);
+            }
+        }
+}
+
 // ---- mbarrier (sm_80+) and cp.async.bulk (sm_90): a producer that hands shared memory to consumers ----
 // PTX ISA, "Parallel Synchronization and Communication Instructions: mbarrier": an mbarrier is 8 bytes
 // of shared memory with a current phase, a count of arrivals pending in it and a count of transaction

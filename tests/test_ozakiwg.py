@@ -1,0 +1,167 @@
+"""The ozakiwg family (the Ozaki scheme II on Hopper's INT8 wgmma) without a GPU: on the CPU emulator its C is
+the numeric reference's (autotune.families.ozaki_math) bit for bit at odd shapes, through several k-tiles and
+stage refills, and within the fp32-tc contract; mutations are caught (a dropped modulus, a wrong scale, residues
+not reduced, a residue kept for the wrong modulus, the tiles' swizzle); the launch and workspace formulas;
+offline SASS for sm_90a (four integer warpgroup MMAs a k-tile, no local memory) and the model's ceiling."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from autotune.backends.reference import random_inputs
+from autotune.backends.sim import run
+from autotune.codegen.nvrtc import compile_source
+from autotune.codegen.render import render
+from autotune.families import FAMILIES, OZAKIWG, families_for, ozaki_math
+from autotune.families.ozakiwg import BK, BM, residue_every
+from autotune.space import PROLOGUE_SUFFIX, Config, Limits, ceil_div, make_config, valid_configs, violations
+from autotune.space.formula import derive_prologue
+from tests.emulated import assert_fp32_tc_at, edit, error
+
+# odd M, N and K: one k-tile (K = 9, 33), several through every stage and their refills (300: 3 k-tiles,
+# 1100: 9, past 3 stages twice); N below BN; a 1-row and a 1-column product
+SHAPES = ((17, 9, 33), (131, 67, 300), (1, 70, 200), (70, 1, 128), (65, 33, 1100))
+SMALL = {"BN": 64, "STAGES": 3}
+CONFIGS = (SMALL, {**SMALL, "MODULI": 6, "WS": 0}, {"BN": 128, "STAGES": 4, "MODULI": 7}, {**SMALL, "WS": 0})
+MUTATION_SHAPE = (131, 67, 1000)
+
+
+def wg(params: dict) -> Config:
+    return make_config(OZAKIWG, params)
+
+
+def test_it_is_a_tensor_core_family_for_hopper_alone():
+    assert FAMILIES["ozakiwg"] is OZAKIWG and OZAKIWG.precision == "fp32-tc"
+    assert "ozakiwg" in families_for("fp32-tc") and "ozakiwg" not in families_for("fp32")
+    assert OZAKIWG.needs is not None and OZAKIWG.needs.ok(90) and not OZAKIWG.needs.ok(80)
+    assert not OZAKIWG.needs.ok(100)
+
+
+@pytest.mark.parametrize("params", CONFIGS, ids=lambda p: wg(p).name)
+def test_the_emulated_product_is_the_references_bit_for_bit(params):
+    config = wg(params)
+    source = render(config)
+    for shape in SHAPES:
+        M, N, K = shape
+        A, B = random_inputs(M, N, K, 1)
+        C = run(config, source, config.geometry(M, N), A, B, M, N, K)
+        assert np.array_equal(C, ozaki_math.ozaki_matmul(A, B, config.values["MODULI"])), shape
+
+
+def test_it_meets_the_fp32_tc_contract_at_odd_shapes():
+    assert_fp32_tc_at(wg(SMALL), SHAPES[:3])
+
+
+MUTATIONS = {
+    # the last modulus' residue never put back (Garner's steps one short)
+    "dropped modulus": ("            x = garner_step<7>(x, residue_byte(kept[7], at));\n", ""),
+    # scaled back by the wrong power of two
+    "wrong scale": ("C[r * N + col] = (float)ldexp((double)sv, -(w.sa[r] + w.sb[col]));",
+                    "C[r * N + col] = (float)ldexp((double)sv, -(w.sa[r] + w.sb[col]) + 1);"),
+    # the residues of A left unreduced: a' & 0xff is not a' modulo m
+    "residue not reduced": ("*a_word(w, i, m, k0) =\n"
+                            "                    pack_s8x4(residue(x[0], mi), residue(x[1], mi), residue(x[2], mi), "
+                            "residue(x[3], mi));",
+                            "*a_word(w, i, m, k0) =\n                    pack_s8x4(x[0], x[1], x[2], x[3]);"),
+    # the sums of modulus 1 kept as residues modulo modulus 0's number
+    "kept for the wrong modulus": ("case 1: keep<1>(acc, run + 1 * ACC)", "case 1: keep<0>(acc, run + 1 * ACC)"),
+    # the prologue writes the tiles unswizzled while the descriptors name the 128-byte swizzle
+    "no swizzle": ("((kk / 16 ^ (rr & 7)) << 4)", "((kk / 16) << 4)"),
+}
+
+
+@pytest.mark.parametrize("name", MUTATIONS)
+def test_a_mutated_kernel_is_wrong(name):
+    config = wg(SMALL)
+    source = render(config)
+    mutated = edit(source, *MUTATIONS[name])
+    status, whole = error(config, source, MUTATION_SHAPE)
+    assert status == "ok"
+    status, err = error(config, mutated, MUTATION_SHAPE)
+    assert status == "wrong" and err > 100 * whole, name
+
+
+def test_the_sums_are_reduced_before_they_could_pass_two_to_the_31():
+    # |sum| + RESIDUE_EVERY * BK * 127^2 stays below 2^31, one k-tile more could pass it (no emulated K reaches it)
+    every = residue_every()
+    assert 255 + every * BK * 127**2 < 2**31 <= 255 + (every + 1) * BK * 127**2
+
+
+def test_the_workspace_and_the_launches_are_the_familys_formulas():
+    config = wg({})
+    pre = derive_prologue(config)
+    bn, t = config.values["BN"], config.values["MODULI"]
+    for M, N, K in ((1, 1, 1), (131, 67, 93), (4096, 4096, 4096), (1000, 3000, 777)):
+        launch = config.prologue(M, N, K)
+        assert launch is not None
+        Mp, Np, Kp = ceil_div(M, BM) * BM, ceil_div(N, bn) * bn, ceil_div(K, BK) * BK
+        assert launch.floats * 4 == t * (Mp + Np) * Kp + 4 * (Mp + Np) + t * Mp * Np
+        assert launch.launch.grid == (Mp // 8 + Np // 32, 1, 1)
+        assert config.geometry(M, N).grid == (ceil_div(M, BM) * ceil_div(N, bn), 1, 1)
+        env = {"M": M, "N": N, "K": K}
+        assert eval(pre.blocks_python(), {}, env) == launch.launch.grid[0]
+        assert eval(pre.floats_python(), {}, env) == launch.floats
+
+
+def test_every_config_fits_a_blocks_shared_memory():
+    configs = list(valid_configs(OZAKIWG))
+    assert configs and all(not violations(c, Limits()) for c in configs)
+    assert all(c.derived["SMEM"] <= Limits().max_shared_optin for c in configs)
+
+
+# --------------------------------------------------------------------------- offline SASS and the model
+
+def _report(config: Config):
+    from autotune.errors import AutotuneError
+    from autotune.explain.sass import analyze
+
+    try:
+        return analyze(config, "sm_90")
+    except AutotuneError as exc:
+        if "nvdisasm" not in str(exc):
+            raise
+        pytest.skip("nvdisasm absent: pip install 'sgemm-autotune[sass]'")
+
+
+@pytest.mark.parametrize("bn", [64, 128])
+def test_the_hot_loop_holds_four_integer_warpgroup_mmas_and_nothing_spills(bn):
+    config = wg({"BN": bn})
+    report = _report(config)
+    loop = report.loop
+    assert loop.scope == "loop" and loop.ffma == 0 and loop.imma == 0
+    assert loop.igmma == BK // 32 and loop.igmma_n == bn
+    assert not report.resources.spills
+
+
+def test_it_compiles_for_sm_90a_alone_and_the_prologue_keeps_to_registers():
+    from autotune.errors import AutotuneError
+    from autotune.explain.sass import Instr, disassemble, split_kernels
+
+    config = wg({})
+    built = compile_source(render(config), config.name, "sm_90")
+    assert built.ok and built.arch == "sm_90a", built.log[:2000]
+    try:
+        kernels = split_kernels(disassemble(built.cubin))
+    except AutotuneError:
+        pytest.skip("nvdisasm absent: pip install 'sgemm-autotune[sass]'")
+    for name in (config.name, config.name + PROLOGUE_SUFFIX):
+        assert not any(x.opcode.split(".")[0] in ("LDL", "STL") for x in kernels[name] if isinstance(x, Instr)), name
+
+
+def test_the_models_ceiling_is_the_int8_rate_over_the_moduli():
+    from autotune.explain.counts import prediction
+    from autotune.explain.model import PRESETS
+
+    spec = PRESETS["h200"]
+    counts = {"ffma": 0, "lds32": 0, "lds64": 0, "lds128": 0, "sts": 0, "bar": 1, "sass_regs": 162,
+              "static_shared": 0, "sass_scope": "loop", "igmma": 4, "igmma_n": 128}
+    ceilings = {}
+    for t in (6, 7, 8):
+        p = prediction(wg({"MODULI": t}), counts, spec)
+        assert p.fma_ceiling == pytest.approx(spec.int8_tops / t)
+        ceilings[t] = (p.fma_ceiling, p.shared_ceiling)
+    # shared memory: 128 bytes a clock per SM against (64 + 128) * 32 bytes each IGMMA reads for its 2*64*128*32
+    # INT8 operations, 1/MODULI of them FP32's
+    per_clock = 128 * 2 * 64 * 128 * 32 / ((64 + 128) * 32) / 8
+    assert ceilings[8][1] == pytest.approx(132 * 1980e6 * per_clock / 1e12)
+    assert ceilings[6] == pytest.approx(tuple(c * 8 / 6 for c in ceilings[8]))
