@@ -1,17 +1,23 @@
 """Checks of a tensor-core family's kernel on the CPU emulator, shared by its tests: its status and
-error under verify.check, numpy's FP32 error on the same inputs (the fp32-tc contract's yardstick), and
-a one-place edit of a rendered source for mutation tests (any family's)."""
+error under verify.check on one input set (reference.INPUT_SETS: uniform unless a test asks for the
+wide set), numpy's FP32 error on the same inputs (the fp32-tc contract's yardstick), and a one-place
+edit of a rendered source for mutation tests (any family's)."""
 from __future__ import annotations
 
-from autotune.backends.reference import random_inputs, reference, relative_error
+from autotune.backends.reference import INPUT_SETS, UNIFORM, reference, relative_error
 from autotune.backends.sim import run
-from autotune.backends.verify import check
+from autotune.backends.verify import VerifyRow, check_on
 from autotune.space import Config
 
 
-def error(config: Config, source: str, shape: tuple[int, int, int]) -> tuple[str, float]:
+def verified(config: Config, source: str, shape: tuple[int, int, int], inputs: str = UNIFORM) -> VerifyRow:
+    """verify's row for the given source on one input set (seed 1)."""
     runner = lambda cfg, _src, *rest: run(cfg, source, *rest)  # noqa: E731  (the given source)
-    row = check(config, source, shape, runner, seed=1)
+    return check_on(config, source, shape, runner, 1, inputs)
+
+
+def error(config: Config, source: str, shape: tuple[int, int, int], inputs: str = UNIFORM) -> tuple[str, float]:
+    row = verified(config, source, shape, inputs)
     return row.status, row.error
 
 
@@ -29,21 +35,22 @@ def plain_tf32(config: Config) -> tuple[Config, str]:
     return plain, render(plain)
 
 
-def fp32_error(shape: tuple[int, int, int]) -> float:
+def fp32_error(shape: tuple[int, int, int], inputs: str = UNIFORM) -> float:
     """numpy's float32 product (BLAS SGEMM) against the float64 reference, on check()'s inputs."""
-    A, B = random_inputs(*shape, 1)
+    A, B = INPUT_SETS[inputs](*shape, 1)
     return relative_error(A @ B, reference(A, B))
 
 
-def assert_fp32_tc_at(config: Config, shapes: tuple[tuple[int, int, int], ...]) -> None:
-    """The config verifies at each shape within the fp32-tc contract's bound: twice numpy's FP32 error."""
+def assert_fp32_tc_at(config: Config, shapes: tuple[tuple[int, int, int], ...], inputs: str = UNIFORM) -> None:
+    """The config verifies at each shape within the fp32-tc contract's bound on one input set: twice
+    numpy's FP32 error on those inputs."""
     from autotune.codegen.render import render
 
     source = render(config)
     for shape in shapes:
-        status, err = error(config, source, shape)
+        status, err = error(config, source, shape, inputs)
         assert status == "ok", shape
-        assert err <= 2 * max(fp32_error(shape), 2.0**-24), shape
+        assert err <= 2 * max(fp32_error(shape, inputs), 2.0**-24), shape
 
 
 def edit(source: str, old: str, new: str) -> str:

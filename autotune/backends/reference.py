@@ -43,10 +43,20 @@ a family's rows are measured under):
   doubles the error, so 2x admits FP32-class results and nothing a bit coarser. err_ref is floored
   at UNIT_ROUNDOFF: the output itself is FP32, and at tiny K an exact product can make cuBLAS's
   error 0, which no FP32 result can be required to beat.
+
+The input sets (input_sets): every contract is checked on random_inputs, uniform in [-1, 1]; fp32-tc
+also on wide_inputs, the same values with their exponents spread over 2^+-20 across and within rows
+and columns (widen), judged alike against their own float64 product and FP32's error on them. On
+uniform inputs every value of a row has about the same exponent, which hides the weakness of a scheme
+that scales a whole row at once (the Ozaki scheme's: a value far below its row's largest keeps few
+bits) and any mix-up of one row's scale with another's; an FP32 product rounds each value alike, so
+the wide set holds a kernel to FP32-class accuracy where FP32 itself has it. The fp32 contract needs
+no second set: FP32 arithmetic rounds every value relative to itself, whatever its exponent, and its
+check only looks for bugs.
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -55,21 +65,24 @@ from autotune.space import Value
 TOLERANCE = 1e-4
 TC_FACTOR = 2.0
 UNIT_ROUNDOFF = 2.0**-24
+WIDE_EXPONENT = 20  # the wide inputs' powers of two: 2^-20 to 2^20 (widen)
 ELEMENT_FACTOR = 2.0  # the elementwise bound's c: the kernel's rounding and an FP32 reference's
 FP32, FP32_TC = "fp32", "fp32-tc"  # the contracts' names, as families.PRECISIONS spells them
+UNIFORM, WIDE = "uniform", "wide"  # the input sets' names (INPUT_SETS), as reasons say them
 
 
-def judge(precision: str, err: float, err_ref: float | None = None) -> str | None:
+def judge(precision: str, err: float, err_ref: float | None = None, inputs: str = UNIFORM) -> str | None:
     """Why a result breaks its contract, in one line (None: it passes). err_ref: the FP32
-    reference's own error against float64 (needed by fp32-tc only)."""
+    reference's own error against float64 (needed by fp32-tc only); inputs: the input set both
+    errors were measured on (INPUT_SETS), which fp32-tc's reason names."""
     if precision == FP32_TC:
         if err_ref is None:
             raise ValueError("the fp32-tc contract needs cuBLAS FP32's error (err_ref)")
         bound = TC_FACTOR * max(err_ref, UNIT_ROUNDOFF)
         if err <= bound:
             return None
-        return (f"relative error {err:.3g} > {TC_FACTOR:g} x FP32's {err_ref:.3g} against float64 "
-                f"({err / max(err_ref, UNIT_ROUNDOFF):.3g}x; contract fp32-tc)")
+        return (f"relative error {err:.3g} > {TC_FACTOR:g} x FP32's {err_ref:.3g} against float64 on {inputs} "
+                f"inputs ({err / max(err_ref, UNIT_ROUNDOFF):.3g}x; contract fp32-tc)")
     return None if err <= TOLERANCE else f"relative error {err:.3g} > {TOLERANCE:g}"
 
 
@@ -156,3 +169,41 @@ def random_inputs(M: int, N: int, K: int, seed: int) -> tuple[np.ndarray, np.nda
     A = rng.uniform(-1.0, 1.0, size=(M, K)).astype(np.float32)
     B = rng.uniform(-1.0, 1.0, size=(K, N)).astype(np.float32)
     return A, B
+
+
+def widen(A: np.ndarray, B: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """A and B with their exponents spread over 2^-WIDE_EXPONENT to 2^WIDE_EXPONENT: each row of A and
+    column of B times 2^r, and each element times a further 2^e, r and e integers uniform in that range
+    (the same for the same seed and shapes). Exact: a power of two only moves the exponent, and values
+    of at most 2^40 times [-1, 1] stay far inside FP32's normal range.
+    Both parts, because each alone is too easy for some kernel. A power of two per row of A and per
+    column of B moves C's rows and columns apart, which a kernel with a per-row scale must carry (one
+    row's shift used for another's is wrong by far); but the Ozaki scheme's scaling and 3xTF32's split
+    take such a power out exactly, so alone it changes no output's relative error, only which outputs
+    weigh most in the norm (tests/test_verify_wide.py: Ozaki's output just scales). The
+    power per element spreads a row of A (and a column of B) within itself: the values far below the
+    row's largest then keep few of the p bits a per-row scale gives them, which an Ozaki kernel with
+    too few moduli cannot hide, while an FP32 product rounds every value alike (docs/ozaki.md)."""
+    (M, K), N = A.shape, B.shape[1]
+    rng = np.random.default_rng([seed, M, N, K, 1])  # 1: a stream apart from random_inputs' own
+
+    def powers(rows: int, cols: int) -> np.ndarray:  # int8, not int64: an eighth of the memory at 16384^2
+        return rng.integers(-WIDE_EXPONENT, WIDE_EXPONENT + 1, size=(rows, cols), dtype=np.int8)
+
+    a = np.ldexp(np.ldexp(np.asarray(A, dtype=np.float32), powers(M, 1)), powers(M, K))
+    b = np.ldexp(np.ldexp(np.asarray(B, dtype=np.float32), powers(1, N)), powers(K, N))
+    return a, b
+
+
+def wide_inputs(M: int, N: int, K: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """random_inputs(M, N, K, seed) widened (`widen`): the fp32-tc contract's second input set."""
+    return widen(*random_inputs(M, N, K, seed), seed)
+
+
+Inputs = Callable[[int, int, int, int], tuple[np.ndarray, np.ndarray]]  # (M, N, K, seed) -> (A, B)
+INPUT_SETS: dict[str, Inputs] = {UNIFORM: random_inputs, WIDE: wide_inputs}
+
+
+def input_sets(precision: str) -> tuple[str, ...]:
+    """The input sets a contract is verified on, in order (the first set's errors are a passing row's)."""
+    return (UNIFORM, WIDE) if precision == FP32_TC else (UNIFORM,)

@@ -16,12 +16,14 @@ import numpy as np
 
 from autotune.backends.reference import (  # noqa: F401 (TOLERANCE re-exported)
     FP32_TC,
+    INPUT_SETS,
     TOLERANCE,
+    UNIFORM,
     abs_product,
     element_violation,
     fp32_error,
+    input_sets,
     judge,
-    random_inputs,
     reference,
     relative_error,
     stored,
@@ -51,9 +53,21 @@ class VerifyRow:
 
 def check(config: Config, source: str, shape: tuple[int, int, int], run: Runner, seed: int = 0) -> VerifyRow:
     """Run one config on one shape and hold it to its family's contract (reference.judge) against
-    the float64 reference."""
+    the float64 reference, on each input set the contract names (reference.input_sets): the first
+    set that breaks it gives the row, named in its reason; a passing row carries the first set's errors."""
+    rows = []
+    for inputs in input_sets(config.family.precision):
+        rows.append(check_on(config, source, shape, run, seed, inputs))
+        if rows[-1].status != "ok":
+            return rows[-1]
+    return rows[0]
+
+
+def check_on(config: Config, source: str, shape: tuple[int, int, int], run: Runner, seed: int,
+             inputs: str = UNIFORM) -> VerifyRow:
+    """check() on one input set (reference.INPUT_SETS)."""
     M, N, K = shape
-    A, B = random_inputs(M, N, K, seed)
+    A, B = INPUT_SETS[inputs](M, N, K, seed)
     try:
         C = run(config, source, config.geometry(M, N), *stored(A, B, config.values), M, N, K)
     except Exception as exc:  # a backend error with a kind is a result; anything else is a bug
@@ -65,7 +79,7 @@ def check(config: Config, source: str, shape: tuple[int, int, int], run: Runner,
     err = relative_error(C, ref)
     precision = config.family.precision
     err_ref = fp32_error(A, B, ref) if precision == FP32_TC else None
-    why = judge(precision, err, err_ref)
+    why = judge(precision, err, err_ref, inputs)
     if why is None:
         element = element_violation(C, ref, abs_product(A, B), K, precision)
         return VerifyRow(config.name, shape, "wrong" if element else "ok", err, element or "", err_ref)

@@ -6,7 +6,6 @@ cuBLAS time are made once, then every config is checked and timed against them.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import numpy as np
 
@@ -16,15 +15,15 @@ from autotune.backends.cuda import compare as gpu_compare
 from autotune.backends.cuda.buffers import (  # noqa: F401 (re-exported: where callers import them from)
     download,
     driver_result,
-    poison,
     poisoned,
     upload,
     upload_into,
 )
 from autotune.backends.cuda.cublas import Cublas
 from autotune.backends.cuda.device import DeviceInfo, device_info, sm_clock_mhz
-from autotune.backends.cuda.exact import Exact
+from autotune.backends.cuda.exact import Exact, check_free
 from autotune.backends.cuda.launch import Kernels, launch_config, load_kernel, load_kernels
+from autotune.backends.cuda.problem import Problem, problem_bytes
 from autotune.backends.cuda.timing import (
     HEAD_START_NAME,
     HEAD_START_SOURCE,
@@ -37,11 +36,11 @@ from autotune.backends.outcome import COMPILE_ERROR, OK, WRONG, Fault, Outcome, 
 from autotune.backends.reference import (
     FP32,
     FP32_TC,
+    WIDE,
     element_bound,
     element_text,
+    input_sets,
     judge,
-    random_inputs,
-    stored,
     transposes,
 )
 from autotune.codegen import nvrtc as nvrtc
@@ -58,52 +57,6 @@ class DeviceFault(Fault):
 def plain_operands(config: Config, M: int, N: int, K: int) -> Operands | None:
     """A BLAS=1 kernel handed a plain problem (contiguous A, B, C; one batch): C = A*B as alpha 1, beta 0."""
     return tight(M, N, K, *transposes(config.values)) if takes_blas(config.values) else None
-
-
-class Problem:
-    """Device buffers and the cuBLAS reference for one shape: on the device (ref_dev, what
-    outputs are compared against) and on the host (ref, to restore ref_dev from). ref_sums:
-    what the comparison sums of ref_dev while it is intact (set by the backend)."""
-
-    def __init__(self, dev, stream, blas: Cublas, M: int, N: int, K: int, seed: int):
-        self.M, self.N, self.K, self.stream, self.dev = M, N, K, stream, dev
-        A, B = random_inputs(M, N, K, seed)
-        self.a, self.b = upload(dev, stream, A), upload(dev, stream, B)
-        self.host = (A, B)
-        self._stored: dict[tuple[bool, bool], tuple[Any, Any]] = {(False, False): (self.a, self.b)}
-        self.c = dev.allocate(M * N * 4, stream=stream)
-        self.ref_dev = dev.allocate(M * N * 4, stream=stream)
-        blas.sgemm(int(self.a.handle), int(self.b.handle), int(self.ref_dev.handle), M, N, K)
-        self.scale_dev = dev.allocate(M * N * 4, stream=stream)  # |A| . |B|: the elementwise bound's scale
-        absolute = upload(dev, stream, np.abs(A)), upload(dev, stream, np.abs(B))
-        blas.sgemm(int(absolute[0].handle), int(absolute[1].handle), int(self.scale_dev.handle), M, N, K)
-        self.ref = download(stream, self.ref_dev, M, N)  # synchronizes: |A| and |B| may go
-        self.scale = download(stream, self.scale_dev, M, N)
-        self.ref_sums: tuple[float, float] | None = None
-        self.scale_sum: float | None = None  # the elementwise check's sum of scale_dev, intact (set by the backend)
-        self.exact: Exact | None = None  # the float64 product (fp32-tc), made at the first need
-
-    def operands(self, config: Config) -> tuple[Any, Any]:
-        """The device A and B a kernel of this layout reads (TA, TB: transposed copies, uploaded
-        once); the reference, cuBLAS's A * B, is every layout's."""
-        key = transposes(config.values)
-        if key not in self._stored:
-            A, B = stored(*self.host, config.values)
-            self._stored[key] = (upload(self.dev, self.stream, A) if key[0] else self.a,
-                                 upload(self.dev, self.stream, B) if key[1] else self.b)
-        return self._stored[key]
-
-    def restore_reference(self) -> None:
-        upload_into(self.stream, self.ref_dev, self.ref)
-
-    def restore_scale(self) -> None:
-        upload_into(self.stream, self.scale_dev, self.scale)
-
-    def poison(self) -> None:
-        poison(self.stream, self.c, self.M, self.N)
-
-    def download(self) -> np.ndarray:
-        return download(self.stream, self.c, self.M, self.N)
 
 
 def required_kernel(source: str, name: str, arch: str, dynamic_shared: int, device: int, what: str | None = None):
@@ -173,9 +126,8 @@ class Stopwatch:
 def bytes_needed(M: int, N: int, K: int) -> int:
     """Device memory for one shape: A, B, C, the reference and |A| . |B|, and the odd-shape check problem
     beside them (a prologue's workspace, a copy of B, is a config's own: where it does not fit, that
-    config fails)."""
-    cm, cn, ck = CHECK_SHAPE
-    return 4 * (M * K + K * N + 3 * M * N + cm * ck + ck * cn + 3 * cm * cn)
+    config fails; fp32-tc's wide problem and float64 products are checked when first made)."""
+    return problem_bytes(M, N, K) + problem_bytes(*CHECK_SHAPE)
 
 
 def check_memory(M: int, N: int, K: int, total: int, device: int) -> None:
@@ -219,13 +171,13 @@ class CudaBackend(Backend):
         self.head_start = HeadStart(required_kernel(HEAD_START_SOURCE, HEAD_START_NAME, self.info.arch, 0,
                                                     self.info.index, "the timing head start"), self.stream)
         self.compare64: GpuCompare | None = None  # against a float64 reference (fp32-tc), built at the first need
-        self.shape = (M, N, K)
+        self.shape, self.seed = (M, N, K), seed
         self.main = Problem(self.dev, self.stream, self.blas, M, N, K, seed)
         self.check = Problem(self.dev, self.stream, self.blas, *CHECK_SHAPE, seed + 1)
+        self.wide: Problem | None = None  # fp32-tc's second input set at the search shape, made at the first need
         self.elements = GpuElements(self.dev, self.stream, self.info.arch, self.info.index)
         for p in (self.main, self.check):
-            p.ref_sums = self.compare.compare(p.ref_dev, p.ref_dev, p.M * p.N).ref_sums
-            p.scale_sum = self.elements.worst(p.ref_dev, p.ref_dev, p.scale_dev, p.M * p.N, p.K).scale_sum
+            self._guard(p)
         self._canary()
         self.baseline = nn = self._time_baseline()
         self.layout_baselines = self._time_layouts(nn)
@@ -281,21 +233,23 @@ class CudaBackend(Backend):
         if not built.ok:
             return Outcome(COMPILE_ERROR, reason=first_error(built.log), extra={"compile_log": built.log})
         self.tick()
-        if config.family.precision == FP32_TC:  # before the try: no room is the environment's fault
-            self._exact(self.main)
+        problems = self._problems_for(config)  # before the try: no room for them is the environment's fault
+        if config.family.precision == FP32_TC:
+            for p in problems[:-1]:  # the search shape's, one per input set: each its float64 product
+                self._exact(p)
         stages = {"t_compile_s": clock.lap()}  # a cache hit when the search compiled it ahead
         try:
             kernel = load_kernels(built.cubin, config, config.geometry(*self.shape[:2], self.limits).shared_bytes, self.info.index)
             extra = {"num_regs": kernel.main.attributes.num_regs,
                      "static_shared": kernel.main.attributes.shared_size_bytes}
             row_errors: tuple[float, float | None] | None = None  # the search shape's: its verdict comes first
-            for problem in (self.main, self.check):
+            for problem in problems:
                 err, err_ref, wrong = self._verify(kernel, config, problem)
                 if wrong:
                     return Outcome(WRONG, reason=wrong, err=err, err_ref=err_ref, extra=extra)
                 row_errors = row_errors or (err, err_ref)
                 self.tick()
-            assert row_errors is not None  # set by the loop over both problems
+            assert row_errors is not None  # set by the loop over the problems
             err, err_ref = row_errors
             stages["t_verify_s"] = clock.lap()
             timing = time_ms(lambda: self._launch(kernel, config, self.main), self.stream, tick=self.tick,
@@ -306,6 +260,29 @@ class CudaBackend(Backend):
         extra["sm_clock_mhz"] = sm_clock_mhz(self.info.uuid)
         stages["t_clock_s"] = clock.lap()  # nvidia-smi: a process per trial; recorded to see what it costs
         return Outcome(OK, err=err, err_ref=err_ref, timing=timing, extra={**extra, **stages})
+
+    def _problems_for(self, config: Config) -> tuple[Problem, ...]:
+        """The problems a kernel is verified on, in order: the search shape on each input set of its contract
+        (reference.input_sets; the first's verdict and errors come first), then the odd check shape.
+        What fp32-tc's wide set costs. Per trial: one more run of the kernel at the search shape (a trial
+        already runs it once to verify and 4 to 21 times to time it, timing.time_ms) and three reductions
+        over its M x N outputs (the two guards and the float64 comparison), each a read of C and a download
+        of a few KiB; small beside the compile. Once per backend, at its first fp32-tc kernel: the wide
+        inputs drawn on the host and uploaded, two SGEMMs (their reference and |A| . |B|), a DGEMM, and
+        problem_bytes + 8 M N bytes of device memory (refused in one line where they do not fit)."""
+        if WIDE not in input_sets(config.family.precision):
+            return self.main, self.check
+        if self.wide is None:
+            M, N, K = self.shape
+            check_free(M, N, K, problem_bytes(M, N, K), "the wide inputs (fp32-tc's second input set)")
+            self.wide = Problem(self.dev, self.stream, self.blas, M, N, K, self.seed, WIDE)
+            self._guard(self.wide)
+        return self.main, self.wide, self.check
+
+    def _guard(self, p: Problem) -> None:
+        """Record the sums of p's reference and scale while intact: each verification compares them (_verify)."""
+        p.ref_sums = self.compare.compare(p.ref_dev, p.ref_dev, p.M * p.N).ref_sums
+        p.scale_sum = self.elements.worst(p.ref_dev, p.ref_dev, p.scale_dev, p.M * p.N, p.K).scale_sum
 
     def _launch(self, kernels: Kernels, config: Config, p: Problem, poison: bool = False) -> None:
         """All of the config's launches on the problem; poison: a verification's (space.Prologue's
@@ -325,10 +302,10 @@ class CudaBackend(Backend):
     def _verify(self, kernels: Kernels, config: Config, p: Problem) -> tuple[float, float | None, str | None]:
         """The output's relative error under its family's contract (reference.judge), cuBLAS FP32's
         own error (fp32-tc only), and why the output is wrong (None: it is right).
-        The contract is the search shape's. The odd check shape is there for the tails and guards,
-        which a wrong one breaks by far more than any rounding, so it is held to the FP32 tolerance
-        whatever the family: at its K=93 a 3xTF32 product's own rounding outweighs twice the error
-        of FP32's short sums, which says nothing of the kernel at the shape it is tuned for."""
+        The contract is the search shape's, on each of its input sets (p.inputs). The odd check shape is
+        there for the tails and guards, which a wrong one breaks by far more than any rounding, so it is held
+        to the FP32 tolerance whatever the family: at its K=93 a 3xTF32 product's own rounding outweighs
+        twice the error of FP32's short sums, which says nothing of the kernel at the shape it is tuned for."""
         p.poison()
         self._launch(kernels, config, p, poison=True)
         result = self.compare.compare(p.c, p.ref_dev, p.M * p.N)  # also under fp32-tc: the sums guard ref_dev
@@ -339,7 +316,7 @@ class CudaBackend(Backend):
             p.restore_scale()
             return (float("inf"), None,
                     f"wrote outside its output at {shape} (over the reference or |A|.|B|, now restored)")
-        precision = config.family.precision if p is self.main else FP32
+        precision = config.family.precision if p is not self.check else FP32
         if precision != FP32_TC:
             why = judge(precision, result.error)
             if why is None and config.family.precision == FP32 and worst.ratio > 1:  # not fp32-tc's
@@ -350,7 +327,7 @@ class CudaBackend(Backend):
         if err is None:
             return (float("inf"), exact.err_ref,
                     f"wrote outside its output at {shape} (over the float64 reference, now restored)")
-        why = judge(precision, err, exact.err_ref)
+        why = judge(precision, err, exact.err_ref, p.inputs)
         return err, exact.err_ref, why and f"{why} at {shape}"
 
 

@@ -6,8 +6,9 @@ launch; the baseline is cuBLAS's strided-batched time for the same B products (N
 """
 from __future__ import annotations
 
-from autotune.backends.cuda.backend import CudaBackend, Problem
+from autotune.backends.cuda.backend import CudaBackend
 from autotune.backends.cuda.launch import Kernels, launch_kernel
+from autotune.backends.cuda.problem import Problem
 from autotune.backends.cuda.strided import StridedProblem
 from autotune.backends.cuda.timing import time_ms
 from autotune.backends.outcome import Timing

@@ -20,14 +20,15 @@ def extra_bytes(M: int, N: int, K: int) -> int:
     return 8 * (M * K + K * N + M * N)
 
 
-def check_free(M: int, N: int, K: int) -> None:
-    """Refuse with one line, before allocating, when the device has no room for the product."""
+def check_free(M: int, N: int, K: int, also: int = 0, what: str = "the float64 reference") -> None:
+    """Refuse with one line, before allocating, when the device has no room for the product and
+    `also` bytes more (what: the thing refused, as the line names it)."""
     from cuda.bindings import driver
 
     free, _total = driver_result(driver.cuMemGetInfo())
-    need = extra_bytes(M, N, K)
+    need = extra_bytes(M, N, K) + also
     if need > 0.9 * free:
-        raise AutotuneError(f"the float64 reference of {M}x{N}x{K} (--precision fp32-tc) needs "
+        raise AutotuneError(f"{what} of {M}x{N}x{K} (--precision fp32-tc) needs "
                             f"{need / 2**30:.1f} GiB but {free / 2**30:.1f} GiB are free: use a smaller shape")
 
 

@@ -9,21 +9,26 @@ from __future__ import annotations
 import platform
 import time
 
+import numpy as np
+
 from autotune.backends import sim
 from autotune.backends.base import Backend
 from autotune.backends.canary import broken, canary
 from autotune.backends.outcome import COMPILE_ERROR, LAUNCH_ERROR, OK, TIMEOUT, WRONG, Outcome, Timing
 from autotune.backends.reference import (
     FP32_TC,
+    WIDE,
     abs_product,
     element_violation,
     fp32_error,
+    input_sets,
     judge,
     random_inputs,
     reference,
     relative_error,
     stored,
     transposes,
+    wide_inputs,
 )
 from autotune.backends.sim.build import build_kernel, compiler
 from autotune.backends.sim.runner import DEFAULT_TIMEOUT_S
@@ -60,6 +65,7 @@ class SimBackend(Backend):
         self.ref = reference(self.A, self.B)
         self.scale = abs_product(self.A, self.B)  # the elementwise bound's |A| . |B|
         self._err_ref: float | None = None  # fp32-tc: FP32's own error here, computed at the first need
+        self._wide: tuple[np.ndarray, np.ndarray, np.ndarray, float] | None = None  # fp32-tc: A, B, ref, err_ref
         self.tick = lambda: None  # a worker process sets this to report progress to its parent
         self.min_launch_s = self._canary()
 
@@ -97,14 +103,36 @@ class SimBackend(Backend):
             C = sim.run(config, source, config.geometry(M, N, self.limits), A, B, M, N, K, timeout)
         except sim.SimError as exc:
             return Outcome(STATUS_OF_KIND[exc.kind], reason=f"{exc.kind}: {exc.message}"[:300])
-        ms = (time.perf_counter() - start) * 1e3
+        ms = (time.perf_counter() - start) * 1e3  # the uniform run's alone: the wide set's below is fp32-tc's extra
         err = relative_error(C, self.ref)
         precision = config.family.precision
         err_ref = self.err_ref() if precision == FP32_TC else None
         why = judge(precision, err, err_ref) or element_violation(C, self.ref, self.scale, K, precision)
         if why:
             return Outcome(WRONG, reason=why, err=err, err_ref=err_ref)
+        if WIDE in input_sets(precision):  # the fp32-tc contract's second input set
+            wide = self._measure_wide(config, source, timeout)
+            if wide.status != OK:
+                return wide
         return Outcome(OK, err=err, err_ref=err_ref, timing=Timing(ms, ms, ms, 1))
+
+    def _measure_wide(self, config: Config, source: str, timeout: float) -> Outcome:
+        """The kernel on the wide inputs (reference.wide_inputs), held to fp32-tc against their own float64
+        product and numpy FP32's error on them: OK (no timing) or why not. One more emulated run per trial."""
+        M, N, K = self.shape
+        if self._wide is None:
+            A, B = wide_inputs(M, N, K, self.seed)
+            ref = reference(A, B)
+            self._wide = A, B, ref, fp32_error(A, B, ref)
+        A, B, ref, err_ref = self._wide
+        try:
+            C = sim.run(config, source, config.geometry(M, N, self.limits), *stored(A, B, config.values), M, N, K,
+                        timeout)
+        except sim.SimError as exc:
+            return Outcome(STATUS_OF_KIND[exc.kind], reason=f"{exc.kind} on {WIDE} inputs: {exc.message}"[:300])
+        err = relative_error(C, ref)
+        why = judge(FP32_TC, err, err_ref, WIDE)
+        return Outcome(WRONG, reason=why, err=err, err_ref=err_ref) if why else Outcome(OK, err=err, err_ref=err_ref)
 
     def _measure_batch(self, config: Config, source: str, timeout: float, start: float) -> Outcome:
         """A strided batch of tight operands (space.blas.tight), checked against float64 per batch."""
