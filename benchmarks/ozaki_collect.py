@@ -3,6 +3,9 @@ Ozaki issue asks for: {"device", "runs": [{family, kernel, inputs}], "shapes": [
 "cublas_ms","err_ours","err_cublas","moduli","inputs","family"}]}.
 
     python benchmarks/ozaki_collect.py out/ozaki-T8-randn.json out/tf32x3wg-randn.json ... -o benchmarks/data/ozaki-h200.json
+
+Each shape row carries the commit its run measured; --keep FAMILY carries that family's rows over from the
+output file as it is (measured at an earlier commit, which they keep).
 """
 from __future__ import annotations
 
@@ -19,12 +22,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+")
     parser.add_argument("-o", "--out", required=True)
-    parser.add_argument("--commit", default="")
+    parser.add_argument("--commit", default="", help="the commit the runs measured")
+    parser.add_argument("--keep", action="append", default=[], help="a family whose rows the output file keeps")
     args = parser.parse_args()
     runs = [json.loads(Path(p).read_text()) for p in args.runs]
-    shapes = [{"family": r["family"], "kernel": r["kernel"], **{k: s[k] for k in KEEP if k in s}}
+    shapes = [{"family": r["family"], "kernel": r["kernel"], "commit": args.commit, **{k: s[k] for k in KEEP if k in s}}
               for r in runs for s in r["shapes"]]
-    out = {"device": runs[0]["device"], "commit": args.commit, "cublas": runs[0]["cublas"], "shapes": shapes}
+    if args.keep:
+        old = json.loads(Path(args.out).read_text())
+        shapes += [{"commit": old.get("commit", ""), **s} for s in old["shapes"] if s["family"] in args.keep]
+    out = {"device": runs[0]["device"], "cublas": runs[0]["cublas"], "shapes": shapes}
     Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
     return 0
 
