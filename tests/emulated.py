@@ -56,3 +56,16 @@ def assert_fp32_tc_at(config: Config, shapes: tuple[tuple[int, int, int], ...], 
 def edit(source: str, old: str, new: str) -> str:
     assert source.count(old) == 1, f"{old!r} is not in the source once; the template changed?"
     return source.replace(old, new)
+
+
+def assert_mutation_caught(config, old: str, new: str, shape) -> None:
+    """The config's kernel is right at the shape and the one with `old` edited to `new` is wrong by far more
+    than the right one's error (a mutation test)."""
+    from autotune.codegen.render import render
+
+    source = render(config)
+    status, whole = error(config, source, shape)
+    assert status == "ok"
+    status, err = error(config, edit(source, old, new), shape)
+    assert status == "wrong" and err > 100 * whole, (status, err, whole)
+

@@ -16,7 +16,7 @@ from autotune.families import FAMILIES, OZAKIWG, families_for, ozaki_math
 from autotune.families.ozakiwg import BK, BM, residue_every
 from autotune.space import PROLOGUE_SUFFIX, Config, Limits, ceil_div, make_config, valid_configs, violations
 from autotune.space.formula import derive_prologue
-from tests.emulated import assert_fp32_tc_at, edit, error
+from tests.emulated import assert_fp32_tc_at, assert_mutation_caught
 
 # odd M, N and K: one k-tile (K = 9, 33), several through every stage and their refills (300: 3 k-tiles,
 # 1100: 9, past 3 stages twice); N below BN; a 1-row and a 1-column product
@@ -72,13 +72,7 @@ MUTATIONS = {
 
 @pytest.mark.parametrize("name", MUTATIONS)
 def test_a_mutated_kernel_is_wrong(name):
-    config = wg(SMALL)
-    source = render(config)
-    mutated = edit(source, *MUTATIONS[name])
-    status, whole = error(config, source, MUTATION_SHAPE)
-    assert status == "ok"
-    status, err = error(config, mutated, MUTATION_SHAPE)
-    assert status == "wrong" and err > 100 * whole, name
+    assert_mutation_caught(wg(SMALL), *MUTATIONS[name], MUTATION_SHAPE)
 
 
 def test_the_sums_are_reduced_before_they_could_pass_two_to_the_31():

@@ -290,22 +290,31 @@ inline void __sim_wgmma_row(unsigned start, int r, float (&out)[8]) {
     }
 }
 
-inline void __sim_wgmma_tf32(float* d, int n, unsigned long long desc_a, unsigned long long desc_b, bool accumulate) {
-    if (n < 8 || n > 256 || n % 8) __sim_fail("wgmma", "wgmma m64nNk8: N must be a multiple of 8 from 8 to 256");
+// One warpgroup MMA's part for this thread, from operand rows read by Row (row(start, r, out): row r's K values),
+// summed in k order in Sum (float for TF32; unsigned for s8, whose wrap modulo 2^32 is the ISA's).
+template <typename Sum, typename Elem, int K, typename Out, typename Row>
+inline void __sim_wgmma_part(Out* d, int n, unsigned long long desc_a, unsigned long long desc_b, bool accumulate,
+                             const char* shape, Row row) {
+    if (n < 8 || n > 256 || n % 8) __sim_fail("wgmma", shape);
     const unsigned a = __sim_wgmma_start(desc_a, "A"), b = __sim_wgmma_start(desc_b, "B");
     const int t = static_cast<int>(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % 128;
     const int w = t / 32, g = t % 32 / 4, q = t % 4;
-    float rows[2][8], col[8];
-    for (int h = 0; h < 2; ++h) __sim_wgmma_row(a, 16 * w + g + 8 * h, rows[h]);
+    Elem rows[2][K], col[K];
+    for (int h = 0; h < 2; ++h) row(a, 16 * w + g + 8 * h, rows[h]);
     for (int j = 0; j < n / 8; ++j)
         for (int c = 0; c < 2; ++c) {
-            __sim_wgmma_row(b, 8 * j + 2 * q + c, col);
+            row(b, 8 * j + 2 * q + c, col);
             for (int h = 0; h < 2; ++h) {
-                float sum = accumulate ? d[4 * j + 2 * h + c] : 0.0f;
-                for (int k = 0; k < 8; ++k) sum += rows[h][k] * col[k];
-                d[4 * j + 2 * h + c] = sum;
+                Sum sum = accumulate ? Sum(d[4 * j + 2 * h + c]) : Sum(0);
+                for (int k = 0; k < K; ++k) sum += Sum(rows[h][k] * col[k]);
+                d[4 * j + 2 * h + c] = Out(sum);
             }
         }
+}
+
+inline void __sim_wgmma_tf32(float* d, int n, unsigned long long desc_a, unsigned long long desc_b, bool accumulate) {
+    __sim_wgmma_part<float, float, 8>(d, n, desc_a, desc_b, accumulate,
+                                      "wgmma m64nNk8: N must be a multiple of 8 from 8 to 256", __sim_wgmma_row);
 }
 
 // ---- wgmma.mma_async.sync.aligned.m64nNk32.s32.s8.s8 d, desc-a, desc-b, scale-d (the ozakiwg family) ----
@@ -323,21 +332,8 @@ inline void __sim_wgmma_row_s8(unsigned start, int r, int (&out)[32]) {
 }
 
 inline void __sim_wgmma_s8(int* d, int n, unsigned long long desc_a, unsigned long long desc_b, bool accumulate) {
-    if (n < 8 || n > 256 || n % 8) __sim_fail("wgmma", "wgmma m64nNk32: N must be a multiple of 8 from 8 to 256");
-    const unsigned a = __sim_wgmma_start(desc_a, "A"), b = __sim_wgmma_start(desc_b, "B");
-    const int t = static_cast<int>(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % 128;
-    const int w = t / 32, g = t % 32 / 4, q = t % 4;
-    int rows[2][32], col[32];
-    for (int h = 0; h < 2; ++h) __sim_wgmma_row_s8(a, 16 * w + g + 8 * h, rows[h]);
-    for (int j = 0; j < n / 8; ++j)
-        for (int c = 0; c < 2; ++c) {
-            __sim_wgmma_row_s8(b, 8 * j + 2 * q + c, col);
-            for (int h = 0; h < 2; ++h) {
-                unsigned sum = accumulate ? unsigned(d[4 * j + 2 * h + c]) : 0u;
-                for (int k = 0; k < 32; ++k) sum += unsigned(rows[h][k] * col[k]);
-                d[4 * j + 2 * h + c] = int(sum);
-            }
-        }
+    __sim_wgmma_part<unsigned, int, 32>(d, n, desc_a, desc_b, accumulate,
+                                        "wgmma m64nNk32: N must be a multiple of 8 from 8 to 256", __sim_wgmma_row_s8);
 }
 
 // ---- mbarrier (sm_80+) and cp.async.bulk (sm_90): a producer that hands shared memory to consumers ----
