@@ -195,6 +195,7 @@ def _header(o: SearchOptions, workers: list) -> str:
     devices = ",".join(str(w.spec.device) for w in workers)
     where = f"devices {devices}" if backend_kind(o.kind).on_gpus else f"{len(workers)} worker(s)"
     cublas = f", cuBLAS {base.median_ms:.3f} ms" if base else ""
+    cublas += f" at {base.watts:.0f} W" if base and base.watts else ""
     return (f"autotune: {prov['gpu_name']} ({prov['arch']}), {where}, shape {'x'.join(map(str, o.shape))}, "
             f"families {', '.join(f.name for f in o.families)}, sampler {o.sampler}{cublas}")
 
@@ -205,6 +206,7 @@ def _record_baseline(db, backend) -> None:
                                "M": M, "N": N, "K": K, "time_ms": t.median_ms, "time_ms_min": t.min_ms,
                                "time_ms_max": t.max_ms, "tflops": 2.0 * M * N * K / t.median_ms / 1e9,
                                "sm_clock_mhz": backend.baseline_clock,
+                               **({"watts": t.watts} if t.watts is not None else {}),  # a REAL, never a first NULL
                                "library": f"cuBLAS {prov['cublas_version']} (pedantic FP32, no TF32)"})
 
 
