@@ -32,7 +32,16 @@ def format_row(row: dict) -> str:
     return (f"{row['kernel']}  (id {row['id']}, {row['gpu_name']}, {shape})\n"
             f"  {row['time_ms']:.3f} ms median [{row['time_ms_min']:.3f} .. {row['time_ms_max']:.3f}], "
             f"{row['tflops']:.2f} TFLOP/s, {pct}{peak}\n"
-            f"  {contract_text(row)}")
+            f"  {contract_text(row)}" + energy_text(row))
+
+
+def energy_text(row: dict) -> str:
+    """The row's power and cuBLAS's, where read (backends/cuda/energy.py): a line of its own, else nothing."""
+    if not row.get("watts") or not row.get("gflops_per_watt"):
+        return ""
+    cublas = (f"; cuBLAS {row['cublas_watts']:.0f} W, {row['cublas_gflops_per_watt']:.3g} GFLOP/s/W"
+              if row.get("cublas_watts") and row.get("cublas_gflops_per_watt") else "")
+    return f"\n  {row['watts']:.0f} W, {row['gflops_per_watt']:.3g} GFLOP/s/W{cublas}"
 
 
 @dataclass(frozen=True)
