@@ -9,7 +9,8 @@ Stages of a new trial (evaluate.py, cuda_backend.py), in order:
   t_compile_s  NVRTC in the GPU worker: a cache hit when the pool finished first
   t_verify_s   load, and the check and main shapes against cuBLAS (compared on the GPU)
   t_time_s     warm-up and timed runs
-  t_clock_s    the SM clock read (nvidia-smi)
+  t_clock_s    the SM clock read (NVML; nvidia-smi where NVML fails)
+  t_energy_s   the power burst after the timed runs (backends/cuda/energy.py; none without NVML)
   t_explain_s  explain-wait: SASS counts (from the pool) saved, and the model
   other        t_trial_s less the stages: the worker round trip, the row
 """
@@ -20,7 +21,8 @@ import sqlite3
 import statistics
 import sys
 
-STAGES = ("t_render_s", "t_wait_s", "t_compile_s", "t_verify_s", "t_time_s", "t_clock_s", "t_explain_s")
+STAGES = ("t_render_s", "t_wait_s", "t_compile_s", "t_verify_s", "t_time_s", "t_clock_s", "t_energy_s",
+          "t_explain_s")
 SUMMARY = re.compile(r"(\d+) trials, (\d+) new measurements.* in ([0-9.]+) s")
 
 

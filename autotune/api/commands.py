@@ -32,7 +32,16 @@ def format_row(row: dict) -> str:
     return (f"{row['kernel']}  (id {row['id']}, {row['gpu_name']}, {shape})\n"
             f"  {row['time_ms']:.3f} ms median [{row['time_ms_min']:.3f} .. {row['time_ms_max']:.3f}], "
             f"{row['tflops']:.2f} TFLOP/s, {pct}{peak}\n"
-            f"  {contract_text(row)}")
+            f"  {contract_text(row)}" + energy_text(row))
+
+
+def energy_text(row: dict) -> str:
+    """The row's power and cuBLAS's, where read (backends/cuda/energy.py): a line of its own, else nothing."""
+    if not row.get("watts") or not row.get("gflops_per_watt"):
+        return ""
+    cublas = (f"; cuBLAS {row['cublas_watts']:.0f} W, {row['cublas_gflops_per_watt']:.3g} GFLOP/s/W"
+              if row.get("cublas_watts") and row.get("cublas_gflops_per_watt") else "")
+    return f"\n  {row['watts']:.0f} W, {row['gflops_per_watt']:.3g} GFLOP/s/W{cublas}"
 
 
 @dataclass(frozen=True)
@@ -195,6 +204,7 @@ def _header(o: SearchOptions, workers: list) -> str:
     devices = ",".join(str(w.spec.device) for w in workers)
     where = f"devices {devices}" if backend_kind(o.kind).on_gpus else f"{len(workers)} worker(s)"
     cublas = f", cuBLAS {base.median_ms:.3f} ms" if base else ""
+    cublas += f" at {base.watts:.0f} W" if base and base.watts else ""
     return (f"autotune: {prov['gpu_name']} ({prov['arch']}), {where}, shape {'x'.join(map(str, o.shape))}, "
             f"families {', '.join(f.name for f in o.families)}, sampler {o.sampler}{cublas}")
 
@@ -205,6 +215,7 @@ def _record_baseline(db, backend) -> None:
                                "M": M, "N": N, "K": K, "time_ms": t.median_ms, "time_ms_min": t.min_ms,
                                "time_ms_max": t.max_ms, "tflops": 2.0 * M * N * K / t.median_ms / 1e9,
                                "sm_clock_mhz": backend.baseline_clock,
+                               **({"watts": t.watts} if t.watts is not None else {}),  # a REAL, never a first NULL
                                "library": f"cuBLAS {prov['cublas_version']} (pedantic FP32, no TF32)"})
 
 

@@ -22,10 +22,11 @@ class Timing:
     min_ms: float
     max_ms: float
     reps: int
+    watts: float | None = None  # the board's average power running it (backends/cuda/energy.py); None: not read
 
     @staticmethod
-    def of(times_ms: list[float]) -> "Timing":
-        return Timing(median(times_ms), min(times_ms), max(times_ms), len(times_ms))
+    def of(times_ms: list[float], watts: float | None = None) -> "Timing":
+        return Timing(median(times_ms), min(times_ms), max(times_ms), len(times_ms), watts)
 
 
 @dataclass
@@ -49,12 +50,18 @@ class Outcome:
             "reps": t.get("reps"),
             # only where measured: a column first added with a None would take the wrong type
             **({"err_ref": self.err_ref} if self.err_ref is not None else {}),
+            **({"watts": t["watts"]} if t.get("watts") is not None else {}),
             **self.extra,
         }
 
 
 def tflops(M: int, N: int, K: int, ms: float) -> float:
     return 2.0 * M * N * K / (ms * 1e-3) / 1e12
+
+
+def per_watt(rate_tflops: float, watts: float | None) -> float | None:
+    """GFLOP/s per watt (GFLOP per joule) at this rate and average power; None where no power was read."""
+    return rate_tflops * 1000.0 / watts if watts else None
 
 
 class Fault(Exception):

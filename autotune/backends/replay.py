@@ -5,7 +5,7 @@ deterministically: the same config always gets the same recorded answer.
 
 What a trial gets:
 - a config recorded as ok, wrong, compile_error or launch_error: the same status, reason,
-  error and (for ok) the same median/min/max time and repetitions;
+  error and (for ok) the same median/min/max time, repetitions and watts;
 - a config the dataset never measured: status `unrecorded` ("not in the recorded dataset").
   It is not a failure of the kernel, so it gets its own status rather than launch_error;
   like every status but ok it can never be best. Refused (invalid) configs never reach a
@@ -115,15 +115,17 @@ def load_baseline(db_path: str | Path, shape: tuple[int, int, int], gpu_name: st
     for rows without a GPU name."""
     conn = _connect(db_path)
     try:
-        rows = conn.execute("SELECT time_ms, time_ms_min, time_ms_max FROM baselines WHERE gpu_name = ? "
-                            "AND M = ? AND N = ? AND K = ?", (gpu_name, *shape)).fetchall()
+        rows = [dict(r) for r in conn.execute("SELECT * FROM baselines WHERE gpu_name = ? AND M = ? AND N = ? AND K = ?",
+                                              (gpu_name, *shape))]
     except sqlite3.DatabaseError:
         rows = []
     finally:
         conn.close()
     if not rows:
         return None
-    return Timing(median(r[0] for r in rows), min(r[1] for r in rows), max(r[2] for r in rows), len(rows))
+    watts = [r["watts"] for r in rows if r.get("watts") is not None]  # none in a dataset from before the column
+    return Timing(median(r["time_ms"] for r in rows), min(r["time_ms_min"] for r in rows),
+                  max(r["time_ms_max"] for r in rows), len(rows), median(watts) if watts else None)
 
 
 class ReplayBackend(Backend):
@@ -174,7 +176,7 @@ class ReplayBackend(Backend):
     def _outcome(row: dict) -> Outcome:
         timing = None
         if row["status"] == OK:
-            timing = Timing(row["time_ms"], row["time_ms_min"], row["time_ms_max"], row["reps"])
+            timing = Timing(row["time_ms"], row["time_ms_min"], row["time_ms_max"], row["reps"], row.get("watts"))
         extra = {k: row[k] for k in _EXTRA if row.get(k) is not None}
         return Outcome(row["status"], reason=row.get("reason") or "", err=row.get("err"), err_ref=row.get("err_ref"),
                        timing=timing, extra=extra)

@@ -9,6 +9,7 @@ from autotune.explain.profile import comparison, stalls_text
 from autotune.explain.roofline import pct_of_roofline, roofline
 from autotune.explain.sections import (
     ceiling_text,
+    energy_table,
     families_table,
     fmt,
     improvements_table,
@@ -150,6 +151,7 @@ def shape_section(data: ReportData) -> list[str]:
         "### The families tried", "", *families_table(data), "",
         "### The ladder: each family's best", "", *ladder_table(data, data.steps), *why_no_model(data.steps), "",
         *([f"![Each family's best with its binding ceiling]({plot_name(data, 'ladder')})", ""] if data.steps else []),
+        *energy_table(data),
         "### The ten fastest verified configs: ceilings against measured", "", *top_table(data), "",
         *profile_lines(data),
         *flat_section(data),

@@ -21,7 +21,7 @@ from typing import Any
 import sqlite_utils
 
 from autotune import store
-from autotune.backends.outcome import OK, tflops
+from autotune.backends.outcome import OK, per_watt, tflops
 from autotune.codegen.render import render, sha256
 from autotune.errors import AutotuneError
 from autotune.explain import counts as ex
@@ -122,12 +122,16 @@ def _line(db: sqlite_utils.Database, label: str, row: dict[str, Any], spec: Devi
 
 
 def cublas(db: sqlite_utils.Database, shape: tuple[int, int, int], gpu: str | None) -> dict[str, Any] | None:
-    """The median of the cuBLAS baselines recorded for this shape (one per search that timed it)."""
+    """The median of the cuBLAS baselines recorded for this shape (one per search that timed it), and of
+    their watts where the power was read."""
     rows = store.baselines(db, shape, gpu)
     if not rows:
         return None
     ms = statistics.median(r["time_ms"] for r in rows)
-    return {"time_ms": ms, "tflops": tflops(*shape, ms), "count": len(rows), "library": rows[-1]["library"]}
+    powered = [r["watts"] for r in rows if r.get("watts")]  # none where NVML was not read, or before the column
+    watts = statistics.median(powered) if powered else None
+    return {"time_ms": ms, "tflops": tflops(*shape, ms), "count": len(rows), "library": rows[-1]["library"],
+            "watts": watts, "gflops_per_watt": per_watt(tflops(*shape, ms), watts)}
 
 
 def build(db_path: str, shape: tuple[int, int, int], preset: str = "h200", gpu: str | None = None,

@@ -90,3 +90,24 @@ def why_no_model(lines: list[Line]) -> list[str]:
         which = "No row has" if len(missing) == len(lines) else f"{len(missing)} of the {len(lines)} rows have no"
         return ["", f"{which} ceilings: {missing[0].why}."]
     return ["", *(f"- {x.label} (`{x.config.name}`): {x.why}." for x in missing)]
+
+
+def energy_table(data: ReportData) -> list[str]:
+    """Each family's best and cuBLAS with their power (backends/cuda/energy.py); nothing where none was read."""
+    rows = [x.result for x in data.steps if x.measured]
+    cublas = data.cublas or {}
+    if not any(r.get("watts") for r in rows) and not cublas.get("watts"):
+        return []
+    out = ["### Speed and energy: each family's best and cuBLAS", "",
+           "W: the board's average power over runs of the kernel back to back right after its timed runs, from "
+           "NVML's energy counter; GFLOP/s/W = TFLOP/s × 1000 / W, the GFLOP a joule buys "
+           "(docs/measuring.md, Energy). — where the power was not read.", "",
+           "| family's best | config | ms | TFLOP/s | W | GFLOP/s/W | cuBLAS W beside it | result id |",
+           "|---|---|--:|--:|--:|--:|--:|--:|"]
+    out += [f"| {r['family']} | `{r['kernel']}` | {r['time_ms']:.3f} | {r['tflops']:.2f} | {fmt(r.get('watts'), '.0f')} | "
+            f"{fmt(r.get('gflops_per_watt'), '.3g')} | {fmt(r.get('cublas_watts'), '.0f')} | {r['id']} |" for r in rows]
+    if cublas:
+        out.append(f"| cuBLAS | {cublas['library']}, median of {cublas['count']} baselines | {cublas['time_ms']:.3f} | "
+                   f"{cublas['tflops']:.2f} | {fmt(cublas.get('watts'), '.0f')} | "
+                   f"{fmt(cublas.get('gflops_per_watt'), '.3g')} |  |  |")
+    return [*out, ""]

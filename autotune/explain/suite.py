@@ -37,6 +37,11 @@ class SuiteShape:
         return f"{self.M}x{self.N}x{self.K}"
 
 
+# the JSON's energy keys and the results columns they come from (backends/cuda/energy.py; None where not read)
+ENERGY = {"ours_watts": "watts", "ours_gflops_per_watt": "gflops_per_watt", "cublas_watts": "cublas_watts",
+          "cublas_gflops_per_watt": "cublas_gflops_per_watt"}
+
+
 @dataclass
 class SuiteRow:
     shape: SuiteShape
@@ -58,6 +63,10 @@ class SuiteRow:
         """cuBLAS time over ours: above 1, ours is faster."""
         return self.cublas_ms / self.ours_ms if self.ours_ms and self.cublas_ms else None
 
+    def energy(self, column: str) -> float | None:
+        """watts, gflops_per_watt, cublas_watts or cublas_gflops_per_watt of the best row, where read."""
+        return self.best.get(column) if self.best else None
+
     @property
     def pct_roofline(self) -> float | None:
         return 100.0 * self.roofline.ms / self.ours_ms if self.ours_ms else None
@@ -74,7 +83,7 @@ class SuiteRow:
                 "roofline_ms": self.roofline.ms, "fma_floor_ms": self.roofline.fma_ms,
                 "dram_floor_ms": self.roofline.dram_ms, "memory_bound": self.roofline.memory_bound,
                 "pct_roofline": self.pct_roofline, "cublas_over_ours": self.ratio, "tuning_s": self.tuning_s,
-                "error": self.error}
+                "error": self.error, **{key: self.energy(column) for key, column in ENERGY.items()}}
 
 
 @dataclass
@@ -162,13 +171,18 @@ def summary_lines(suite: Suite) -> list[str]:
 
 
 def table(suite: Suite) -> list[str]:
-    out = ["| shape | group | cuBLAS ms | ours ms | cuBLAS/ours | % of roofline | memory-bound? | kernel |",
-           "|---|---|--:|--:|--:|--:|---|---|"]
+    """A row per shape; with the power columns where any shape's best row has its power read."""
+    powered = any(r.energy("watts") for r in suite.rows)
+    watts = " cuBLAS W | ours W | cuBLAS GFLOP/s/W | ours GFLOP/s/W |" if powered else ""
+    out = ["| shape | group | cuBLAS ms | ours ms | cuBLAS/ours | % of roofline | memory-bound? |" + watts + " kernel |",
+           "|---|---|--:|--:|--:|--:|---|" + "--:|" * 4 * powered + "---|"]
     for r in suite.rows:
         kernel = f"`{r.best['kernel']}`" if r.best else (r.error or "no verified kernel")
+        energy = "".join(f" {fmt(r.energy(c), spec)} |" for c, spec in (
+            ("cublas_watts", ".0f"), ("watts", ".0f"), ("cublas_gflops_per_watt", ".3g"), ("gflops_per_watt", ".3g")))
         out.append(f"| {r.shape.label} | {r.shape.group} | {fmt(r.cublas_ms, '.4g')} | {fmt(r.ours_ms, '.4g')} | "
                    f"{fmt(r.ratio, '.3f')} | {fmt(r.pct_roofline, '.1f')} | "
-                   f"{'yes' if r.roofline.memory_bound else 'no'} | {kernel} |")
+                   f"{'yes' if r.roofline.memory_bound else 'no'} |{energy if powered else ''} {kernel} |")
     return out
 
 

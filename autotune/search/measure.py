@@ -13,7 +13,7 @@ import sqlite_utils
 
 from autotune import store
 from autotune.backends.base import Backend
-from autotune.backends.outcome import INVALID, OK, Fault, Outcome, tflops
+from autotune.backends.outcome import INVALID, OK, Fault, Outcome, Timing, per_watt, tflops
 from autotune.codegen.render import template_hash
 from autotune.explain import counts as explain
 from autotune.explain.roofline import roofline_columns
@@ -103,20 +103,27 @@ def _record(db: sqlite_utils.Database, backend: Backend, base: dict, outcome: Ou
             peak_tflops: float | None, redo: store.Redo | None = None) -> Evaluated:
     row = {**base, **outcome.row()}
     if outcome.timing:
-        row |= _rates(backend, outcome.timing.median_ms, peak_tflops, layout_name(row))
+        row |= _rates(backend, outcome.timing, peak_tflops, layout_name(row))
     row |= explain.measured_over_ceiling(row)
     row |= roofline_columns(row, explain.DEFAULT_SPEC)  # the shape's floors: any backend, no SASS needed
     stored, inserted = store.record_result(db, row, redo)  # a refused config raced by two workers: one row
     return Evaluated(stored, cached=not inserted)
 
 
-def _rates(backend: Backend, ms: float, peak_tflops: float | None, layout: str) -> dict:
-    """The row's rates; cuBLAS's time is cuBLAS's in the row's own layout (cublas_layout), where timed."""
+def _rates(backend: Backend, timing: Timing, peak_tflops: float | None, layout: str) -> dict:
+    """The row's rates; cuBLAS's time is cuBLAS's in the row's own layout (cublas_layout), where timed.
+    Energy only where the power was read (a column first added with a None would take the wrong type)."""
     M, N, K = backend.shape
+    ms = timing.median_ms
     rate = tflops(M, N, K, ms) * backend.batch
-    timing = (backend.layout_baselines or {}).get(layout) or (backend.baseline if layout == "NN" else None)
-    cublas_ms = timing.median_ms if timing else None
+    cublas = (backend.layout_baselines or {}).get(layout) or (backend.baseline if layout == "NN" else None)
+    cublas_ms = cublas.median_ms if cublas else None
+    energy = {"gflops_per_watt": per_watt(rate, timing.watts)}
+    if cublas and cublas.watts:
+        energy |= {"cublas_watts": cublas.watts,
+                   "cublas_gflops_per_watt": per_watt(tflops(M, N, K, cublas.median_ms) * backend.batch, cublas.watts)}
     return {"tflops": rate,
             "cublas_ms": cublas_ms, "cublas_layout": layout if cublas_ms else None,
             "pct_cublas": 100.0 * cublas_ms / ms if cublas_ms else None,
-            "pct_peak": 100.0 * rate / peak_tflops if peak_tflops else None}
+            "pct_peak": 100.0 * rate / peak_tflops if peak_tflops else None,
+            **{k: v for k, v in energy.items() if v is not None}}

@@ -136,7 +136,9 @@ def _create_tables(db: sqlite_utils.Database) -> None:
         {"id": int, "kernel": str, "family": str, "backend": str, "M": int, "N": int, "K": int,
          "batch": int, "status": str, "reason": str, "precision": str, "err": float, "err_ref": float, "time_ms": float,
          "time_ms_min": float, "time_ms_max": float, "reps": int, "tflops": float, "pct_cublas": float,
-         "pct_peak": float, "cublas_ms": float, "cublas_layout": str, "sm_clock_mhz": int, "num_regs": int, "static_shared": int,
+         "pct_peak": float, "cublas_ms": float, "cublas_layout": str, "sm_clock_mhz": int,
+         "watts": float, "gflops_per_watt": float, "cublas_watts": float, "cublas_gflops_per_watt": float,
+         "num_regs": int, "static_shared": int,
          "source_hash": str, "template_hash": str, "gpu_name": str, "gpu_uuid": str, "arch": str,
          "driver_version": str, "nvrtc_version": str, "tool_version": str, "worker": str, "device": str,
          "created_at": str},
@@ -151,7 +153,7 @@ def _create_tables(db: sqlite_utils.Database) -> None:
     db.table("baselines").create({"id": int, "backend": str, "gpu_uuid": str, "gpu_name": str, "M": int,
                             "N": int, "K": int, "time_ms": float, "time_ms_min": float,
                             "time_ms_max": float, "tflops": float, "sm_clock_mhz": int,
-                            "library": str, "created_at": str}, pk="id", if_not_exists=True)
+                            "watts": float, "library": str, "created_at": str}, pk="id", if_not_exists=True)
     db.execute("CREATE TABLE IF NOT EXISTS claims (backend TEXT, gpu_name TEXT, M INTEGER, N INTEGER, "
                "K INTEGER, batch INTEGER, kernel TEXT, source_hash TEXT, owner TEXT, host TEXT, pid INTEGER, "
                f"expires REAL, created_at TEXT, PRIMARY KEY ({', '.join(KEY)}))")

@@ -100,7 +100,7 @@ def insert_trial(db: sqlite_utils.Database, study: str, number: int, result_id: 
 
 def insert_baseline(db: sqlite_utils.Database, row: dict[str, Any]) -> None:
     with immediate(db):
-        db.table("baselines").insert({**row, "created_at": now()})
+        db.table("baselines").insert({**row, "created_at": now()}, alter=True)  # alter: a file from before `watts`
 
 
 def results(db: sqlite_utils.Database, shape: tuple[int, int, int], backend: str = "cuda",

@@ -21,6 +21,7 @@ from autotune.backends.cuda.buffers import (  # noqa: F401 (re-exported: where c
 )
 from autotune.backends.cuda.cublas import Cublas
 from autotune.backends.cuda.device import DeviceInfo, device_info, sm_clock_mhz
+from autotune.backends.cuda.energy import Meter
 from autotune.backends.cuda.exact import Exact, check_free
 from autotune.backends.cuda.launch import Kernels, launch_config, load_kernel, load_kernels
 from autotune.backends.cuda.problem import Problem, problem_bytes
@@ -29,6 +30,7 @@ from autotune.backends.cuda.timing import (
     HEAD_START_SOURCE,
     HeadStart,
     nothing,
+    powered,
     time_ms,
 )
 from autotune.backends.cuda.workspaces import Workspaces
@@ -170,6 +172,7 @@ class CudaBackend(Backend):
         self.compare = GpuCompare(self.dev, self.stream, self.info.arch, self.info.index)
         self.head_start = HeadStart(required_kernel(HEAD_START_SOURCE, HEAD_START_NAME, self.info.arch, 0,
                                                     self.info.index, "the timing head start"), self.stream)
+        self.meter = Meter.open(self.info.uuid)  # the board's power through NVML; None: every watts stays NULL
         self.compare64: GpuCompare | None = None  # against a float64 reference (fp32-tc), built at the first need
         self.shape, self.seed = (M, N, K), seed
         self.main = Problem(self.dev, self.stream, self.blas, M, N, K, seed)
@@ -189,7 +192,7 @@ class CudaBackend(Backend):
         """cuBLAS's time for the search's problem: what every kernel's time is compared with."""
         p = self.main
         return time_ms(lambda: self.blas.sgemm(int(p.a.handle), int(p.b.handle), int(p.c.handle), p.M, p.N, p.K),
-                       self.stream, min_reps=20, head_start=self.head_start)
+                       self.stream, min_reps=20, head_start=self.head_start, meter=self.meter)
 
     def _time_layouts(self, nn: Timing) -> dict[str, Timing]:
         """cuBLAS in each layout on the same buffers (a transposed operand has as many elements)."""
@@ -201,7 +204,7 @@ class CudaBackend(Backend):
             ops = tight(p.M, p.N, p.K, ta, tb)
             out[name] = time_ms(lambda: self.blas.sgemm_strided(int(p.a.handle), int(p.b.handle), int(p.c.handle),
                                                                  p.M, p.N, p.K, ta, tb, ops),
-                                self.stream, min_reps=20, head_start=self.head_start)
+                                self.stream, min_reps=20, head_start=self.head_start, meter=self.meter)
         return out
 
     def _canary(self) -> None:
@@ -252,13 +255,18 @@ class CudaBackend(Backend):
             assert row_errors is not None  # set by the loop over the problems
             err, err_ref = row_errors
             stages["t_verify_s"] = clock.lap()
-            timing = time_ms(lambda: self._launch(kernel, config, self.main), self.stream, tick=self.tick,
-                             head_start=self.head_start)
+
+            def run() -> None:
+                self._launch(kernel, config, self.main)
+
+            timing = time_ms(run, self.stream, tick=self.tick, head_start=self.head_start)
             stages["t_time_s"] = clock.lap()
+            extra["sm_clock_mhz"] = sm_clock_mhz(self.info.uuid)  # the timed runs' clock, before the power burst
+            stages["t_clock_s"] = clock.lap()  # nvidia-smi where NVML fails: recorded to see what it costs
+            timing = powered(timing, run, self.stream, self.meter, self.tick)
+            stages["t_energy_s"] = clock.lap()  # the power burst (cuda/energy.py); 0 without NVML
         except Exception as exc:  # a fault poisons the context; report it, then stop the process
             raise DeviceFault(f"{config.name}: {exc}") from exc
-        extra["sm_clock_mhz"] = sm_clock_mhz(self.info.uuid)
-        stages["t_clock_s"] = clock.lap()  # nvidia-smi: a process per trial; recorded to see what it costs
         return Outcome(OK, err=err, err_ref=err_ref, timing=timing, extra={**extra, **stages})
 
     def _problems_for(self, config: Config) -> tuple[Problem, ...]:

@@ -30,7 +30,7 @@ class BatchedCudaBackend(CudaBackend):
         nn, (M, N, K) = self._problem((False, False)), self.shape
         return time_ms(lambda: self.blas.sgemm_strided(int(nn.a.handle), int(nn.b.handle), int(nn.c.handle),
                                                        M, N, K, False, False, nn.ops), self.stream, min_reps=20,
-                       head_start=self.head_start)
+                       head_start=self.head_start, meter=self.meter)
 
     def _problem(self, layout: tuple[bool, bool]) -> StridedProblem:
         if layout not in self._problems:

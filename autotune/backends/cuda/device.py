@@ -9,8 +9,8 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
+from autotune.backends.cuda import nvml
 from autotune.errors import NoDeviceError
 from autotune.space import Limits
 
@@ -99,29 +99,15 @@ def sm_clock_mhz(uuid: str) -> int | None:
     return clock if clock is not None else _smi_int("clocks.sm", uuid)
 
 
-_NVML: dict[str, Any] = {}  # "lib": the loaded library (ctypes.CDLL) or None; uuid: its device handle or None
 NVML_CLOCK_SM = 1
 
 
 def _nvml_sm_clock(uuid: str) -> int | None:
     import ctypes
 
-    if "lib" not in _NVML:
-        try:
-            lib = ctypes.CDLL("libnvidia-ml.so.1")  # part of the driver, beside libcuda
-            _NVML["lib"] = lib if lib.nvmlInit_v2() == 0 else None
-        except (OSError, AttributeError):
-            _NVML["lib"] = None
-    lib = _NVML["lib"]
-    if lib is None:
-        return None
-    if uuid not in _NVML:
-        handle = ctypes.c_void_p()
-        name = ("GPU-" + uuid.removeprefix("GPU-")).encode()
-        _NVML[uuid] = handle if lib.nvmlDeviceGetHandleByUUID(name, ctypes.byref(handle)) == 0 else None
-    handle = _NVML[uuid]
+    lib, device = nvml.library(), nvml.handle(uuid)
     clock = ctypes.c_uint()
-    if handle is None or lib.nvmlDeviceGetClockInfo(handle, NVML_CLOCK_SM, ctypes.byref(clock)) != 0:
+    if lib is None or device is None or lib.nvmlDeviceGetClockInfo(device, NVML_CLOCK_SM, ctypes.byref(clock)) != 0:
         return None
     return int(clock.value)
 

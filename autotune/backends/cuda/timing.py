@@ -5,13 +5,18 @@ HEAD_START_US of GPU time. The host enqueues the start event and the run's launc
 kernel waits, so the events bracket the GPU's work and not Python's launch path (about 10-20 us a
 launch through cuda.core or ctypes, which is most of a 256^3 product's time). cuBLAS and every
 kernel are timed the same way; METHOD.md's advice for short launches (a graph) has the same aim.
+
+Given a meter (energy.Meter: NVML), the timed runs are followed by a burst of the same runs back to
+back that reads the board's average power (energy.burst_watts): the Timing's watts, else None.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
+from autotune.backends.cuda.energy import Meter, burst_watts
 from autotune.backends.outcome import Timing
 
 TIME_BUDGET_MS = 600.0  # stop repeating once this much kernel time was measured...
@@ -54,10 +59,12 @@ class HeadStart:
 
 
 def time_ms(run: Callable[[], object], stream, min_reps: int = MIN_REPS, max_reps: int = MAX_REPS,
-            tick: Callable[[], None] = nothing, head_start: Callable[[], None] = nothing) -> Timing:
+            tick: Callable[[], None] = nothing, head_start: Callable[[], None] = nothing,
+            meter: Meter | None = None) -> Timing:
     """Median of repeated event-timed runs, after warm-up (module load, clocks ramping).
     head_start() is enqueued before each run's start event (HeadStart: the launch path out of the
-    time); tick() after each synchronised run tells a watchdog that launches still finish."""
+    time); tick() after each synchronised run tells a watchdog that launches still finish.
+    meter: the board's power is read after the timed runs (the Timing's watts; None without one)."""
     from cuda.core import EventOptions
 
     opts = EventOptions(timing_enabled=True)
@@ -76,7 +83,16 @@ def time_ms(run: Callable[[], object], stream, min_reps: int = MIN_REPS, max_rep
         end.sync()
         times.append(end - start)
         tick()
-    return Timing.of(times)
+    return powered(Timing.of(times), run, stream, meter, tick)
+
+
+def powered(timing: Timing, run: Callable[[], object], stream, meter: Meter | None,
+            tick: Callable[[], None] = nothing) -> Timing:
+    """The timing with the board's average watts while `run` repeats (energy.burst_watts); as it was
+    without a meter."""
+    if meter is None:
+        return timing
+    return replace(timing, watts=burst_watts(run, stream, timing.median_ms, meter, tick))
 
 
 def settled(times: list[float]) -> bool:
