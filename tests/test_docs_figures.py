@@ -221,3 +221,16 @@ def test_the_ozaki_docs_table_is_the_committed_benchmark():
                        f"{s['ours_ms']:.4g}", f"{s['cublas_ms']:.4g}", f"{s['speedup']:.3f}", f"{s['ratio']:.3f}",
                        s["commit"]]
     assert all(f"commit `{s['commit']}`" in doc for s in data["shapes"])
+
+
+def test_the_ozaki_docs_energy_table_is_the_committed_benchmark():
+    data = json.loads((ROOT / "benchmarks" / "data" / "energy-8192x8192x8192-h200.json").read_text())
+    doc = (ROOT / "docs" / "ozaki.md").read_text()
+    rows = table_rows(section(doc, "## Energy on the H200"))
+    by_family = {r["family"]: r for r in data["rows"]}
+    assert rows and {"cuBLAS", "tf32x3wg", "ozakiwg"} <= {row[0] for row in rows}
+    for row in rows:
+        r = by_family[row[0]]
+        assert row == [r["family"], r["kernel"], f"{r['ms']:.4g}", f"{r['tflops']:.4g}", f"{r['watts']:.0f}",
+                       f"{r['gflops_per_watt']:.1f}"]
+    assert f"commit `{data['commit']}`" in doc

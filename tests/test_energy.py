@@ -99,7 +99,7 @@ def fake(monkeypatch):
     clock = Clock()
     lib = FakeNvml(clock)
     monkeypatch.setattr(nvml, "_NVML", {"lib": lib})
-    monkeypatch.delenv(energy.SWITCH, raising=False)
+    monkeypatch.setenv(energy.SWITCH, "1")
     return clock, lib
 
 

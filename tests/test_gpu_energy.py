@@ -9,7 +9,8 @@ SHAPE = (2048, 2048, 2048)  # about 0.3 ms a run on an H200: far longer than a l
 BOARD_WATTS = (30.0, 1000.0)
 
 
-def test_one_timed_kernel_and_cublas_read_the_boards_power():
+def test_one_timed_kernel_and_cublas_read_the_boards_power(monkeypatch):
+    monkeypatch.setenv("AUTOTUNE_ENERGY", "1")
     from autotune.backends.cuda.backend import CudaBackend
     from autotune.backends.cuda.energy import MAX_BURST_MS
     from autotune.codegen.render import render
