@@ -234,3 +234,26 @@ def test_the_ozaki_docs_energy_table_is_the_committed_benchmark():
         assert row == [r["family"], r["kernel"], f"{r['ms']:.4g}", f"{r['tflops']:.4g}", f"{r['watts']:.0f}",
                        f"{r['gflops_per_watt']:.1f}"]
     assert f"commit `{data['commit']}`" in doc
+
+
+def test_the_pytorch_docs_host_bound_probe_figures_are_the_committed_probe():
+    import math
+
+    data = json.loads((ROOT / "benchmarks" / "data" / "hostbound-probe-h200.json").read_text())
+    rows = data["rows"]
+
+    def geomean(xs: list[float]) -> float:
+        return math.exp(sum(math.log(v) for v in xs) / len(xs))
+
+    def ratio(r: dict, ours: float) -> float:
+        return r["torch"]["queued_us"] / ours
+
+    hidden = [ratio(r, r["nearest"]["queued_us"] if r["nearest"]["gpu_us"] <= 10 else r["load"]["queued_us"])
+              for r in rows]
+    flat = " ".join((ROOT / "docs" / "pytorch.md").read_text().split())
+    assert f"at the {len(rows)} of the three seeds' random shapes" in flat
+    assert f"load() {geomean([ratio(r, r['load']['queued_us']) for r in rows]):.3f};" in flat
+    assert f"load() elsewhere, {geomean(hidden):.3f} ({sum(h < 0.95 for h in hidden)} shapes below 0.95)" in flat
+    best = geomean([ratio(r, min(r["load"]["queued_us"], r["nearest"]["queued_us"])) for r in rows])
+    assert f"which no rule knows ahead, {best:.3f}" in flat
+    assert f"(sources `{data['commit']}`" in flat

@@ -59,6 +59,7 @@ def main() -> int:
     parser.add_argument("--db", help="a database of more rows than the shipped one, read beside it by the nearest")
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--count", type=int, default=40)
+    parser.add_argument("--commit", default="", help="the sources' commit, recorded in the output")
     args = parser.parse_args()
     import torch
 
@@ -74,7 +75,8 @@ def main() -> int:
             r = rows[-1]
             print(" ".join(f"{k}={v['queued_us']:.1f}/{v.get('gpu_us', 0):.1f}/{v['alone_us']:.1f}"
                            for k, v in r.items() if isinstance(v, dict)), shape, file=sys.stderr, flush=True)
-    print(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows}, indent=1))
+    command = "python benchmarks/profiling/hostbound_probe.py " + " ".join(sys.argv[1:])
+    print(json.dumps({"device": torch.cuda.get_device_name(), "commit": args.commit, "command": command, "rows": rows}))
     return 0
 
 
