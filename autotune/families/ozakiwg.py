@@ -27,9 +27,9 @@ of its error; a fixed cost of about 2.2 ms at 8192^2 outputs (the prologue, the 
 """
 from __future__ import annotations
 
-from autotune.families import ozaki
 from autotune.families.common import WAVE32
 from autotune.families.ozaki import COLS_PER_PRE, PRE_THREADS, ROWS_PER_PRE
+from autotune.families.ozaki import residue_every as ozaki_residue_every
 from autotune.families.tf32x3wg import (
     BM,
     CONSUMER_REGS,
@@ -58,7 +58,7 @@ def shared_bytes(p: Params) -> int:
 
 def residue_every() -> int:
     """k-tiles between reductions of the int32 sums modulo the modulus: ozaki's bound for k-tiles of BK int8."""
-    return ozaki.residue_every({"BK": BK})
+    return ozaki_residue_every({"BK": BK})
 
 
 def derive(p: Params) -> dict[str, int]:
