@@ -26,6 +26,7 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("-o", "--out")
+    parser.add_argument("--commit", default="", help="the sources' commit, recorded in the output")
     args = parser.parse_args()
     import torch
 
@@ -63,7 +64,9 @@ def main() -> int:
         own._plans.clear()
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, f, indent=1)
+            command = "python benchmarks/host_cost.py " + " ".join(a for a in sys.argv[1:] if not a.startswith("--commit"))
+            json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "commit": args.commit,
+                       "command": command, "rows": rows}, f, indent=1)
     return 0
 
 

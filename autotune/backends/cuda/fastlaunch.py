@@ -3,10 +3,13 @@
 cuda.bindings' cuLaunchKernel converts each of its arguments into its own wrapper types, and
 launch_function builds six ctypes values and a pointer array a call: about 13 us of host time on the
 H200 host, where torch.matmul's whole call is 13-17 (benchmarks/data/host-cost-h200.json). Here the
-driver's cuLaunchKernel is called straight through ctypes, with the GIL held (PyDLL: no release and
-re-acquire around a call that only enqueues), on an argument block built once per kind of call: a call
-writes its three pointers into the block and launches. A lock keeps two threads from writing one block
-at once (cuLaunchKernel copies the arguments before it returns, so the block is free again after it).
+driver is called straight through ctypes, with the GIL held (PyDLL: no release and re-acquire around a
+call that only enqueues), on blocks built once per kind of call: the launch's configuration (grid,
+block, shared memory, stream) and the kernel's arguments. A call writes the stream and its three
+pointers into them and calls cuLaunchKernelEx, whose four arguments ctypes converts in about a third of
+the time it takes for cuLaunchKernel's eleven (where a driver lacks it, cuLaunchKernel is called). A lock
+keeps two threads from writing the blocks at once (the driver copies both before it returns, so they
+are free again after).
 """
 from __future__ import annotations
 
@@ -20,16 +23,28 @@ from autotune.space import Launch
 _lib: Any = None
 
 
-def _driver() -> Any:
-    """libcuda's cuLaunchKernel with its argument types declared (once a process)."""
+class LaunchConfig(ctypes.Structure):
+    """The driver's CUlaunchConfig, with no launch attributes."""
+
+    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("shared", ctypes.c_uint),
+                ("stream", ctypes.c_void_p), ("attrs", ctypes.c_void_p), ("attr_count", ctypes.c_uint)]
+
+
+def _driver() -> tuple[Any, Any]:
+    """libcuda's cuLaunchKernelEx (None where the driver predates it) and cuLaunchKernel, their argument
+    types declared (once a process)."""
     global _lib
     if _lib is None:
         lib = ctypes.PyDLL("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
-        fn = lib.cuLaunchKernel
+        ex = getattr(lib, "cuLaunchKernelEx", None)
+        if ex is not None:
+            ex.argtypes = [ctypes.c_void_p] * 4
+            ex.restype = ctypes.c_int
+        plain = lib.cuLaunchKernel
         u = ctypes.c_uint
-        fn.argtypes = [ctypes.c_void_p, u, u, u, u, u, u, u, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-        fn.restype = ctypes.c_int
-        _lib = fn
+        plain.argtypes = [ctypes.c_void_p, u, u, u, u, u, u, u, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        plain.restype = ctypes.c_int
+        _lib = (ex, plain)
     return _lib
 
 
@@ -40,19 +55,26 @@ class PreparedLaunch:
     last used that device; any other status leaves the call to the caller's slower path."""
 
     def __init__(self, function: int, launch: Launch, M: int, N: int, K: int):
-        self._fn = _driver()
-        self._function = ctypes.c_void_p(function)
+        self._ex, self._plain = _driver()
+        self._function = function
+        self._config = LaunchConfig(tuple(launch.grid), tuple(launch.block), launch.shared_bytes, None, None, 0)
+        self._config_ptr = ctypes.addressof(self._config)
         self._grid, self._block, self._shared = launch.grid, launch.block, launch.shared_bytes
         # every argument in an 8-byte slot: the pointers fill theirs, an int32 is read from its slot's
         # first 4 bytes, which hold its value on a little-endian host (every host CUDA runs on)
         self._slots = (ctypes.c_uint64 * 6)(0, 0, 0, M, N, K)
         base, width = ctypes.addressof(self._slots), ctypes.sizeof(ctypes.c_uint64)
         self._params = (ctypes.c_void_p * 6)(*(base + i * width for i in range(6)))
+        self._params_ptr = ctypes.addressof(self._params)
         self._lock = threading.Lock()
 
     def __call__(self, stream: int, a: int, b: int, c: int) -> int:
-        grid, block, slots = self._grid, self._block, self._slots
+        slots = self._slots
         with self._lock:
             slots[0], slots[1], slots[2] = a, b, c
-            return int(self._fn(self._function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                                self._shared, stream, self._params, None))
+            if self._ex is not None:
+                self._config.stream = stream
+                return int(self._ex(self._config_ptr, self._function, self._params_ptr, None))
+            grid, block = self._grid, self._block
+            return int(self._plain(self._function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                                   self._shared, stream, self._params, None))
