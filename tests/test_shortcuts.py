@@ -13,10 +13,13 @@ from autotune.api import shortcuts
 torch = pytest.importorskip("torch")
 
 
-def test_to_torch_is_torch_mm_in_fp32_and_nothing_else():
-    A, B = torch.randn(5, 3), torch.randn(4, 3)
-    run = shortcuts.to_torch(torch, False, True)
-    assert torch.equal(run(A, B), torch.mm(A, B.mT))
+@pytest.mark.parametrize("trans_a", [False, True])
+@pytest.mark.parametrize("trans_b", [False, True])
+def test_to_torch_is_torch_mm_in_fp32_and_nothing_else(trans_a, trans_b):
+    A = torch.randn(3, 5) if trans_a else torch.randn(5, 3)
+    B = torch.randn(4, 3) if trans_b else torch.randn(3, 4)
+    run = shortcuts.to_torch(torch, trans_a, trans_b)
+    assert torch.equal(run(A, B), torch.mm(A.mT if trans_a else A, B.mT if trans_b else B))
     assert run(A.double(), B.double()) is None  # another dtype: the full path, which says so
     was = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = True
