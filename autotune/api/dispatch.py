@@ -57,7 +57,7 @@ LIBRARY = "cublas"  # the origin of the library's choice
 # run to run is about 1%, and a tie goes to the library the caller would have called.
 WIN_MARGIN = 0.02
 # A kernel of at most 11 us hides behind a call's host time: on the H200's host the short way of a torch call
-# costs 12.4-12.6 us, torch.matmul 14.1-14.3 (benchmarks/data/host-cost-h200.json, anyshape-h200.json).
+# costs 10.7-14.3 us, torch.matmul 13.2-23.6 (benchmarks/data/host-cost-h200.json, anyshape-h200.json).
 HOST_BOUND_MS = 0.011
 COVERING = "covering"  # the origin of a row measured at a shape that holds the call's
 

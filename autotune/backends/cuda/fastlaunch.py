@@ -1,8 +1,9 @@
 """A kernel launch that costs the host as little as Python allows, for load()'s repeated calls.
 
 cuda.bindings' cuLaunchKernel converts each of its arguments into its own wrapper types, and
-launch_function builds six ctypes values and a pointer array a call: about 13 us of host time on the
-H200 host, where torch.matmul's whole call is 13-17 (benchmarks/data/host-cost-h200.json). Here the
+launch_function builds six ctypes values and a pointer array a call: with C's allocation, 11.8-17.1 us of
+host time on the H200 host, where torch.matmul's whole call is 13.2-23.6 and this short way's 10.7-14.3
+(benchmarks/data/host-cost-h200.json). Here the
 driver is called straight through ctypes, with the GIL held (PyDLL: no release and re-acquire around a
 call that only enqueues), on blocks built once per kind of call: the launch's configuration (grid,
 block, shared memory, stream) and the kernel's arguments. A call writes the stream and its three
