@@ -15,7 +15,7 @@ import pytest
 import autotune
 from autotune.api.arrays import DL_CUDA, _DLTensor
 from autotune.errors import AutotuneError
-from tests.fakes import GPU
+from tests.fakes import GPU, FakeLauncher
 from tests.names import tags
 from tests.test_starts import record
 
@@ -239,3 +239,21 @@ def test_the_command_line_calls_the_same_functions(tmp_path, monkeypatch):
     assert shape == (64, 64, 64) and [f.name for f in options["family"]] == ["tiled"] and options["db"] == str(path)
     shown = runner.invoke(cli, ["best", "--M", "64", "--json", "--db", str(path)])
     assert autotune.best(64, db=str(path))["kernel"] == fast and f'"kernel": "{fast}"' in shown.output
+
+
+@pytest.mark.parametrize("db", [123, b"db.sqlite", ["db.sqlite"]])
+def test_load_refuses_a_db_that_is_no_path_in_one_line(db):
+    with pytest.raises(AutotuneError, match=r"load\(db=.*\): pass the path of a results database"):
+        autotune.load(db=db, launcher=FakeLauncher())
+
+
+def test_load_takes_a_pathlib_path(tmp_path):
+    import pathlib
+    import shutil
+
+    from autotune.store import shipped_databases
+
+    copy = tmp_path / "mine.sqlite"
+    shutil.copy(shipped_databases()[0], copy)
+    mm = autotune.load(db=pathlib.Path(copy), launcher=FakeLauncher())
+    assert mm.dispatcher.db_path == [str(copy)]

@@ -109,6 +109,17 @@ def report(db: str | None = None, M: int | None = None, N: int | None = None, K:
     return report_command(default_db() if db is None else db, (M, N, K), output, preset, gpu, arch)
 
 
+def database_path(db: object) -> str | None:
+    """load()'s db as a str: a path (str or os.PathLike, a pathlib.Path say), or None for the defaults."""
+    if db is None or isinstance(db, str):
+        return db
+    path = os.fspath(db) if isinstance(db, os.PathLike) else None
+    if not isinstance(path, str):
+        raise AutotuneError(f"load(db={db!r}): pass the path of a results database (a str or a pathlib.Path), "
+                            f"or None for the default ones")
+    return path
+
+
 def databases(db: str | None) -> list[str]:
     """The databases load() reads: the one named; else the default one (AUTOTUNE_DB, db/autotune.sqlite)
     where it exists, then the tuned database the package ships (autotune/store/tuned), whose rows
@@ -119,7 +130,7 @@ def databases(db: str | None) -> list[str]:
     return [*([mine] if os.path.exists(mine) else []), *store.shipped_databases()]
 
 
-def load(db: str | None = None, gpu: str | None = None, *, backend: str = "cuda",
+def load(db: str | os.PathLike[str] | None = None, gpu: str | None = None, *, backend: str = "cuda",
          launcher: Launcher | None = None, defaults_only: bool = False, precision: str = "fp32",
          library: bool = True, tune: str = "off", tune_trials: int = 4, tune_seconds: float = 120.0) -> Matmul:
     """A matmul that runs, per call, the fastest of cuBLAS and the kernels recorded in `db` for the GPU
@@ -135,6 +146,7 @@ def load(db: str | None = None, gpu: str | None = None, *, backend: str = "cuda"
     process of its own measures there, in the background, up to tune_trials candidates (verified first) for
     at most tune_seconds, into `db` (default: AUTOTUNE_DB, else db/autotune.sqlite; created; never a shipped
     one); the calls after it run the winner where it beat cuBLAS (autotune.api.firstuse, docs/first-use.md)."""
+    db = database_path(db)
     budget = Budget(tune_trials, tune_seconds)
     tuned = tuning_db(tune, default_db() if db is None else db, budget, backend=backend, gpu=gpu,
                       library=library, defaults_only=defaults_only)
