@@ -9,7 +9,7 @@ import pytest
 
 import autotune
 from autotune import store
-from autotune.api.dispatch import HOST_BOUND_MS, WIN_MARGIN, beats_library
+from autotune.api.dispatch import HOST_BOUND_MS, HOST_SAVING_MS, WIN_MARGIN, beats_library, wins_at_its_shape
 from autotune.api.operands import Layout
 from tests.fakes import GPU
 from tests.test_api import DeviceArray
@@ -45,6 +45,10 @@ def recorded(tmp_path):
         "old_tn": timed(db, (512, 512, 512), "blocked", 0.050, 0.100, cublas_layout=None, TA=1, **SMALL),
         "tc": timed(db, (2048, 512, 512), "tf32x3", 0.050, 0.100),
         "fp32": timed(db, (2048, 512, 512), "blocked", 0.090, 0.100, **SMALL),
+        # host-bound calls: slower than cuBLAS on the GPU by less than the short way saves the host, and by more
+        "host_win": timed(db, (200, 200, 8), "blocked", 0.0068, 0.0055, **SMALL),
+        "host_lose": timed(db, (300, 300, 8), "blocked", 0.0081, 0.0055, **SMALL),
+        "not_host_bound": timed(db, (400, 400, 8), "blocked", 0.0125, 0.0120, **SMALL),
     }
     db.close()
     return str(path), names
@@ -57,6 +61,24 @@ def test_a_row_is_evidence_only_past_the_margin():
     assert not beats_library({"time_ms": 1.0, "cublas_ms": None})  # a row timed without cuBLAS beside it
     assert not beats_library({"time_ms": 1.0, "cublas_ms": 2.0, "TB": 1, "cublas_layout": None})
     assert beats_library({"time_ms": 1.0, "cublas_ms": 2.0, "TB": 1, "cublas_layout": "NT"})
+
+
+def test_at_a_host_bound_shape_a_row_wins_by_the_host_time_it_saves():
+    bound = HOST_BOUND_MS
+    assert wins_at_its_shape({"time_ms": bound, "cublas_ms": bound})  # level on the GPU: the host decides
+    assert wins_at_its_shape({"time_ms": bound + HOST_SAVING_MS - 1e-6, "cublas_ms": bound})
+    assert not wins_at_its_shape({"time_ms": bound + HOST_SAVING_MS + 1e-6, "cublas_ms": bound})
+    assert not wins_at_its_shape({"time_ms": 1.1 * bound, "cublas_ms": 1.1 * bound})  # not host-bound: the margin
+    assert not wins_at_its_shape({"time_ms": bound, "cublas_ms": bound, "TB": 1, "cublas_layout": None})
+    assert not beats_library({"time_ms": bound, "cublas_ms": bound})  # no evidence at any other shape
+
+
+def test_a_host_bound_row_runs_at_its_own_shape_and_covers_none(recorded, launcher):
+    path, k = recorded
+    mm = autotune.load(db=path, launcher=launcher)
+    assert mm.choose(200, 200, 8).kernel == k["host_win"] and not mm.runs_library(200, 200, 8)
+    for shape in [(300, 300, 8), (400, 400, 8), (196, 196, 8)]:  # more than the saving; not host-bound; held
+        assert mm.choose(*shape).library and mm.runs_library(*shape), shape
 
 
 def test_a_kernel_runs_only_where_it_beat_cublas_at_that_very_shape(recorded, launcher):

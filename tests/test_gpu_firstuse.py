@@ -8,7 +8,7 @@ import pytest
 
 import autotune
 from autotune import store
-from autotune.api.dispatch import beats_library
+from autotune.api.dispatch import wins_at_its_shape
 from autotune.api.firstuse.background import background_of
 from autotune.backends.reference import TOLERANCE
 
@@ -52,6 +52,6 @@ def test_a_shape_tuned_on_first_use_runs_what_its_rows_say_and_stays_correct(tor
     assert relative_error(torch, C, ref) <= TOLERANCE
     choice = mm.choose(*SHAPE)
     fastest = min(rows, key=lambda r: r["time_ms"])
-    assert choice.library == (not beats_library(fastest)), choice.describe()  # api.dispatch's rule
+    assert choice.library == (not wins_at_its_shape(fastest)), choice.describe()  # api.dispatch's rule
     assert choice.library or choice.row_id == fastest["id"]
     print(f"first-use at {SHAPE}: {len(rows)} rows; the call now runs {choice.describe()}")

@@ -22,7 +22,7 @@ from typing import Any
 
 from autotune import store
 from autotune.api.commands import SearchOptions, search_command
-from autotune.api.dispatch import beats_library
+from autotune.api.dispatch import wins_at_its_shape
 from autotune.api.suite import read_shapes
 from autotune.backends.outcome import OK
 from autotune.errors import AutotuneError, NoDeviceError
@@ -126,7 +126,7 @@ def run_cover(o: CoverOptions, stop: threading.Event | None = None) -> list[dict
 
 def report(db_path: str, products: list[Product], kind: str = "cuda") -> list[dict[str, Any]]:
     """Per product: the fastest verified kernel of its layout, cuBLAS's time beside it, and whether
-    load() runs the kernel (api.dispatch.beats_library) or cuBLAS."""
+    load() runs the kernel (api.dispatch.wins_at_its_shape) or cuBLAS."""
     db = store.open_readonly(db_path)
     rows = []
     try:
@@ -138,7 +138,7 @@ def report(db_path: str, products: list[Product], kind: str = "cuda") -> list[di
             rows.append({"M": p.shape[0], "N": p.shape[1], "K": p.shape[2], "layout": p.layout, "origin": p.origin,
                          "kernel": best["kernel"] if best else None, "ms": best["time_ms"] if best else None,
                          "cublas_ms": cublas, "gain": cublas / best["time_ms"] if best and cublas else None,
-                         "runs": "kernel" if best and beats_library(best) else "cuBLAS"})
+                         "runs": "kernel" if best and wins_at_its_shape(best) else "cuBLAS"})
     finally:
         db.close()
     return rows

@@ -3,7 +3,9 @@
 cuBLAS is a candidate at every shape (`library=True`, load()'s default): one of our kernels runs
 only where the evidence says it is faster there. Evidence is a verified row that beat cuBLAS timed
 beside it in the same process by WIN_MARGIN (beats_library), either
-- exact: measured at this very shape; or
+- exact: measured at this very shape (where cuBLAS took at most HOST_BOUND_MS, also a row at most
+  HOST_SAVING_MS slower than it on the GPU: the call is host-bound and the short way of a repeated torch
+  call saves the host more than that, wins_at_its_shape); or
 - covering: measured at a shape that holds this one (every one of M, N, K at least as large) in at
   most HOST_BOUND_MS, with the operands' rows aligned alike (whole 16-byte vectors or not:
   stored_rows_aligned). The same kernel does no more work at a smaller shape read the same way (no
@@ -59,6 +61,11 @@ WIN_MARGIN = 0.02
 # A kernel of at most 11 us hides behind a call's host time: on the H200's host the short way of a torch call
 # costs 10.7-14.3 us, torch.matmul 13.2-23.6 (benchmarks/data/host-cost-h200.json, anyshape-h200.json).
 HOST_BOUND_MS = 0.011
+# Where cuBLAS took at most HOST_BOUND_MS, a repeated torch call is host-bound, and its short way through our
+# kernel costs the host 2.6-3.6 us less than torch.matmul's (at 64^3, three leases: anyshape-*-h200.json,
+# host_per_call): a kernel measured at that very shape in at most this much more than cuBLAS still makes the
+# call faster, both alone (host + GPU) and back to back (the larger of the two).
+HOST_SAVING_MS = 0.002
 COVERING = "covering"  # the origin of a row measured at a shape that holds the call's
 
 
@@ -71,6 +78,20 @@ def beats_library(row: dict) -> bool:
         return False
     cublas_ms, ms = row.get("cublas_ms"), row.get("time_ms")
     return bool(cublas_ms and ms and ms <= (1 - WIN_MARGIN) * cublas_ms)
+
+
+def wins_at_its_shape(row: dict) -> bool:
+    """Whether a result row is evidence that a call of its own shape and layout runs faster on its kernel than
+    on cuBLAS: beats_library, or a host-bound call (cuBLAS at most HOST_BOUND_MS) that the kernel takes at most
+    HOST_SAVING_MS longer on the GPU than cuBLAS, which the short way's lower host cost makes up. Only for the
+    row's own shape: a covering row must beat cuBLAS outright (covers), as cuBLAS may be faster at a smaller
+    shape than at the row's."""
+    if beats_library(row):
+        return True
+    cublas_ms, ms = row.get("cublas_ms"), row.get("time_ms")
+    layout = layout_name(row)
+    return bool(cublas_ms and ms and (layout == "NN" or row.get("cublas_layout") == layout)
+                and cublas_ms <= HOST_BOUND_MS and ms <= cublas_ms + HOST_SAVING_MS)
 
 
 def covers(row: dict, shape: Shape) -> bool:
@@ -208,9 +229,9 @@ class Dispatcher:
         if winners is None:
             # only rows that name a kernel this version runs (_keeps), as the choice itself reads them
             rows = [{**r, "_db": i} for i, db in enumerate(self._dbs)
-                    for r in store.faster_than_library(db, self.backend, gpu)
-                    if r["family"] in self.families and beats_library(r) and _keeps(r, lambda _: True)]
-            covering = sorted((r for r in rows if r["time_ms"] <= HOST_BOUND_MS),
+                    for r in store.faster_than_library(db, self.backend, gpu, HOST_SAVING_MS)
+                    if r["family"] in self.families and wins_at_its_shape(r) and _keeps(r, lambda _: True)]
+            covering = sorted((r for r in rows if r["time_ms"] <= HOST_BOUND_MS and beats_library(r)),
                               key=lambda r: (r["M"] * r["N"] * r["K"], r["time_ms"]))
             shapes = frozenset((r["M"], r["N"], r["K"], *_transposes(r)) for r in rows)
             winners = self._winners[gpu] = Winners(shapes, covering)
@@ -242,9 +263,9 @@ class Dispatcher:
         found = self._best(gpu, shape, wanted, layout.batch, exact_only=True)
         if found is None and layout.blas:
             found = self._best(gpu, shape, {**wanted, "BLAS": 0}, 1, blas_able=True, exact_only=True)
-            if found is not None and beats_library(found[0]):
+            if found is not None and wins_at_its_shape(found[0]):
                 return self._of_tiling(*found)
-        if found is not None and beats_library(found[0]):
+        if found is not None and wins_at_its_shape(found[0]):
             return self._of_row(*found)
         if found is None:
             covering = self._covering_choice(gpu, shape, layout)

@@ -120,10 +120,10 @@ def results(db: sqlite_utils.Database, shape: tuple[int, int, int], backend: str
     return db.query(f"SELECT * FROM results WHERE {' AND '.join(where)} ORDER BY id", args)
 
 
-def faster_than_library(db: sqlite_utils.Database, backend: str, gpu: str) -> Iterator[dict]:
-    """The verified rows whose kernel was faster than cuBLAS timed beside it."""
-    return db.query("SELECT * FROM results WHERE backend = ? AND "
-                    "(gpu_uuid = ? OR gpu_name = ?) AND status = ? AND time_ms < cublas_ms", [backend, gpu, gpu, OK])
+def faster_than_library(db: sqlite_utils.Database, backend: str, gpu: str, slack_ms: float = 0.0) -> Iterator[dict]:
+    """The verified rows whose kernel was faster than cuBLAS timed beside it, or slower by less than slack_ms."""
+    return db.query("SELECT * FROM results WHERE backend = ? AND (gpu_uuid = ? OR gpu_name = ?) AND status = ? "
+                    "AND time_ms < cublas_ms + ?", [backend, gpu, gpu, OK, slack_ms])
 
 
 def admitted_families(precision: str | None) -> set[str] | None:
