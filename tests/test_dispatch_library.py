@@ -49,6 +49,8 @@ def recorded(tmp_path):
         "host_win": timed(db, (200, 200, 8), "blocked", 0.0068, 0.0055, **SMALL),
         "host_lose": timed(db, (300, 300, 8), "blocked", 0.0081, 0.0055, **SMALL),
         "not_host_bound": timed(db, (400, 400, 8), "blocked", 0.0125, 0.0120, **SMALL),
+        # measured at a shape "tiny" covers, and lost there
+        "lost_inside": timed(db, (48, 48, 16), "blocked", 0.0090, 0.0060, **SMALL),
     }
     db.close()
     return str(path), names
@@ -106,6 +108,9 @@ def test_a_short_kernel_covers_the_shapes_its_shape_holds(recorded, launcher):
     for shape in [(100, 1000, 65), (129, 100, 10), (4000, 200, 60), (100, 1001, 64)]:
         assert mm.choose(*shape).library and mm.runs_library(*shape), shape
     assert mm.choose(60, 32, 16, trans_b=True).library  # an NN row covers NN calls only
+    # a row measured at the shape that lost is the evidence there, not one that covers it; and the short way
+    # of a torch call (which asks runs_library) must agree, or the call takes the slow full path each time
+    assert mm.choose(48, 48, 16).library and mm.dispatcher.runs_library(GPU, (48, 48, 16))
     assert mm.choose(60, 32, 16, blas=True).library  # nor calls of the cuBLAS-style signature
 
 

@@ -218,9 +218,10 @@ class Dispatcher:
         if winners is None:
             with self._lock:
                 winners = self._winners_of(gpu)
-        trans = (trans_a, trans_b)
-        return ((*shape, *trans) not in winners.shapes
-                and not any(_transposes(r) == trans and covers(r, shape) for r in winners.covering))
+        if (*shape, trans_a, trans_b) in winners.shapes:
+            return False  # a row of these transposes won here (of either signature)
+        # else what a plain call runs: a row measured here that lost outweighs one that covers the shape
+        return self.choose(gpu_name, shape, Layout(trans_a, trans_b, False, 1)).library
 
     def _winners_of(self, gpu: str) -> Winners:
         """The rows of this GPU and contract that beat cuBLAS at their shape, each with its database's index,
