@@ -11,6 +11,8 @@ import autotune
 from autotune import store
 from autotune.api.dispatch import HOST_BOUND_MS, HOST_SAVING_MS, WIN_MARGIN, beats_library, wins_at_its_shape
 from autotune.api.operands import Layout
+from autotune.families import FAMILIES
+from autotune.space import make_config
 from tests.fakes import GPU
 from tests.test_api import DeviceArray
 from tests.test_starts import record
@@ -49,6 +51,9 @@ def recorded(tmp_path):
         "host_win": timed(db, (200, 200, 8), "blocked", 0.0068, 0.0055, **SMALL),
         "host_lose": timed(db, (300, 300, 8), "blocked", 0.0081, 0.0055, **SMALL),
         "not_host_bound": timed(db, (400, 400, 8), "blocked", 0.0125, 0.0120, **SMALL),
+        # host-bound and within the saving, or short enough to cover, but with a prologue: no short way
+        "host_prologue": timed(db, (208, 208, 8), "blocked", 0.0060, 0.0055, AL=1, **SMALL),
+        "cover_prologue": timed(db, (1024, 1024, 16), "blocked", 0.0080, 0.0100, AL=1, **SMALL),
         # measured at a shape "tiny" covers, and lost there
         "lost_inside": timed(db, (48, 48, 16), "blocked", 0.0090, 0.0060, **SMALL),
     }
@@ -67,19 +72,29 @@ def test_a_row_is_evidence_only_past_the_margin():
 
 def test_at_a_host_bound_shape_a_row_wins_by_the_host_time_it_saves():
     bound = HOST_BOUND_MS
-    assert wins_at_its_shape({"time_ms": bound, "cublas_ms": bound})  # level on the GPU: the host decides
-    assert wins_at_its_shape({"time_ms": bound + HOST_SAVING_MS - 1e-6, "cublas_ms": bound})
-    assert not wins_at_its_shape({"time_ms": bound + HOST_SAVING_MS + 1e-6, "cublas_ms": bound})
-    assert not wins_at_its_shape({"time_ms": 1.1 * bound, "cublas_ms": 1.1 * bound})  # not host-bound: the margin
-    assert not wins_at_its_shape({"time_ms": bound, "cublas_ms": bound, "TB": 1, "cublas_layout": None})
-    assert not beats_library({"time_ms": bound, "cublas_ms": bound})  # no evidence at any other shape
+
+    def row(ms: float, cublas_ms: float, **more) -> dict:
+        params = {k: v for k, v in more.items() if k != "cublas_layout"}
+        values = make_config(FAMILIES["blocked"], {**SMALL, **params}).values
+        return {"family": "blocked", "M": 200, "N": 200, "K": 8, **values, "time_ms": ms, "cublas_ms": cublas_ms,
+                **more}
+
+    assert wins_at_its_shape(row(bound, bound))  # level on the GPU: the host decides
+    assert wins_at_its_shape(row(bound + HOST_SAVING_MS - 1e-6, bound))
+    assert not wins_at_its_shape(row(bound + HOST_SAVING_MS + 1e-6, bound))
+    assert not wins_at_its_shape(row(1.1 * bound, 1.1 * bound))  # not host-bound: the margin
+    assert not wins_at_its_shape(row(bound, bound, TB=1, cublas_layout=None))
+    assert not wins_at_its_shape(row(bound, bound, AL=1))  # a prologue: the call takes the full path
+    assert not wins_at_its_shape(row(bound, bound, BLAS=1))  # the cuBLAS-style signature: the full path too
+    assert not beats_library(row(bound, bound))  # no evidence at any other shape
 
 
 def test_a_host_bound_row_runs_at_its_own_shape_and_covers_none(recorded, launcher):
     path, k = recorded
     mm = autotune.load(db=path, launcher=launcher)
     assert mm.choose(200, 200, 8).kernel == k["host_win"] and not mm.runs_library(200, 200, 8)
-    for shape in [(300, 300, 8), (400, 400, 8), (196, 196, 8)]:  # more than the saving; not host-bound; held
+    # more than the saving; not host-bound; held by it; a prologue at its shape, and at one it would hold
+    for shape in [(300, 300, 8), (400, 400, 8), (196, 196, 8), (208, 208, 8), (500, 500, 16)]:
         assert mm.choose(*shape).library and mm.runs_library(*shape), shape
 
 

@@ -91,7 +91,21 @@ def wins_at_its_shape(row: dict) -> bool:
     cublas_ms, ms = row.get("cublas_ms"), row.get("time_ms")
     layout = layout_name(row)
     return bool(cublas_ms and ms and (layout == "NN" or row.get("cublas_layout") == layout)
-                and cublas_ms <= HOST_BOUND_MS and ms <= cublas_ms + HOST_SAVING_MS)
+                and cublas_ms <= HOST_BOUND_MS and ms <= cublas_ms + HOST_SAVING_MS
+                and takes_short_way(row, (row["M"], row["N"], row["K"])))
+
+
+def takes_short_way(row: dict, shape: Shape) -> bool:
+    """Whether a plain torch call at the shape can run the row's kernel by the short way (api.shortcuts), which
+    is what makes a host-bound call cheaper than torch.matmul: the plain signature, and no prologue there (a
+    kernel with one takes the full path, its workspace and two launches: 16.9 us a call at 15782x11x12 with
+    streamk's, against torch.matmul's 15.4, benchmarks/data/anyshape-covered-h200.json)."""
+    if row.get("BLAS"):
+        return False
+    try:
+        return config_of_row(row).prologue(*shape) is None
+    except SpaceError:  # a family or parameter this version does not know
+        return False
 
 
 def covers(row: dict, shape: Shape) -> bool:
@@ -250,7 +264,8 @@ class Dispatcher:
                 config = config_of_row(row)
             except SpaceError:  # a family or parameter this version does not know
                 continue
-            if not violations(config) and not shape_violations(config, shape[0], shape[1]):
+            if not violations(config) and not shape_violations(config, shape[0], shape[1]) \
+                    and takes_short_way(row, shape):
                 return self._of_row(row, COVERING)
         return None
 
