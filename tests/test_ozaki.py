@@ -76,8 +76,8 @@ MUTATIONS = {
                         "    for (int i = 0; i < T - 1; ++i) {\n        const signed char* ra"),
     # every shift one too small: the operands scaled to half, C twice what it should be... scaled back by
     # the wrong power (the shifts stored are not the ones used)
-    "wrong scale": ("C[r * N + c] = (float)ldexp((double)sv, -(w.sa[r] + w.sb[c]));",
-                    "C[r * N + c] = (float)ldexp((double)sv, -(w.sa[r] + w.sb[c]) + 1);"),
+    "wrong scale": ("C[r * N + c] = (float)((double)sv * pow2_neg(w.sa[r] + w.sb[c]));",
+                    "C[r * N + c] = (float)((double)sv * pow2_neg(w.sa[r] + w.sb[c] - 1));"),
     # four bits past the exactness bound (fewer may not show: the bound is for the largest possible sum, and
     # randn's are far below it): sums of K products pass Mt/2 and wrap in the reconstruction
     "past the exactness bound": ("    return p;\n}", "    return p + 4;\n}"),

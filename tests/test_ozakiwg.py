@@ -1,8 +1,8 @@
 """The ozakiwg family (the Ozaki scheme II on Hopper's INT8 wgmma) without a GPU: on the CPU emulator its C is
 the numeric reference's (autotune.families.ozaki_math) bit for bit at odd shapes, through several k-tiles and
-stage refills, and within the fp32-tc contract; mutations are caught (a dropped modulus, a wrong scale, residues
-not reduced, a residue kept for the wrong modulus, the tiles' swizzle); the launch and workspace formulas;
-offline SASS for sm_90a (four integer warpgroup MMAs a k-tile, no local memory) and the model's ceiling."""
+stage refills, and within the fp32-tc contract; mutations are caught (a dropped modulus, a wrong wide remainder in
+Garner, a wrong scale, residues not reduced, a residue kept for the wrong modulus, the tiles' swizzle); the launch
+and workspace formulas; offline SASS for sm_90a (four integer warpgroup MMAs a k-tile, no local memory) and the model's ceiling."""
 from __future__ import annotations
 
 import numpy as np
@@ -55,9 +55,11 @@ def test_it_meets_the_fp32_tc_contract_at_odd_shapes():
 MUTATIONS = {
     # the last modulus' residue never put back (Garner's steps one short)
     "dropped modulus": ("            x = garner_step<7>(x, residue_byte(kept[7], at));\n", ""),
+    # Garner's wide remainder without 2^32 mod m: x mod m wrong wherever x has passed 2^32
+    "wide remainder": ("((unsigned)(x >> 32) * wrap + lo) % m", "((unsigned)(x >> 32) + lo) % m"),
     # scaled back by the wrong power of two
-    "wrong scale": ("C[r * N + col] = (float)ldexp((double)sv, -(w.sa[r] + w.sb[col]));",
-                    "C[r * N + col] = (float)ldexp((double)sv, -(w.sa[r] + w.sb[col]) + 1);"),
+    "wrong scale": ("C[r * N + col] = (float)((double)sv * pow2_neg(w.sa[r] + w.sb[col]));",
+                    "C[r * N + col] = (float)((double)sv * pow2_neg(w.sa[r] + w.sb[col] - 1));"),
     # the residues of A left unreduced: a' & 0xff is not a' modulo m
     "residue not reduced": ("*a_word(w, i, m, k0) =\n"
                             "                    pack_s8x4(residue(x[0], mi), residue(x[1], mi), residue(x[2], mi), "
