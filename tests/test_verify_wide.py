@@ -118,7 +118,7 @@ def test_eight_moduli_pass_both_input_sets_at_an_odd_shape():
     (oz(7), None),  # a config of the search's space: MODULI trades bits for speed
     # every row scaled back by row 0's shift: uniform rows all have their largest |value| in [0.5, 1), so the
     # same shift, and the output is bit for bit right; wide rows differ by up to 2^40
-    (oz(8), ("-(w.sa[r] + w.sb[c])", "-(w.sa[0] + w.sb[c])")),
+    (oz(8), ("pow2_neg(w.sa[r] + w.sb[c])", "pow2_neg(w.sa[0] + w.sb[c])")),
 ], ids=["seven moduli", "row 0's shift for every row"])
 def test_what_passes_the_uniform_inputs_and_not_the_wide_ones_is_wrong(config, mutation):
     source = render(config) if mutation is None else edit(render(config), *mutation)
