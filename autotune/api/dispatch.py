@@ -69,15 +69,22 @@ HOST_SAVING_MS = 0.002
 COVERING = "covering"  # the origin of a row measured at a shape that holds the call's
 
 
-def beats_library(row: dict) -> bool:
-    """Whether a result row is evidence that its kernel is faster than cuBLAS at its own shape, in its own
-    layout: rows of a transposed layout recorded before cuBLAS was timed per layout (no cublas_layout) hold
-    cuBLAS's NN time, which at 16 x 4096 x 4096 is 1.5x its NT time: no evidence."""
+def timed_beside_cublas(row: dict) -> tuple[float, float] | None:
+    """A result row's (time, cuBLAS's time) where cuBLAS was timed in the row's own layout: rows of a transposed
+    layout recorded before cuBLAS was timed per layout (no cublas_layout) hold cuBLAS's NN time, which at
+    16 x 4096 x 4096 is 1.5x its NT time: no evidence. None: no such pair."""
     layout = layout_name(row)
     if layout != "NN" and row.get("cublas_layout") != layout:
-        return False
+        return None
     cublas_ms, ms = row.get("cublas_ms"), row.get("time_ms")
-    return bool(cublas_ms and ms and ms <= (1 - WIN_MARGIN) * cublas_ms)
+    return (ms, cublas_ms) if cublas_ms and ms else None
+
+
+def beats_library(row: dict) -> bool:
+    """Whether a result row is evidence that its kernel is faster than cuBLAS at its own shape, in its own
+    layout (timed_beside_cublas), by WIN_MARGIN."""
+    times = timed_beside_cublas(row)
+    return times is not None and times[0] <= (1 - WIN_MARGIN) * times[1]
 
 
 def wins_at_its_shape(row: dict) -> bool:
@@ -88,24 +95,22 @@ def wins_at_its_shape(row: dict) -> bool:
     shape than at the row's."""
     if beats_library(row):
         return True
-    cublas_ms, ms = row.get("cublas_ms"), row.get("time_ms")
-    layout = layout_name(row)
-    return bool(cublas_ms and ms and (layout == "NN" or row.get("cublas_layout") == layout)
-                and cublas_ms <= HOST_BOUND_MS and ms <= cublas_ms + HOST_SAVING_MS
-                and takes_short_way(row, (row["M"], row["N"], row["K"])))
-
-
-def takes_short_way(row: dict, shape: Shape) -> bool:
-    """Whether a plain torch call at the shape can run the row's kernel by the short way (api.shortcuts), which
-    is what makes a host-bound call cheaper than torch.matmul: the plain signature, and no prologue there (a
-    kernel with one takes the full path, its workspace and two launches: 16.9 us a call at 15782x11x12 with
-    streamk's, against torch.matmul's 15.4, benchmarks/data/anyshape-covered-h200.json)."""
-    if row.get("BLAS"):
+    times = timed_beside_cublas(row)
+    if times is None or times[1] > HOST_BOUND_MS or times[0] > times[1] + HOST_SAVING_MS:
         return False
     try:
-        return config_of_row(row).prologue(*shape) is None
+        config = config_of_row(row)
     except SpaceError:  # a family or parameter this version does not know
         return False
+    return takes_short_way(config, (row["M"], row["N"], row["K"]))
+
+
+def takes_short_way(config: Config, shape: Shape) -> bool:
+    """Whether a plain torch call at the shape can run the config's kernel by the short way (api.shortcuts),
+    which is what makes a host-bound call cheaper than torch.matmul: the plain signature, and no prologue there
+    (a kernel with one takes the full path, its workspace and two launches: 16.9 us a call at 15782x11x12 with
+    streamk's, against torch.matmul's 15.4, benchmarks/data/anyshape-covered-h200.json)."""
+    return not config.values.get("BLAS") and config.prologue(*shape) is None
 
 
 def covers(row: dict, shape: Shape) -> bool:
@@ -265,7 +270,7 @@ class Dispatcher:
             except SpaceError:  # a family or parameter this version does not know
                 continue
             if not violations(config) and not shape_violations(config, shape[0], shape[1]) \
-                    and takes_short_way(row, shape):
+                    and takes_short_way(config, shape):
                 return self._of_row(row, COVERING)
         return None
 
