@@ -6,7 +6,7 @@ it: torch tensors in, a new output out, host time included. Writes benchmarks/da
 Shapes: `--count` drawn with the seed, M, N and K log-uniform in [1, 16384] with 1e6 <= MNK <= 6e10
 (row-major A·B), then transformer projections (x·Wᵀ, W stored N x K, as nn.Linear calls it), then
 with --suite the suite's shapes. Each shape is timed two ways, for both in the same process:
-- queued: CUDA events around `reps` calls back to back (the best round's mean, the two taking turns
+- queued: CUDA events around `reps` calls back to back (the median round's mean, the two taking turns
   round by round), so a call costs max(host time, GPU time);
 - alone: events around one call after a synchronisation (the median of `alone` calls): its launch
   latency and host time included.
@@ -60,12 +60,16 @@ def one_call_ms(torch, run) -> float:
 
 
 def alone_ms(torch, ours, theirs, calls: int) -> tuple[float, float]:
-    """Medians of single calls, the two taken in turn so that both see the same clocks."""
-    pairs = [(one_call_ms(torch, theirs), one_call_ms(torch, ours)) for _ in range(calls)]
-    return statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
+    """Medians of single calls, the two taken in turn (which goes first swapped each time), so that both
+    see the same clocks."""
+    times: tuple[list[float], list[float]] = ([], [])
+    for c in range(calls):
+        for i in ((0, 1) if c % 2 == 0 else (1, 0)):
+            times[i].append(one_call_ms(torch, (theirs, ours)[i]))
+    return statistics.median(times[0]), statistics.median(times[1])
 
 
-def measure(torch, mm, shape, trans_b: bool, kind: str) -> dict:
+def measure(torch, mm, shape, trans_b: bool, kind: str, control: bool = False) -> dict:
     M, N, K = shape
     A = torch.randn(M, K, device="cuda")
     B = torch.randn(N, K, device="cuda") if trans_b else torch.randn(K, N, device="cuda")
@@ -81,6 +85,9 @@ def measure(torch, mm, shape, trans_b: bool, kind: str) -> dict:
            "torch_ms": torch_ms, "ours_ms": ours_ms,
            "torch_alone_ms": torch_alone, "ours_alone_ms": ours_alone,
            "kernel": mm.choose(M, N, K, torch.cuda.current_device(), trans_b=trans_b).describe(), "err": error}
+    if control:  # the method's own bias: torch.matmul paired with itself (1.0 when unbiased)
+        first, again = paired_ms(torch, theirs, lambda: torch.matmul(A, opB), reps, 6)
+        row["control"] = first / again
     return row
 
 
@@ -110,7 +117,8 @@ def summary(rows: list[dict]) -> dict:
     alone = [r["torch_alone_ms"] / r["ours_alone_ms"] for r in rows]
     return {"shapes": len(rows), "geomean_queued": geomean(queued), "geomean_alone": geomean(alone),
             "min_queued": min(queued), "min_alone": min(alone), "below_0.95_queued": sum(q < 0.95 for q in queued),
-            "kernels": sum(not r["kernel"].startswith("cuBLAS") for r in rows), "max_err": max(r["err"] for r in rows)}
+            "kernels": sum(not r["kernel"].startswith("cuBLAS") for r in rows), "max_err": max(r["err"] for r in rows),
+            **({"control_geomean": geomean(c)} if (c := [r["control"] for r in rows if "control" in r]) else {})}
 
 
 def main() -> int:
@@ -118,6 +126,8 @@ def main() -> int:
     parser.add_argument("--db", help="results database (default: autotune.load()'s)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--count", type=int, default=40)
+    parser.add_argument("--control", type=int, default=8, help="at this many random shapes, also torch.matmul "
+                        "paired with itself: the timing method's own bias")
     parser.add_argument("--suite", help="a shapes file (autotune/api/shapes.toml) whose shapes are measured too")
     parser.add_argument("--commit", default="", help="the sources' commit, recorded in the output")
     parser.add_argument("--cover", type=float, help="first `autotune cover` the random and projection products with "
@@ -138,7 +148,7 @@ def main() -> int:
     rows = []
     for kind, shapes in groups.items():
         for shape, trans_b in shapes:
-            rows.append(measure(torch, mm, shape, trans_b, kind))
+            rows.append(measure(torch, mm, shape, trans_b, kind, kind == "random" and len(rows) < args.control))
             r = rows[-1]
             print(f"{kind:10s} {r['M']:>5}x{r['N']:>5}x{r['K']:>5} {r['layout']} torch/ours queued "
                   f"{r['torch_ms'] / r['ours_ms']:.3f} alone {r['torch_alone_ms'] / r['ours_alone_ms']:.3f} "
