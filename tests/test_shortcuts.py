@@ -79,3 +79,36 @@ def test_to_kernel_needs_the_operands_device_current_and_the_launch_enqueued():
     assert run(torch.randn(5, 3), torch.randn(3, 4)) is None and launches == []
     run, launches = kernel_run(status=201)  # CUDA_ERROR_INVALID_CONTEXT: not enqueued
     assert run(torch.randn(5, 3), torch.randn(3, 4)) is None and len(launches) == 1
+
+
+class FullPath(Exception):
+    """Raised where a call left the short way (the test's stand-in for the full path)."""
+
+
+@pytest.mark.parametrize("trans_a", [False, True])
+@pytest.mark.parametrize("trans_b", [False, True])
+def test_matmul_runs_a_torch_product_inline_as_calling_it_would(trans_a, trans_b, monkeypatch):
+    """Matmul.__call__ runs a TorchProduct's product itself (a frame less): the same product, and the same
+    refusals (another dtype, TF32 on) that send the call on to the full path."""
+    from autotune.api.matmul import Matmul
+
+    mm = Matmul.__new__(Matmul)  # only the table of short ways matters before the full path
+    mm._fast = {}
+    def full_path(A):  # the full path's first step: which stream A's library runs on
+        raise FullPath
+
+    monkeypatch.setattr("autotune.api.matmul.current_stream", full_path)
+    A = torch.randn(3, 5) if trans_a else torch.randn(5, 3)
+    B = torch.randn(4, 3) if trans_b else torch.randn(3, 4)
+    way = shortcuts.to_torch(torch, trans_a, trans_b)
+    mm._fast[(A.shape, B.shape, trans_a, trans_b, A.get_device())] = way
+    assert torch.equal(mm(A, B, trans_a=trans_a, trans_b=trans_b), way(A, B))
+    with pytest.raises(FullPath):
+        mm(A.double(), B.double(), trans_a=trans_a, trans_b=trans_b)
+    was = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        with pytest.raises(FullPath):
+            mm(A, B, trans_a=trans_a, trans_b=trans_b)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = was

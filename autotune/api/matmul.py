@@ -18,6 +18,7 @@ from autotune.api import library, shortcuts
 from autotune.api.arrays import ArrayView, read_array, signature
 from autotune.api.dispatch import Choice, Dispatcher
 from autotune.api.operands import Call, Layout, describe
+from autotune.api.shortcuts import TorchProduct
 from autotune.errors import AutotuneError
 from autotune.space import PROLOGUE_SUFFIX, Launch, Limits, Operands, Prologue, Shape, batched, tight
 
@@ -102,10 +103,14 @@ class Matmul:
                  trans_a: bool = False, trans_b: bool = False, stream: Any = None) -> Any:
         if out is None and stream is None and alpha == 1.0 and beta == 0.0:
             try:
-                fast = self._fast.get((A.shape, B.shape, trans_a, trans_b, A.get_device()))
-            except AttributeError:  # not a torch tensor
-                fast = None
-            if fast is not None and (product := fast(A, B)) is not None:
+                way = self._fast[A.shape, B.shape, trans_a, trans_b, A.get_device()]
+            except (KeyError, AttributeError):  # a kind of call not planned yet, or not a torch tensor
+                way = None
+            if way.__class__ is TorchProduct:  # cuBLAS, by torch.mm: inline, what calling it would do
+                mm, float32, tf32, _, _ = way
+                if A.dtype is float32 and not tf32():
+                    return mm(A.mT if trans_a else A, B.mT if trans_b else B)
+            elif way is not None and (product := way(A, B)) is not None:
                 return product
         handle = stream_handle(stream) if stream is not None else current_stream(A)
         current = stream is None and _on_device_of(A, B, out)  # A's library's current stream is theirs too
