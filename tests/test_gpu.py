@@ -38,6 +38,7 @@ def test_cublas_reference_matches_float64(backend):
     ("blocked", {"BK": 32}),  # 66 KiB of dynamic shared memory: needs the opt-in
     ("blocked", {"ASYNC": 1, "STAGES": 3}), ("blocked", {"ASYNC": 1, "STAGES": 4, "BK": 8, "pad": 0}),
     ("blocked", {"BM": 64, "BN": 32, "WM": 32, "WN": 16, "TM": 2, "TN": 1, "WNITER": 1}),
+    ("blocked", {"CS": 1}), ("blocked", {"CS": 1, "ASYNC": 1, "STAGES": 3}),  # N = 129: C staged (CS=1)
 ])
 def test_families_verify_and_time(backend, family, params):
     config = make_config(FAMILIES[family], params)

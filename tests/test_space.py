@@ -112,12 +112,16 @@ def test_blocked_space_is_counted_without_materialising_it():
     # NT and TT with the plain signature again with PB=1, as the NN and TN kernels they run after the
     # prologue (NN's with RT=1 too: 189040 of them regroup A); and NN's plain ones twice more, with AL=1 and 2;
     # all of that in each of the four FMA orders (ORDER); and all of it again with the early barrier (EARLY=1)
-    # except the single-stage kernels, which have no next tile to load early
-    assert combinations(BLOCKED) == 3 * 256 * 4718592
+    # except the single-stage kernels, which have no next tile to load early; and those of the plain
+    # signature with TN a multiple of 4 whose staging fits once more with C staged (CS=1)
+    assert combinations(BLOCKED) == 2 * 3 * 256 * 4718592
     one_barrier = 4 * (8 * 490976 + 798656 + 2 * 490976 + 189040 + 2 * (490976 + 189040))
-    single_stage = count_valid(narrow(BLOCKED, {"EARLY": ["0"], "STAGES": ["1"]}))
+    single_stage = count_valid(narrow(BLOCKED, {"EARLY": ["0"], "STAGES": ["1"], "CS": ["0"]}))
     assert 0 < single_stage < one_barrier
-    assert count_valid(BLOCKED) == 2 * one_barrier - single_stage
+    assert count_valid(narrow(BLOCKED, {"CS": ["0"]})) == 2 * one_barrier - single_stage
+    staged = count_valid(narrow(BLOCKED, {"CS": ["1"]}))
+    assert staged == count_valid(narrow(BLOCKED, {"CS": ["1"], "BLAS": ["0"], "TN": ["4", "8"]})) > 0
+    assert count_valid(BLOCKED) == 2 * one_barrier - single_stage + staged
     rng = random.Random(1)
     c = random_valid(BLOCKED, rng, fixed={"ASYNC": 1, "STAGES": 4})
     assert c.values["ASYNC"] == 1 and c.values["STAGES"] == 4 and not violations(c)

@@ -137,13 +137,14 @@ def test_a_turn_handed_to_the_wrong_split_never_finishes():
 # --------------------------------------------------------------------------- space and shape rules
 
 def test_splitk_is_the_blocked_space_times_the_splits_and_the_reduction():
-    # all of blocked's but BLAS: the turnstiles are per tile, not per (batch, tile); PB and AL fixed at 0,
-    # and the constraints of the two prologues (which read BLAS) left out with it
-    assert [p.name for p in SPLITK.params] == [p.name for p in BLOCKED.params if p.name != "BLAS"] + ["SPLITK", "RED"]
+    # all of blocked's but BLAS (the turnstiles are per tile, not per (batch, tile)) and CS (its blocks add
+    # partials into C); PB and AL fixed at 0, and the constraints of the two prologues (which read BLAS) and
+    # CS's left out with them
+    assert [p.name for p in SPLITK.params] == [p.name for p in BLOCKED.params if p.name not in ("BLAS", "CS")] + ["SPLITK", "RED"]
     assert SPLITK.constraints[:-1] == chunked_constraints(BLOCKED.constraints) and SPLITK.template == BLOCKED.template
     assert SPLITK.param("PB").values == SPLITK.param("AL").values == (0,)
     left_out = [c.reason.split()[0] for c in BLOCKED.constraints if c not in SPLITK.constraints]
-    assert left_out == ["PB=1", "AL=1"]
+    assert left_out == ["PB=1", "AL=1", "CS=1", "CS=1's"]
     assert violations(splitk({"RED": 1, "TN": 2}))  # the slots are written as float4s
     assert "splitk" in FAMILIES and not violations(splitk({}))
     assert violations(splitk({"BM": 32, "WM": 64}))[0] == "warp tiles must tile the block tile (BM % WM == 0 and BN % WN == 0)"

@@ -39,6 +39,14 @@ workspace whose rows are padded to multiples of 4 floats, so that the product's 
 ones where K or N is not a multiple of 4 (4097 x 4095 x 4093): the kernel is the same, reading the
 padded rows with their strides. AL=2 pads them to whole tiles, rows and columns, so that besides no block
 loads at an edge (the kernel's load bounds are the padded ones; C is stored within M x N).
+CS=1 changes how C is stored where its rows are not whole 16-byte vectors (N % 4 != 0): rather than each
+lane writing its TN floats one at a time, so that a warp's store touches LANES_N places TN floats apart in
+each of its rows, every sub-tile of a warp goes into the warp's own part of shared memory and back out a row
+at a time, consecutive lanes to consecutive columns. Where the rows are aligned nothing changes (16-byte
+stores); the staging may enlarge the block's shared memory (staging_bytes). Misaligned N made our kernels
+2-3x slower than at the aligned shape next to it on the H200 where C is large beside A and B: 28.9 us at
+4096x1023x16 (the best of 14 trials, benchmarks/data/h200-host-bound-misaligned.sqlite.gz) against 9.5 at
+4096x1024x16 (h200-host-bound.sqlite.gz). CS=1 is for that; it has not been timed on a GPU yet.
 """
 from __future__ import annotations
 
@@ -49,6 +57,7 @@ from autotune.families.common import WAVE32, tile_intensity
 from autotune.space import Constraint, Family, Launch, Limits, Param, Params, Prologue, Value, ceil_div, round_up
 
 MAX_ACCUMULATORS = 128  # per thread; beyond it the kernel cannot stay within 255 registers
+CS_PAD = 4  # floats after each staged row of C (CS=1): see staging_bytes
 WARP = 32
 TILE = ("BM", "BN", "WM", "WN")  # what the thread count reads
 LANES = ("WN", "WNITER", "TN", "WM", "TM")  # what the lane layout reads
@@ -79,7 +88,22 @@ def threads(p: Params) -> int:
 
 
 def shared_bytes(p: Params) -> int:
+    """The block's dynamic shared memory: its stages, or CS=1's staging of C where that is larger."""
+    return max(stage_bytes(p), staging_bytes(p)) if p.get("CS", 0) else stage_bytes(p)
+
+
+def stage_bytes(p: Params) -> int:
     return p["STAGES"] * p["BK"] * (p["BM"] + p["pad"] + b_row(p)) * 4
+
+
+def staging_bytes(p: Params) -> int:
+    """CS=1: each warp's part of shared memory holds one of its sub-tiles of C, WSUBM rows of WSUBN floats
+    padded by 4 (rows stay 16-byte aligned for the float4 writes, and consecutive rows start 4 banks apart)."""
+    ln = lanes_n(p)
+    if ln == 0 or WARP % ln:
+        return 0
+    wsubm, wsubn = (WARP // ln) * p["TM"], p["WN"] // p["WNITER"]
+    return threads(p) // WARP * wsubm * (wsubn + CS_PAD) * 4
 
 
 def b_row(p: Params) -> int:
@@ -136,7 +160,7 @@ def derive_tiles(p: Params) -> dict[str, int]:
     """What blocked and splitk share: the warp, lane and load layout of a block tile."""
     ln, (la, lb) = lanes_n(p), loads_per_thread(p)
     return {"WSUBN": p["WN"] // p["WNITER"], "LANES_N": ln, "LANES_M": WARP // ln, "WSUBM": (WARP // ln) * p["TM"],
-            "WMITER": wmiter(p), "THREADS": threads(p), "LA": la, "LB": lb, "SMEM": shared_bytes(p)}
+            "WMITER": wmiter(p), "THREADS": threads(p), "LA": la, "LB": lb, "SMEM": shared_bytes(p), "CS_PAD": CS_PAD}
 
 
 def _geometry(p: Params, M: int, N: int) -> Launch:
@@ -225,17 +249,23 @@ def _early(p: Params) -> int:
 def chunked_params(params: tuple[Param, ...], defaults: Mapping[str, Value | Callable[[Params], Value]],
                    al: tuple[int, ...] = (0,)) -> tuple[Param, ...]:
     """Blocked's parameters for families splitk and tailsplit: without BLAS (their turnstiles are per
-    tile, not per (batch, tile)), PB fixed at 0 and AL to the values `al` (where every tile's K is split
+    tile, not per (batch, tile)) and CS (their blocks add partials into C or a workspace), PB fixed at 0 and AL to the values `al` (where every tile's K is split
     the product is short beside a transpose or copy of the whole of B), and the family's own `defaults`
     in place of blocked's."""
     fixed = {"PB": (0,), "AL": al}
-    kept = (replace(p, values=fixed[p.name], default=0) if p.name in fixed else p for p in params if p.name != "BLAS")
+    kept = (replace(p, values=fixed[p.name], default=0) if p.name in fixed else p for p in params
+            if p.name not in ("BLAS", "CS"))
     return tuple(replace(p, default=defaults[p.name]) if p.name in defaults else p for p in kept)
 
 
 def chunked_constraints(constraints: tuple[Constraint, ...]) -> tuple[Constraint, ...]:
-    """Blocked's constraints for splitk and tailsplit: those that read BLAS, which they lack, left out."""
-    return tuple(c for c in constraints if "BLAS" not in c.reads)
+    """Blocked's constraints for splitk and tailsplit: those that read BLAS or CS, which they lack, left out."""
+    return tuple(c for c in constraints if not {"BLAS", "CS"} & set(c.reads))
+
+
+def _stages_c_plainly(p: Params) -> bool:
+    """CS=1's constraint (families that borrow blocked's constraints for their own params have no CS: 0)."""
+    return not p.get("CS", 0) or (p["TN"] % 4 == 0 and p.get("BLAS", 0) == 0)
 
 
 def _rows_apart(p: Params) -> bool:
@@ -292,6 +322,9 @@ BLOCKED = Family(
               "another instruction order and register allocation from ptxas", absent=0, named_at_absent=False),
         Param("EARLY", (0, 1), _early, "1: the barrier in each tile's last k-step, so that the next tile's first "
               "fragments load while the last FMAs run (two sets of register fragments)", absent=0, named_at_absent=False),
+        Param("CS", (0, 1), 0, "1: where C's rows are not whole 16-byte vectors (N % 4 != 0), each warp's sub-tiles "
+              "of C go through shared memory and out a row at a time, consecutive lanes to consecutive columns",
+              absent=0, named_at_absent=False),
     ),
     constraints=(
         Constraint("warp tiles must tile the block tile (BM % WM == 0 and BN % WN == 0)", TILE, lambda p, _: tiles_fit(p)),
@@ -324,6 +357,11 @@ BLOCKED = Family(
                    lambda p, _: _copies_nn(p)),
         Constraint("AL=1 or 2 needs BLAS=0 (its prologue copies tight A and B: no leading dimension, no batches)",
                    ("AL", "BLAS"), lambda p, _: _copies_tight(p)),
+        Constraint("CS=1 needs TN a multiple of 4 (a lane's outputs go into shared memory as float4s) and BLAS=0 "
+                   "(the staged store writes C as the plain signature does: no alpha, beta or ldc)",
+                   ("CS", "TN", "BLAS"), lambda p, _: _stages_c_plainly(p)),
+        Constraint("CS=1's staging, (threads/32)*WSUBM*(WSUBN+4)*4 bytes, must fit the device's per-block limit",
+                   ("CS", *TILE, *LANES), lambda p, lim: not p.get("CS", 0) or staging_bytes(p) <= lim.max_shared_optin),
     ),
     template="blocked.cu.j2",
     geometry=_geometry,

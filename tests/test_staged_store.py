@@ -1,0 +1,68 @@
+"""blocked's CS=1 (C staged through shared memory where its rows are not 16-byte aligned) on the CPU
+emulator: the product is right at shapes whose N is not a multiple of 4 (the staged branch) and at ones
+whose N is (the 16-byte stores, unchanged), with one tile or many and edge tiles; its constraints and its
+shared memory; and mutations of the staged branch are caught."""
+from __future__ import annotations
+
+import pytest
+
+from autotune.backends.sim import run
+from autotune.backends.verify import TOLERANCE, check
+from autotune.codegen.render import render
+from autotune.families import FAMILIES
+from autotune.families.blocked import stage_bytes, staging_bytes
+from autotune.space import Limits, make_config, violations
+from tests.emulated import edit, verified
+
+BLOCKED = FAMILIES["blocked"]
+# the default tile; a small one (WMITER 4: several sub-tiles along M); two sub-tiles along N with cp.async
+CONFIGS = [
+    {"CS": 1},
+    {"CS": 1, "BM": 64, "BN": 64, "BK": 8, "WM": 32, "WN": 32, "WNITER": 1, "TM": 2, "TN": 4, "BSWAP": 0},
+    {"CS": 1, "BM": 64, "BN": 128, "BK": 16, "WM": 32, "WN": 64, "WNITER": 2, "TM": 4, "TN": 4, "ASYNC": 1,
+     "STAGES": 3, "BSWAP": 0},
+]
+# N odd, N = 2 mod 4, N a multiple of 4 (the unchanged store), and a C of several tiles with edges both ways
+SHAPES = [(37, 67, 33), (70, 130, 9), (40, 64, 20), (150, 261, 17)]
+
+
+@pytest.mark.parametrize("values", CONFIGS, ids=["default", "small", "async"])
+def test_staged_store_computes_the_product(values: dict[str, int]) -> None:
+    config = make_config(BLOCKED, values)
+    assert not violations(config)
+    source = render(config)
+    for shape in SHAPES:
+        row = check(config, source, shape, run)
+        assert row.status == "ok" and row.error <= TOLERANCE, (shape, row.status, row.reason)
+
+
+def test_cs0_renders_no_staging_and_keeps_its_name() -> None:
+    plain, staged = make_config(BLOCKED, {}), make_config(BLOCKED, {"CS": 1})
+    assert "staged" not in render(plain) and "staged" in render(staged)
+    assert "CS" not in plain.name and staged.name == plain.name + "_CS1"
+
+
+def test_constraints_say_what_cs1_needs() -> None:
+    assert any("CS=1 needs TN a multiple of 4" in v for v in violations(make_config(BLOCKED, {"CS": 1, "TN": 2})))
+    assert any("BLAS=0" in v for v in violations(make_config(BLOCKED, {"CS": 1, "BLAS": 1})))
+    assert "CS" not in {p.name for p in FAMILIES["splitk"].params}  # its blocks add partials into C
+
+
+def test_the_staging_is_within_the_blocks_shared_memory() -> None:
+    for values in CONFIGS:
+        config = make_config(BLOCKED, values)
+        launch = config.geometry(100, 101, Limits())
+        staged = staging_bytes(dict(config.values))
+        assert launch.shared_bytes == max(stage_bytes(dict(config.values)), staged) >= staged > 0
+    assert make_config(BLOCKED, {}).geometry(100, 101, Limits()).shared_bytes == stage_bytes(dict(make_config(BLOCKED, {}).values))
+
+
+@pytest.mark.parametrize("old, new", [
+    ("&staged[(tRow * TM + i) * CS_LD", "&staged[(tRow * TM) * CS_LD"),  # a lane's rows staged over each other
+    ("if (rowS + r < M && colS + c < N) C[", "if (rowS + r < M) C["),  # the columns past N written
+    ("C[(rowS + r) * N + colS + c] = staged[r * CS_LD + c]", "C[(rowS + r) * N + colS + c] = staged[c * CS_LD + r]"),
+])
+def test_mutations_of_the_staged_store_are_caught(old: str, new: str) -> None:
+    config = make_config(BLOCKED, CONFIGS[1])
+    row = verified(config, edit(render(config), old, new), (37, 67, 33))
+    assert row.status != "ok", row
