@@ -70,3 +70,22 @@ def test_cover_tunes_each_product_on_the_emulator_and_reports_it(tmp_path):
 def test_cover_refuses_what_it_cannot_do_in_one_line(args, words, tmp_path):
     result = CliRunner().invoke(cli, ["cover", *args, "--backend", "sim", "--db", str(tmp_path / "x.sqlite")])
     assert result.exit_code == 2 and words in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_cover_searches_the_families_and_values_it_is_given(tmp_path):
+    """--family and -p narrow every product's search, as search's do: a family without transposes (tiled)
+    computes the NN products a shapes file makes, and -p keeps to the values given."""
+    db = tmp_path / "f.sqlite"
+    result = CliRunner().invoke(cli, ["cover", "--M-range", "8:8", "--N", "16", "--K", "32", "--family", "tiled",
+                                      "-p", "T=8", "--budget", "30", "--trials", "2", "--backend", "sim",
+                                      "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    rows = store.open_readonly(db).query("select family, kernel from results")
+    assert rows and all(r["family"] == "tiled" and r["kernel"].startswith("sgemm_tiled_T8_") for r in rows)
+
+
+def test_cover_refuses_a_parameter_no_family_given_has_in_one_line(tmp_path):
+    result = CliRunner().invoke(cli, ["cover", "--M-range", "8:8", "--N", "16", "--K", "32", "--family", "tiled",
+                                      "-p", "CS=1", "--backend", "sim", "--db", str(tmp_path / "x.sqlite")])
+    assert result.exit_code == 2 and "no family searched has a parameter 'CS'" in result.output
+    assert len(result.output.strip().splitlines()) == 1

@@ -344,6 +344,9 @@ def suite(shapes_path, groups, trials, timeout, total_timeout, family_text, prec
               help="a function returning a PyTorch model: the forward product of each of its nn.Linear layers")
 @click.option("--batch", "batch_text", default="1", show_default=True, metavar="32,64", help="with --module: rows of x")
 @click.option("--training", is_flag=True, help="with --module: the two backward products too (dX = dY W, dW = dY^T X)")
+@click.option("--family", "family_text", help="families to search, comma-separated (default: the suite's)")
+@click.option("-p", "--param", "params", multiple=True, metavar="NAME=V1,V2",
+              help="search only these values of a parameter (repeat for others), e.g. -p CS=1")
 @click.option("--budget", type=float, default=600.0, show_default=True, help="seconds of searching for all products")
 @click.option("--trials", type=int, default=20, show_default=True, callback=checked("trials"),
               help="new configs per product at most")
@@ -351,8 +354,8 @@ def suite(shapes_path, groups, trials, timeout, total_timeout, family_text, prec
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
 @click.option("--json", "json_path", help="also write the per-product report here")
 @friendly
-def cover(shapes_path, m_range, N, K, layout, module_spec, batch_text, training, budget, trials, backend, db_path,
-          json_path) -> None:
+def cover(shapes_path, m_range, N, K, layout, module_spec, batch_text, training, family_text, params, budget, trials,
+          backend, db_path, json_path) -> None:
     """Tune the products a workload makes within one budget; say per product what load() now runs and its gain."""
     from autotune.api import cover as c
 
@@ -363,7 +366,7 @@ def cover(shapes_path, m_range, N, K, layout, module_spec, batch_text, training,
         raise AutotuneError("--M-range needs --N and --K")
     products = (c.from_file(shapes_path) if shapes_path else c.from_range(m_range, N, K, layout) if m_range
                 else c.from_module(module_spec, parse_ints(batch_text, "--batch"), training))
-    families = parse_families(",".join(suite_families("fp32")))
+    families = narrow_families(parse_families(family_text or ",".join(suite_families("fp32"))), params)
     rows = c.run_cover(c.CoverOptions(products, db_path, families, budget, trials, kind=backend))
     click.echo("\n".join(c.summary_lines(rows)))
     if json_path:

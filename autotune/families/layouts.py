@@ -32,7 +32,8 @@ def layout_choices(layout: str) -> dict[str, list[str]]:
 def narrow_to(families: list[Family], choices: dict[str, list[str]]) -> list[Family]:
     """Restrict each family to the chosen values of the parameters it has (search a sub-space)."""
     for name in choices:
-        if not any(name in names(f) for f in families):
+        # TA=0 or TB=0 alone is what a family without transposes computes (an NN layout: cover's products)
+        if not any(name in names(f) for f in families) and not (name in TRANSPOSES and choices[name] == ["0"]):
             raise AutotuneError(f"no family searched has a parameter {name!r}; "
                                 f"see `autotune space` for each family's parameters")
     # A family without TA or TB computes C = A * B only (both 0): it has no kernel of the other layouts.
