@@ -66,3 +66,16 @@ def test_mutations_of_the_staged_store_are_caught(old: str, new: str) -> None:
     config = make_config(BLOCKED, CONFIGS[1])
     row = verified(config, edit(render(config), old, new), (37, 67, 33))
     assert row.status != "ok", row
+
+
+def test_a_sample_of_staged_configs_computes_the_product() -> None:
+    """CS=1 across tiles, layouts, stages and FMA orders that the search may pair it with, at the verify
+    shapes whose N is odd (37 and 33 columns)."""
+    from autotune.backends.verify import sample_configs, verify_configs
+    from autotune.space import narrow
+
+    configs = sample_configs(narrow(BLOCKED, {"CS": ["1"]}), 8, seed=1)
+    assert all(c.values["CS"] == 1 for c in configs)
+    rows = verify_configs(configs, ((17, 33, 9), (100, 37, 129)), run)
+    bad = [r for r in rows if r.status != "ok"]
+    assert not bad, "\n".join(f"{r.config} {r.shape}: {r.status} {r.reason}" for r in bad)
