@@ -74,7 +74,9 @@ def measure(torch, mm, shape, trans_b: bool, kind: str, control: bool = False) -
     A = torch.randn(M, K, device="cuda")
     B = torch.randn(N, K, device="cuda") if trans_b else torch.randn(K, N, device="cuda")
     opB = B.t() if trans_b else B
-    ours, theirs = (lambda: mm(A, B, trans_b=trans_b)), (lambda: torch.matmul(A, opB))
+    # as a user writes each: mm(A, B) in place of torch.matmul(A, B); x·Wᵀ with the transpose named
+    ours = (lambda: mm(A, B, trans_b=True)) if trans_b else (lambda: mm(A, B))
+    theirs = lambda: torch.matmul(A, opB)  # noqa: E731
     ref = theirs().double()
     error = float(torch.linalg.norm(ours().double() - ref) / max(torch.linalg.norm(ref), 1e-30))
     once = time_ms(torch, theirs, 3, 1)
