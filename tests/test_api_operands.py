@@ -111,3 +111,19 @@ def test_tensor_core_rows_run_only_when_that_precision_is_asked_for(recorded, la
     with pytest.raises(AutotuneError, match="unknown precision 'tf32'"):
         autotune.load(db=str(path), launcher=launcher, precision="tf32")
 
+
+
+def test_a_plain_row_with_c_staged_lends_a_blas_call_its_tile_storing_c_directly(tmp_path, launcher):
+    """CS=1 stages the plain signature's C only: the BLAS=1 tiling of such a row drops it, as it drops a
+    prologue, and stays a valid config."""
+    from autotune.space import violations
+
+    path = tmp_path / "cs.sqlite"
+    db = store.open_db(path)
+    staged = record(db, SHAPE, "blocked", 2.0, TA=1, CS=1, backend="cuda", gpu=GPU, **SMALL)
+    db.close()
+    mm = autotune.load(db=str(path), launcher=launcher, library=False)
+    assert "CS1" in tags(staged)
+    tiling = mm.choose(*SHAPE, trans_a=True, blas=True)
+    assert tiling.origin == "exact tiling" and tags(tiling.kernel) == tags(staged) - {"CS1"} | {"BLAS1"}
+    assert tiling.config is not None and not violations(tiling.config)

@@ -49,7 +49,7 @@ from autotune.backends.outcome import OK
 from autotune.codegen.render import render, sha256
 from autotune.errors import AutotuneError, SpaceError
 from autotune.families import BLOCKED, FAMILIES, config_of_row, families_for
-from autotune.families.layouts import PROLOGUE_PARAMS, layout_name
+from autotune.families.layouts import PLAIN_ONLY, layout_name
 from autotune.space import Config, Limits, Shape, fitted, make_config, shape_text, shape_violations, violations
 
 DEFAULT_ORDER = (BLOCKED.name, *FAMILIES)  # the family defaults tried when nothing is recorded
@@ -327,8 +327,8 @@ class Dispatcher:
     def _of_tiling(self, row: dict, origin: str) -> Choice:
         measured = config_of_row(row)
         # without a prologue (blocked's PB=1 transposes a tight B only, AL=1 copies tight A and B): the general
-        # signature reads the operands as stored
-        dropped = {name: 0 for name in PROLOGUE_PARAMS if measured.values.get(name)}
+        # signature reads the operands as stored, and stores C directly (CS=1 stages the plain signature's)
+        dropped = {name: 0 for name in PLAIN_ONLY if measured.values.get(name)}
         config = make_config(measured.family, {**measured.values, "BLAS": 1, **dropped})
         source = render(config)
         return Choice(config, config.name, source, sha256(source), origin + TILING, (row["M"], row["N"], row["K"]),

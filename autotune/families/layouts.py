@@ -13,6 +13,8 @@ TRANSPOSES = ("TA", "TB")
 # for an operand stored along K): another layout's config read as this one's takes this one's defaults.
 FOLLOW_LAYOUT = ("PB", "RT")
 PROLOGUE_PARAMS = ("PB", "AL")  # blocked's parameters that add a prologue for tight operands (none with BLAS=1)
+# blocked's parameters that only the plain signature takes, 0 for BLAS=1: the prologues, and C staged (CS=1)
+PLAIN_ONLY = (*PROLOGUE_PARAMS, "CS")
 BLAS_FAMILY = "blocked"
 LAYOUTS = {"NN": (0, 0), "NT": (0, 1), "TN": (1, 0), "TT": (1, 1)}  # cuBLAS's names: op(A), then op(B)
 
@@ -64,7 +66,8 @@ def for_batch(families: list[Family], batch: int) -> list[Family]:
         raise AutotuneError(f"--batch {batch} needs BLAS=1 kernels, which none of the families searched has; "
                             f"the register-blocked family has them: --family {BLAS_FAMILY}")
     # BLAS=1 kernels have no prologue (blocked's PB=1 transposes a tight B, AL=1 copies tight A and B: one product's)
-    return narrow_to(kept, {"BLAS": ["1"], **{name: ["0"] for name in PROLOGUE_PARAMS}})
+    # and store C directly (blocked's CS=1 stages the plain signature's C only)
+    return narrow_to(kept, {"BLAS": ["1"], **{name: ["0"] for name in PLAIN_ONLY}})
 
 
 def names(family: Family) -> set[str]:
