@@ -249,9 +249,9 @@ def _early(p: Params) -> int:
 def chunked_params(params: tuple[Param, ...], defaults: Mapping[str, Value | Callable[[Params], Value]],
                    al: tuple[int, ...] = (0,)) -> tuple[Param, ...]:
     """Blocked's parameters for families splitk and tailsplit: without BLAS (their turnstiles are per
-    tile, not per (batch, tile)) and CS (their blocks add partials into C or a workspace), PB fixed at 0 and AL to the values `al` (where every tile's K is split
-    the product is short beside a transpose or copy of the whole of B), and the family's own `defaults`
-    in place of blocked's."""
+    tile, not per (batch, tile)) and CS (their blocks add partials into C or a workspace), PB fixed at 0
+    and AL to the values `al` (where every tile's K is split the product is short beside a transpose or
+    copy of the whole of B), and the family's own `defaults` in place of blocked's."""
     fixed = {"PB": (0,), "AL": al}
     kept = (replace(p, values=fixed[p.name], default=0) if p.name in fixed else p for p in params
             if p.name not in ("BLAS", "CS"))
