@@ -79,3 +79,28 @@ def test_a_sample_of_staged_configs_computes_the_product() -> None:
     rows = verify_configs(configs, ((17, 33, 9), (100, 37, 129)), run)
     bad = [r for r in rows if r.status != "ok"]
     assert not bad, "\n".join(f"{r.config} {r.shape}: {r.status} {r.reason}" for r in bad)
+
+
+def test_a_search_walks_cs1_only_where_c_rows_are_not_aligned() -> None:
+    """At N % 4 == 0 CS=1 stores as CS=0 does (at most with more shared memory): a search there (at_shape)
+    spends no trial on it; at odd N both are walked, and a -p that asks for CS=1 only keeps it."""
+    from autotune.space import at_shape, narrow
+
+    assert at_shape(BLOCKED, (64, 128, 32)).param("CS").values == (0,)
+    assert at_shape(BLOCKED, (64, 127, 32)).param("CS").values == (0, 1)
+    assert at_shape(narrow(BLOCKED, {"CS": ["1"]}), (64, 128, 32)).param("CS").values == (1,)
+
+
+def test_a_search_at_an_aligned_shape_measures_no_cs1_twin(tmp_path) -> None:
+    from click.testing import CliRunner
+
+    from autotune import store
+    from autotune.cli import cli
+
+    db = tmp_path / "s.sqlite"
+    args = ["search", "--M", "8", "--N", "16", "--K", "8", "--family", "blocked", "-p", "BM=32", "-p", "BN=32",
+            "-p", "TN=4", "--sampler", "random", "--trials", "6", "--seed", "0", "--backend", "sim", "--db", str(db)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    kernels = [r["kernel"] for r in store.open_readonly(db).query("select kernel from results")]
+    assert len(kernels) >= 6 and not any(k.endswith("_CS1") for k in kernels)

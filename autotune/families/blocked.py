@@ -268,6 +268,12 @@ def _stages_c_plainly(p: Params) -> bool:
     return not p.get("CS", 0) or (p["TN"] % 4 == 0 and p.get("BLAS", 0) == 0)
 
 
+def _shape_values(shape: tuple[int, int, int]) -> dict[str, tuple[Value, ...]]:
+    """Where C's rows are whole 16-byte vectors (N % 4 == 0) CS=1 runs CS=0's store, only with more shared memory
+    at most: a search there walks CS=0 only."""
+    return {"CS": (0,)} if shape[1] % 4 == 0 else {}
+
+
 def _rows_apart(p: Params) -> bool:
     t = threads(p)
     return t > 0 and t % (p["BK"] // 4) == 0 and t % (p["BN"] // 4) == 0
@@ -369,6 +375,7 @@ BLOCKED = Family(
     tags={"WNITER": "WNI", "STAGES": "S", "ASYNC": "AS", "MINB": "LB", "BSWAP": "BSW", "ORDER": "OR", "EARLY": "EB"},
     prologue=_prologue,
     fit=_fit,
+    shape_values=_shape_values,
     hip=WAVE32,
     intensity=lambda p: tile_intensity(p["BM"], p["BN"]),
     bank_model="warp-tiles",

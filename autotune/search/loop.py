@@ -46,7 +46,7 @@ from autotune.search.study import (
     trial_params,
     warm_start,
 )
-from autotune.space import Config, Family, Limits, fitted, iter_valid, make_config, violations, within
+from autotune.space import Config, Family, Limits, at_shape, fitted, iter_valid, make_config, violations, within
 from autotune.space.devices import for_device
 from autotune.store.claims import ServerClaims, claims_for
 
@@ -153,6 +153,7 @@ def run_search(db: sqlite_utils.Database, backends: Backend | Sequence[Backend],
     optuna.logging.set_verbosity(logging.WARNING)
     workers = [backends] if isinstance(backends, Backend) else list(backends)
     first = workers[0]
+    families = [at_shape(f, first.shape) for f in families]  # no trial on a twin of another config at this shape
     grid = kind_of(sampler).enqueues_grid  # an unknown sampler is refused here, before any storage is opened
     where = open_storage(storage)
     shared = where.persistent

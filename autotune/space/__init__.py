@@ -25,6 +25,7 @@ from autotune.space.config import (
                                    Prologue,
                                    Value,
                                    arch_refusal,
+                                   at_shape,
                                    check_shape,
                                    expand,
                                    fitted,
@@ -41,5 +42,5 @@ from autotune.space.walk import combinations, count_valid, enumerate_space, iter
 
 __all__ = ["BLAS_ARGS", "MAX_ELEMENTS", "Operands", "batched", "buffer_sizes", "operand_problems", "stored_shapes", "takes_blas", "tight", "ArchNeed", "Config", "Constraint", "Family", "HipSupport", "Launch", "Limits", "PROLOGUE_SUFFIX", "Param", "Params", "Prologue", "Shape", "Value",
            "arch_refusal", "ceil_div", "check_shape", "combinations", "count_valid", "enumerate_space", "expand", "fitted", "iter_valid",
-           "make_config", "narrow", "nearness", "on_device", "random_valid", "rank_shapes", "round_up", "shape_distance", "shape_text",
+           "at_shape", "make_config", "narrow", "nearness", "on_device", "random_valid", "rank_shapes", "round_up", "shape_distance", "shape_text",
            "shape_violations", "valid_configs", "violations", "within"]

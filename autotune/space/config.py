@@ -185,6 +185,9 @@ class Family:
     geometry_reads_limits: bool = False
     # The values of parameters whose good values follow from the device (on_device); None: none do.
     device_values: Callable[[Limits], dict[str, tuple[Value, ...]]] | None = None
+    # The values of parameters that make no other kernel run at a shape (M, N, K), cut to one (at_shape): blocked's
+    # CS where N % 4 == 0. None: every value may matter at every shape.
+    shape_values: Callable[[tuple[int, int, int]], dict[str, tuple[Value, ...]]] | None = None
     # The architecture its kernels need, where they use instructions others lack; None: any sm_80+.
     needs: ArchNeed | None = None
     # The accuracy contract its kernels are verified under (families.PRECISIONS, backends.reference):
@@ -317,6 +320,20 @@ def on_device(family: Family, limits: Limits) -> Family:
     search proposes no other. Values given with -p outside them, or a device none of whose values the
     family lists, keep the values as they were. Configs stay the whole family's."""
     wanted = family.device_values(limits) if family.device_values else {}
+
+    def kept(p: Param) -> tuple[Value, ...]:
+        return tuple(v for v in p.values if v in wanted.get(p.name, p.values)) or p.values
+
+    return replace(family, params=tuple(replace(p, values=kept(p)) for p in family.params))
+
+
+def at_shape(family: Family, shape: tuple[int, int, int]) -> Family:
+    """The family a search at the shape walks: each parameter whose values make no other kernel run there
+    (Family.shape_values) cut to the one given, so that the search spends no trial on a twin. Values given
+    with -p outside it keep the values as they were. Configs stay the whole family's."""
+    wanted = family.shape_values(shape) if family.shape_values else {}
+    if not wanted:
+        return family
 
     def kept(p: Param) -> tuple[Value, ...]:
         return tuple(v for v in p.values if v in wanted.get(p.name, p.values)) or p.values
