@@ -32,7 +32,7 @@ import autotune
 from autotune.api.python import databases
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cuda_events import paired_ms, time_ms  # noqa: E402
+from cuda_events import in_turn, paired_ms, time_ms  # noqa: E402
 
 # (tokens, out_features, in_features) of common projections: x (tokens x in) · Wᵀ (W: out x in)
 PROJECTIONS = [(2048, 4096, 4096), (2048, 11008, 4096), (2048, 4096, 11008), (2048, 12288, 4096),
@@ -64,7 +64,7 @@ def alone_ms(torch, ours, theirs, calls: int) -> tuple[float, float]:
     see the same clocks."""
     times: tuple[list[float], list[float]] = ([], [])
     for c in range(calls):
-        for i in ((0, 1) if c % 2 == 0 else (1, 0)):
+        for i in in_turn(c):
             times[i].append(one_call_ms(torch, (theirs, ours)[i]))
     return statistics.median(times[0]), statistics.median(times[1])
 
@@ -101,7 +101,7 @@ def host_us(torch, runs, calls: int = 2000, chunk: int = 500) -> list[float]:
     torch.cuda.synchronize()
     spent = [0.0] * len(runs)
     for r in range(calls // chunk):
-        for i in (range(len(runs)) if r % 2 == 0 else reversed(range(len(runs)))):
+        for i in in_turn(r, len(runs)):
             start = time.perf_counter()
             for _ in range(chunk):
                 runs[i]()

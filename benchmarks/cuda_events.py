@@ -23,6 +23,12 @@ def time_ms(torch: Any, run: Callable[[], object], reps: int = 20, rounds: int =
     return best
 
 
+def in_turn(round_: int, n: int = 2) -> range:
+    """The order in which n calls take their turns in round `round_`: forward in even rounds, backward in odd
+    ones (ABBA for two), so that over an even number of rounds each sits at the same mean position."""
+    return range(n) if round_ % 2 == 0 else range(n - 1, -1, -1)
+
+
 def paired_ms(torch: Any, first: Callable[[], object], second: Callable[[], object], reps: int = 20,
               rounds: int = 6, warmup: int = 3) -> tuple[float, float]:
     """time_ms of two calls measured in turn, round by round, in ABBA order (the order swapped each round),
@@ -38,7 +44,7 @@ def paired_ms(torch: Any, first: Callable[[], object], second: Callable[[], obje
         second()
     times: tuple[list[float], list[float]] = ([], [])
     for r in range(rounds):
-        for i in ((0, 1) if r % 2 == 0 else (1, 0)):
+        for i in in_turn(r):
             times[i].append(time_ms(torch, (first, second)[i], reps, 1, 0))
     return statistics.median(times[0]), statistics.median(times[1])
 
