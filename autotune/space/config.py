@@ -319,19 +319,18 @@ def on_device(family: Family, limits: Limits) -> Family:
     the device (Family.device_values: tailsplit's WAVE, multiples of its SMs) cut to those, so that the
     search proposes no other. Values given with -p outside them, or a device none of whose values the
     family lists, keep the values as they were. Configs stay the whole family's."""
-    wanted = family.device_values(limits) if family.device_values else {}
-
-    def kept(p: Param) -> tuple[Value, ...]:
-        return tuple(v for v in p.values if v in wanted.get(p.name, p.values)) or p.values
-
-    return replace(family, params=tuple(replace(p, values=kept(p)) for p in family.params))
+    return _cut_to(family, family.device_values(limits) if family.device_values else {})
 
 
 def at_shape(family: Family, shape: tuple[int, int, int]) -> Family:
     """The family a search at the shape walks: each parameter whose values make no other kernel run there
     (Family.shape_values) cut to the one given, so that the search spends no trial on a twin. Values given
     with -p outside it keep the values as they were. Configs stay the whole family's."""
-    wanted = family.shape_values(shape) if family.shape_values else {}
+    return _cut_to(family, family.shape_values(shape) if family.shape_values else {})
+
+
+def _cut_to(family: Family, wanted: dict[str, tuple[Value, ...]]) -> Family:
+    """Each parameter named in `wanted` cut to those of its values; one with none of them keeps its own."""
     if not wanted:
         return family
 
