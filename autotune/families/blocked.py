@@ -69,13 +69,16 @@ def lanes_n(p: Params) -> int:
     return wsubn // p["TN"] if p["WN"] % p["WNITER"] == 0 and wsubn % p["TN"] == 0 else 0
 
 
+def wsubm(p: Params) -> int:
+    """Rows of C in one sub-tile: the warp's lanes along M times TM (0 if the lanes do not fit)."""
+    ln = lanes_n(p)
+    return (WARP // ln) * p["TM"] if ln and WARP % ln == 0 else 0
+
+
 def wmiter(p: Params) -> int:
     """Sub-tiles of a warp along M (0 if they do not fit exactly)."""
-    ln = lanes_n(p)
-    if ln == 0 or WARP % ln:
-        return 0
-    wsubm = (WARP // ln) * p["TM"]
-    return p["WM"] // wsubm if p["WM"] % wsubm == 0 else 0
+    rows = wsubm(p)
+    return p["WM"] // rows if rows and p["WM"] % rows == 0 else 0
 
 
 def tiles_fit(p: Params) -> bool:
@@ -99,11 +102,7 @@ def stage_bytes(p: Params) -> int:
 def staging_bytes(p: Params) -> int:
     """CS=1: each warp's part of shared memory holds one of its sub-tiles of C, WSUBM rows of WSUBN floats
     padded by 4 (rows stay 16-byte aligned for the float4 writes, and consecutive rows start 4 banks apart)."""
-    ln = lanes_n(p)
-    if ln == 0 or WARP % ln:
-        return 0
-    wsubm, wsubn = (WARP // ln) * p["TM"], p["WN"] // p["WNITER"]
-    return threads(p) // WARP * wsubm * (wsubn + CS_PAD) * 4
+    return threads(p) // WARP * wsubm(p) * (p["WN"] // p["WNITER"] + CS_PAD) * 4
 
 
 def b_row(p: Params) -> int:
@@ -159,7 +158,7 @@ def loads_per_thread(p: Params) -> tuple[int, int]:
 def derive_tiles(p: Params) -> dict[str, int]:
     """What blocked and splitk share: the warp, lane and load layout of a block tile."""
     ln, (la, lb) = lanes_n(p), loads_per_thread(p)
-    return {"WSUBN": p["WN"] // p["WNITER"], "LANES_N": ln, "LANES_M": WARP // ln, "WSUBM": (WARP // ln) * p["TM"],
+    return {"WSUBN": p["WN"] // p["WNITER"], "LANES_N": ln, "LANES_M": WARP // ln, "WSUBM": wsubm(p),
             "WMITER": wmiter(p), "THREADS": threads(p), "LA": la, "LB": lb, "SMEM": shared_bytes(p), "CS_PAD": CS_PAD}
 
 
