@@ -34,7 +34,8 @@ def paired_ms(torch: Any, first: Callable[[], object], second: Callable[[], obje
     """time_ms of two calls measured in turn, round by round, in ABBA order (the order swapped each round),
     and the median round of each. A GPU's clocks drift while it is measured (from idle it boosts, then
     settles): the best round went to whichever ran first, and torch.matmul paired with itself measured
-    0.2-5.4% faster first at six shapes on an H200 (best rounds of six). In ABBA order over an
+    0.2-5.4% faster first at six shapes on an H200 (best rounds of six: benchmarks/data/pairing-bias-h200.txt,
+    benchmarks/profiling/pairing_bias.py). In ABBA order over an
     even number of rounds both calls' rounds sit at the same mean and median position, so a steady drift
     hits both alike (anyshape.py's "control" pairs a call with itself to show it)."""
     if rounds % 2:

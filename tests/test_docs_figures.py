@@ -257,3 +257,13 @@ def test_the_pytorch_docs_host_bound_probe_figures_are_the_committed_probe():
     best = geomean([ratio(r, min(r["load"]["queued_us"], r["nearest"]["queued_us"])) for r in rows])
     assert f"which no rule knows ahead, {best:.3f}" in flat
     assert f"(sources `{data['commit']}`" in flat
+
+
+def test_the_measuring_docs_pairing_bias_is_the_committed_probe():
+    """docs/measuring.md's range of torch.matmul paired with itself under best rounds: the probe's output."""
+    import ast
+
+    lines = (ROOT / "benchmarks" / "data" / "pairing-bias-h200.txt").read_text().splitlines()
+    selves = [ast.literal_eval(line)["matmul/matmul2"] for line in lines if line.startswith("{'shape'")]
+    flat = " ".join((ROOT / "docs" / "measuring.md").read_text().split())
+    assert len(selves) == 6 and f"itself measured {min(selves):.3f}-{max(selves):.3f} at six shapes" in flat
