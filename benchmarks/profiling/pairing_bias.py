@@ -1,6 +1,6 @@
 """Is a pairing of two calls biased? torch.matmul paired with itself, with torch.mm and with load(), in both
 orders, at GPU-bound and host-bound shapes (cuda_events.paired_ms, 6 rounds: each ratio is first / second),
-then the kernels torch.matmul, torch.mm and load() launch at one shape (torch.profiler).
+then the kernels torch.matmul, torch.mm and load() launch at one shape (hotpath.kernels: torch.profiler).
 
     python benchmarks/profiling/pairing_bias.py > benchmarks/data/pairing-bias-h200.txt 2>&1
 
@@ -14,12 +14,13 @@ import sys
 from pathlib import Path
 
 import torch
-from torch.profiler import ProfilerActivity, profile
 
 import autotune
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cuda_events import paired_ms  # noqa: E402
+from hotpath import kernels  # noqa: E402  (its kernel names, cut at 90 characters)
 
 SHAPES = [(4521, 461, 2599, False), (3052, 5395, 607, False), (2048, 11008, 4096, True), (466, 11945, 756, False),
           (144, 10131, 4, False), (1139, 570, 66, False)]  # M, N, K, B stored N x K
@@ -44,13 +45,7 @@ def main() -> int:
         print(row, flush=True)
     A, B = torch.randn(4521, 2599, device="cuda"), torch.randn(2599, 461, device="cuda")
     for name, fn in [("matmul", lambda: torch.matmul(A, B)), ("mm", lambda: torch.mm(A, B)), ("ours", lambda: mm(A, B))]:
-        fn()
-        torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as p:
-            for _ in range(3):
-                fn()
-            torch.cuda.synchronize()
-        print(name, sorted({e.name for e in p.events() if e.device_type.name == "CUDA"}), flush=True)
+        print(name, kernels(torch, fn), flush=True)
     return 0
 
 
