@@ -10,7 +10,10 @@ a row longer than HOST_BOUND_MS covers nothing.
 
 --misaligned writes the same shapes with N, K or both one less: a covering row counts only for calls whose
 rows are aligned as its own are (api.dispatch.stored_rows_aligned), and odd widths are most of the shapes
-a user calls.
+a user calls. --odd-n writes those of them whose N is one less, where C's rows are misaligned (blocked's CS=1
+changes their stores, and only theirs):
+
+    python scripts/host_bound_shapes.py --odd-n > benchmarks/host-bound-odd-n-shapes.toml
 """
 from __future__ import annotations
 
@@ -31,17 +34,19 @@ def shapes() -> list[tuple[int, int, int]]:
     return sorted(s for s in kept if not any(t != s and all(a >= b for a, b in zip(t, s)) for t in kept))
 
 
-def misaligned(kept: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
-    """Each shape with N, K or both one less: B's and C's rows (N floats) and A's (K) of another alignment."""
-    return [(M, N - dn, K - dk) for M, N, K in kept for dn, dk in ((1, 0), (0, 1), (1, 1))]
+def misaligned(kept: list[tuple[int, int, int]], odd_n: bool = False) -> list[tuple[int, int, int]]:
+    """Each shape with N, K or both one less: B's and C's rows (N floats) and A's (K) of another alignment;
+    odd_n: only those with N one less."""
+    steps = ((1, 0), (1, 1)) if odd_n else ((1, 0), (0, 1), (1, 1))
+    return [(M, N - dn, K - dk) for M, N, K in kept for dn, dk in steps]
 
 
 if __name__ == "__main__":
-    odd = "--misaligned" in sys.argv[1:]
-    group = "host-bound-misaligned" if odd else "host-bound"
-    print(f"# written by scripts/host_bound_shapes.py{' --misaligned' if odd else ''}: the shapes whose rows cover "
+    flag = next((a for a in sys.argv[1:] if a in ("--misaligned", "--odd-n")), "")
+    group = {"--misaligned": "host-bound-misaligned", "--odd-n": "host-bound-odd-n"}.get(flag, "host-bound")
+    print(f"# written by scripts/host_bound_shapes.py{' ' + flag if flag else ''}: the shapes whose rows cover "
           f"host-bound calls")
     print("shapes = [")
-    for M, N, K in misaligned(shapes()) if odd else shapes():
+    for M, N, K in misaligned(shapes(), flag == "--odd-n") if flag else shapes():
         print(f'  {{ group = "{group}", M = {M}, N = {N}, K = {K} }},')
     print("]")

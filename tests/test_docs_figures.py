@@ -267,3 +267,59 @@ def test_the_measuring_docs_pairing_bias_is_the_committed_probe():
     selves = [ast.literal_eval(line)["matmul/matmul2"] for line in lines if line.startswith("{'shape'")]
     flat = " ".join((ROOT / "docs" / "measuring.md").read_text().split())
     assert len(selves) == 6 and f"itself measured {min(selves):.3f}-{max(selves):.3f} at six shapes" in flat
+
+
+def _probe_lines(name: str) -> list[tuple[tuple[int, int, int], dict]]:
+    """A host probe's printed lines: (shape, {piece: us}) where a line starts with the shape."""
+    import ast
+
+    lines = (ROOT / "benchmarks" / "data" / name).read_text().splitlines()
+    parsed = []
+    for line in lines:
+        if line.startswith("("):
+            shape, _, rest = line.partition(") ")
+            parsed.append((ast.literal_eval(shape + ")"), ast.literal_eval(rest[rest.index("{"):rest.index("}") + 1])))
+    return parsed
+
+
+def _span(values) -> str:
+    return f"{min(values):.1f}-{max(values):.1f}"
+
+
+def test_the_pytorch_docs_host_path_figures_are_the_committed_probes():
+    """docs/pytorch.md's host microseconds of load()'s pass-through to torch.mm: the probes' outputs."""
+    flat = " ".join((ROOT / "docs" / "pytorch.md").read_text().split())
+    path = _probe_lines("host-path-h200.txt")
+    assert len(path) == 3
+    assert (f"load() took {_span([p['ours'] - p['torch.mm'] for _, p in path])} µs a call above torch.mm's "
+            f"{_span([p['torch.mm'] for _, p in path])}") in flat
+    steps = _probe_lines("passthrough-h200.txt")
+    assert len(steps) == 3
+    pieces = [("lookup+mm", "torch.mm"), ("checks+mm", "lookup+mm"), ("sig", "checks+mm"), ("ours", "sig")]
+    lookup, checks, sig, call = (_span([p[a] - p[b] for _, p in steps]) for a, b in pieces)
+    assert (f"the table's lookup {lookup} µs, the dtype and TF32 checks {checks}, the keyword signature {sig}, "
+            f"the method call {call}; load() {_span([p['ours'] - p['torch.mm'] for _, p in steps])} µs above torch.mm "
+            f"and {_span([p['ours'] - p['torch.matmul'] for _, p in steps])} above torch.matmul "
+            f"({_span([p['torch.matmul'] for _, p in steps])} µs)") in flat
+    direct = _probe_lines("cublas-direct-h200.txt")
+    extra = [p[k] - p["torch.mm"] for _, p in direct for k in ("direct_ped", "direct_dflt", "direct_untyped")]
+    assert len(direct) == 6 and f"cost the host {_span(extra)} µs more than torch.mm" in flat
+    at64 = direct[0][1]
+    assert direct[0][0] == (64, 64, 64) and f"{at64['ours']:.1f} µs a call, torch.mm {at64['torch.mm']:.1f}" in flat
+
+
+def test_the_pytorch_docs_staged_store_figures_are_the_committed_runs():
+    """docs/pytorch.md's CS=1 figures: staged_store.py's pairs and the odd-N cover's products."""
+    flat = " ".join((ROOT / "docs" / "pytorch.md").read_text().split())
+    rows = json.loads((ROOT / "benchmarks" / "data" / "staged-store-h200.json").read_text())["rows"]
+    odd = [r["cs0_ms"] / r["cs1_ms"] for r in rows if r["N"] % 4]
+    even = [r["cs0_ms"] / r["cs1_ms"] for r in rows if r["N"] % 4 == 0]
+    mean = math.exp(sum(map(math.log, odd)) / len(odd))
+    assert (f"CS=0 took {min(odd):.2f}-{max(odd):.2f}x CS=1's time ({mean:.2f}x, the geometric mean of {len(odd)} pairs)"
+            f" at misaligned and odd shapes, and {min(even):.2f}-{max(even):.2f}x at their aligned twins") in flat
+    products = json.loads((ROOT / "benchmarks" / "data" / "cover-host-bound-odd-n-cs-h200.json").read_text())["products"]
+    runs = [p for p in products if p["runs"] == "kernel"]
+    beat = [p["ms"] * 1e3 for p in runs if p["ms"] < p["cublas_ms"]]
+    assert (f"of the {len(products)} lattice shapes of odd N" in flat
+            and f"found rows load() would run at {len(runs)} of them, {len(beat)} of which beat cuBLAS, all in "
+                f"{min(beat):.1f}-{max(beat):.1f} µs" in flat)

@@ -104,3 +104,24 @@ def test_a_search_at_an_aligned_shape_measures_no_cs1_twin(tmp_path) -> None:
     assert result.exit_code == 0, result.output
     kernels = [r["kernel"] for r in store.open_readonly(db).query("select kernel from results")]
     assert len(kernels) >= 6 and not any(k.endswith("_CS1") for k in kernels)
+
+
+@pytest.mark.parametrize("shape, given, want", [
+    ((4096, 1023, 16), {}, 1), ((37, 67, 33), {}, 1),  # odd N: the fitted default stages C
+    ((4096, 1024, 16), {}, 0),  # aligned rows: nothing to stage
+    ((4096, 1023, 16), {"CS": 0}, 0),  # a value the caller gave stays
+    ((4096, 1023, 16), {"BLAS": 1}, 0),  # the general signature stores C directly
+    ((4096, 1023, 16), {"TN": 2, "TM": 8}, 0),  # a lane's outputs are not whole float4s
+])
+def test_the_fitted_default_stages_c_where_its_rows_are_not_aligned(shape, given, want) -> None:
+    from autotune.space import fitted
+
+    config = fitted(make_config(BLOCKED, given), shape, Limits(), given)
+    assert config.values.get("CS", 0) == want
+    assert not violations(config)
+
+
+def test_the_fit_keeps_its_other_changes_beside_cs() -> None:
+    """At a large shape whose K and N rows are misaligned the fit copies to whole tiles (AL=2) and stages C."""
+    values = BLOCKED.fit(make_config(BLOCKED, {}).values, (4097, 4095, 4093), Limits())
+    assert values == {"AL": 2, "CS": 1}

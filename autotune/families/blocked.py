@@ -46,7 +46,10 @@ at a time, consecutive lanes to consecutive columns. Where the rows are aligned 
 stores); the staging may enlarge the block's shared memory (staging_bytes). Misaligned N made our kernels
 2-3x slower than at the aligned shape next to it on the H200 where C is large beside A and B: 28.9 us at
 4096x1023x16 (the best of 14 trials, benchmarks/data/h200-host-bound-misaligned.sqlite.gz) against 9.5 at
-4096x1024x16 (h200-host-bound.sqlite.gz). CS=1 is for that; it has not been timed on a GPU yet.
+4096x1024x16 (h200-host-bound.sqlite.gz). CS=1 is for that: with the same tiles, at the misaligned and
+odd shapes of benchmarks/staged_store.py, CS=0 took 0.95-2.4x CS=1's time (1.22x, the geometric mean of 28
+pairs), and 0.98-1.06x at their aligned twins (benchmarks/data/staged-store-h200.json); a fitted default
+takes it (_fit).
 """
 from __future__ import annotations
 
@@ -231,13 +234,26 @@ AL_MIN_ROWS = 1024
 
 def _fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     """The default at a shape: no prologue below PB_MIN_ROWS rows of C; copies to whole tiles (AL=2) of NN
-    operands whose rows are not 16-byte aligned, from AL_MIN_ROWS rows."""
+    operands whose rows are not 16-byte aligned, from AL_MIN_ROWS rows; C staged (CS=1) where its rows are
+    not 16-byte aligned (_stages_c_where_it_pays)."""
     M, N, K = shape
+    fit: dict[str, Value] = {}
     if p.get("PB", 0) and M < PB_MIN_ROWS:
-        return {"PB": 0}
-    if not p.get("AL", 0) and (K % 4 or N % 4) and M >= AL_MIN_ROWS and _aligns({**p, "AL": 2}):
-        return {"AL": 2}
-    return {}
+        fit["PB"] = 0
+    elif not p.get("AL", 0) and (K % 4 or N % 4) and M >= AL_MIN_ROWS and _aligns({**p, "AL": 2}):
+        fit["AL"] = 2
+    if _stages_c_where_it_pays(p, N, limits):
+        fit["CS"] = 1
+    return fit
+
+
+def _stages_c_where_it_pays(p: Params, N: int, limits: Limits) -> bool:
+    """CS=1 where C's rows are not whole 16-byte vectors, for a tile that can stage them. The default tile took
+    0.96-2.4x less time with it at seven shapes of odd N on the H200 (1.3x their geometric mean; the least
+    gain at 16384x63x64, the most at 4096x1023x16: benchmarks/data/staged-store-h200.json)."""
+    staged = {**p, "CS": 1}
+    return (N % 4 != 0 and not p.get("CS", 0) and _stages_c_plainly(staged)
+            and staging_bytes(staged) <= limits.max_shared_optin)
 
 
 def _early(p: Params) -> int:

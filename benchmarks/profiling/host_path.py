@@ -7,7 +7,9 @@ Wall clock over 4,000 calls, 500 at a time, the pieces taking turns (cuda_events
     python benchmarks/profiling/host_path.py
 
 Run at 156965c (load() through a closure) on the H200: torch.mm 19.3-22.1 us a call at 144x10131x4,
-1139x570x66 and 20x46x9236, load() 2.6 us more, inline 0.6-0.8 us less than load() (docs/pytorch.md).
+1139x570x66 and 20x46x9236, load() 2.6 us more, inline 0.6-0.8 us less than load() (docs/pytorch.md). Run
+again at ddb9409: benchmarks/data/host-path-h200.txt, where load() and Inline differed by 0.5-2.0 us though
+they run the same steps; passthrough.py adds the pieces one at a time instead.
 """
 from __future__ import annotations
 
