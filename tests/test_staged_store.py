@@ -125,3 +125,15 @@ def test_the_fit_keeps_its_other_changes_beside_cs() -> None:
     """At a large shape whose K and N rows are misaligned the fit copies to whole tiles (AL=2) and stages C."""
     values = BLOCKED.fit(make_config(BLOCKED, {}).values, (4097, 4095, 4093), Limits())
     assert values == {"AL": 2, "CS": 1}
+
+
+def test_every_familys_fit_at_an_odd_n_names_only_its_own_parameters() -> None:
+    """tailsplit's fit is blocked's on its own values, which have no CS: the fit must not add one (a first-use
+    job at 4099x1537x256 failed with KeyError: 'CS' when it did)."""
+    from autotune.api.firstuse.candidates import fits
+    from autotune.families import families_for
+
+    families = [FAMILIES[name] for name in families_for("fp32")]
+    configs = fits(families, (4099, 1537, 256), Limits())
+    assert {c.family.name for c in configs} == {f.name for f in families}
+    assert any(c.family.name == "blocked" and c.values["CS"] == 1 for c in configs)
