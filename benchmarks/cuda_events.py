@@ -65,3 +65,23 @@ def per_call(torch: Any, run: Callable[[], object], n: int, warmup: int = 50) ->
     end.record()
     end.synchronize()
     return host * 1e6, start.elapsed_time(end) / n * 1e3
+
+
+def host_us(torch: Any, runs: dict[str, Callable[[], object]], calls: int = 4000, chunk: int = 500,
+            warmup: int = 100) -> dict[str, float]:
+    """Host microseconds a call of each of `runs`: wall clock around `chunk` calls back to back, the runs taking
+    turns chunk by chunk (in_turn), synchronised between chunks; the median chunk of calls // chunk each."""
+    for run in runs.values():
+        for _ in range(warmup):
+            run()
+    torch.cuda.synchronize()
+    spent: dict[str, list[float]] = {k: [] for k in runs}
+    names = list(runs)
+    for c in range(calls // chunk):
+        for i in in_turn(c, len(names)):
+            start = time.perf_counter()
+            for _ in range(chunk):
+                runs[names[i]]()
+            spent[names[i]].append((time.perf_counter() - start) / chunk * 1e6)
+            torch.cuda.synchronize()
+    return {k: round(statistics.median(v), 2) for k, v in spent.items()}

@@ -8,15 +8,13 @@ Its output on the H200 at ddb9409: benchmarks/data/cublas-direct-h200.txt (docs/
 from __future__ import annotations
 
 import ctypes
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from cuda_events import in_turn, paired_ms  # noqa: E402
+from cuda_events import host_us, paired_ms  # noqa: E402
 
 SHAPES = [(64, 64, 64), (144, 10131, 4), (1139, 570, 66), (20, 46, 9236), (9954, 21, 61), (2, 504, 3921)]
 
@@ -55,23 +53,6 @@ class Direct:
         return C
 
 
-def host_us(runs, calls=4000, chunk=500):
-    for run in runs.values():
-        for _ in range(100):
-            run()
-    torch.cuda.synchronize()
-    spent = {k: [] for k in runs}
-    names = list(runs)
-    for c in range(calls // chunk):
-        for i in in_turn(c, len(names)):
-            start = time.perf_counter()
-            for _ in range(chunk):
-                runs[names[i]]()
-            spent[names[i]].append((time.perf_counter() - start) / chunk * 1e6)
-            torch.cuda.synchronize()
-    return {k: round(statistics.median(v), 2) for k, v in spent.items()}
-
-
 def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     import autotune
@@ -88,7 +69,7 @@ def main():
         runs = {"torch.mm": lambda: torch.mm(A, B), "torch.matmul": lambda: torch.matmul(A, B),
                 "new_empty": lambda: A.new_empty((M, N)), "direct_ped": lambda: ped(A, B),
                 "direct_dflt": lambda: dflt(A, B), "direct_untyped": lambda: untyped(A, B), "ours": lambda: ours(A, B)}
-        h = host_us(runs)
+        h = host_us(torch, runs)
         gpu = {}
         for name in ("direct_ped", "direct_dflt", "ours"):
             t, o = paired_ms(torch, lambda: torch.matmul(A, B), runs[name], reps=20, rounds=6)

@@ -13,9 +13,7 @@ they run the same steps; passthrough.py adds the pieces one at a time instead.
 """
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -24,7 +22,7 @@ import autotune
 from autotune.api.matmul import Matmul
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from cuda_events import in_turn  # noqa: E402
+from cuda_events import host_us  # noqa: E402
 
 TORCH = object()  # the table's mark for a product torch.mm computes, in Inline below
 SHAPES = [(144, 10131, 4), (1139, 570, 66), (20, 46, 9236)]
@@ -48,23 +46,6 @@ class Inline(Matmul):
                                stream=stream)
 
 
-def host_us(runs: dict, calls: int = 4000, chunk: int = 500) -> dict[str, float]:
-    for run in runs.values():
-        for _ in range(100):
-            run()
-    torch.cuda.synchronize()
-    spent: dict[str, list[float]] = {k: [] for k in runs}
-    names = list(runs)
-    for c in range(calls // chunk):
-        for i in in_turn(c, len(names)):
-            start = time.perf_counter()
-            for _ in range(chunk):
-                runs[names[i]]()
-            spent[names[i]].append((time.perf_counter() - start) / chunk * 1e6)
-            torch.cuda.synchronize()
-    return {k: round(statistics.median(v), 2) for k, v in spent.items()}
-
-
 def main() -> int:
     torch.backends.cuda.matmul.allow_tf32 = False
     tf32 = torch._C._get_cublas_allow_tf32
@@ -84,7 +65,7 @@ def main() -> int:
                 "closure": lambda: closure(A, B),
                 "key+lookup": lambda: table[A.shape, B.shape, False, False, A.get_device()],
                 "dtype+tf32": lambda: A.dtype is torch.float32 and not tf32()}
-        print((M, N, K), host_us(runs), flush=True)
+        print((M, N, K), host_us(torch, runs), flush=True)
     return 0
 
 

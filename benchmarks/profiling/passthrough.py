@@ -6,32 +6,13 @@ Its output on the H200 at ddb9409: benchmarks/data/passthrough-h200.txt (docs/py
 """
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from cuda_events import in_turn  # noqa: E402
-
-
-def host_us(runs, calls=6000, chunk=500):
-    for run in runs.values():
-        for _ in range(200):
-            run()
-    torch.cuda.synchronize()
-    spent = {k: [] for k in runs}
-    names = list(runs)
-    for c in range(calls // chunk):
-        for i in in_turn(c, len(names)):
-            start = time.perf_counter()
-            for _ in range(chunk):
-                runs[names[i]]()
-            spent[names[i]].append((time.perf_counter() - start) / chunk * 1e6)
-            torch.cuda.synchronize()
-    return {k: round(statistics.median(v), 2) for k, v in spent.items()}
+from cuda_events import host_us  # noqa: E402
 
 
 def main():
@@ -69,7 +50,7 @@ def main():
                 "lookup+mm": lookup_mm, "checks+mm": checks_mm, "sig": lambda: sig(A, B),
                 "ours": lambda: ours(A, B), "ours.__call__": lambda: ours.__call__(A, B), "way": lambda: way(A, B),
                 "tf32()": tf32, "A.dtype": lambda: A.dtype, "A.shape": lambda: A.shape, "get_device": A.get_device}
-        print((M, N, K), host_us(runs), flush=True)
+        print((M, N, K), host_us(torch, runs, calls=6000, warmup=200), flush=True)
 
 
 if __name__ == "__main__":
