@@ -81,12 +81,9 @@ MUTATIONS = {
     # four bits past the exactness bound (fewer may not show: the bound is for the largest possible sum, and
     # randn's are far below it): sums of K products pass Mt/2 and wrap in the reconstruction
     "past the exactness bound": ("    return p;\n}", "    return p + 4;\n}"),
-    # the residues of A left unreduced: a' & 0xff is not a' modulo m
-    "residue not reduced": ("*a_word(w, i, m, k0) =\n"
-                            "                    pack_s8x4(residue(x[0], mi), residue(x[1], mi), residue(x[2], mi), "
-                            "residue(x[3], mi));",
-                            "*a_word(w, i, m, k0) =\n"
-                            "                    pack_s8x4(x[0], x[1], x[2], x[3]);"),
+    # one modulus' residues of A left unreduced: a' & 0xff is not a' modulo m
+    "residue not reduced": ("*a_word(w, 3, m, k0) = residue_word<3>(x);",
+                            "*a_word(w, 3, m, k0) = pack_s8x4(x[0], x[1], x[2], x[3]);"),
 }
 
 

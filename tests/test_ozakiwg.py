@@ -60,11 +60,9 @@ MUTATIONS = {
     # scaled back by the wrong power of two
     "wrong scale": ("C[r * N + col] = (float)((double)sv * pow2_neg(w.sa[r] + w.sb[col]));",
                     "C[r * N + col] = (float)((double)sv * pow2_neg(w.sa[r] + w.sb[col] - 1));"),
-    # the residues of A left unreduced: a' & 0xff is not a' modulo m
-    "residue not reduced": ("*a_word(w, i, m, k0) =\n"
-                            "                    pack_s8x4(residue(x[0], mi), residue(x[1], mi), residue(x[2], mi), "
-                            "residue(x[3], mi));",
-                            "*a_word(w, i, m, k0) =\n                    pack_s8x4(x[0], x[1], x[2], x[3]);"),
+    # one modulus' residues of A left unreduced: a' & 0xff is not a' modulo m
+    "residue not reduced": ("*a_word(w, 3, m, k0) = residue_word<3>(x);",
+                            "*a_word(w, 3, m, k0) = pack_s8x4(x[0], x[1], x[2], x[3]);"),
     # the sums of modulus 1 kept as residues modulo modulus 0's number
     "kept for the wrong modulus": ("case 1: keep<1>(acc, run + 1 * ACC)", "case 1: keep<0>(acc, run + 1 * ACC)"),
     # the prologue writes the tiles unswizzled while the descriptors name the 128-byte swizzle
