@@ -54,7 +54,7 @@ def test_it_meets_the_fp32_tc_contract_at_odd_shapes():
 
 MUTATIONS = {
     # the last modulus' residue never put back (Garner's steps one short)
-    "dropped modulus": ("            x = garner_step<7>(x, residue_byte(kept[7], at));\n", ""),
+    "dropped modulus": ("x[at] = garner_step<7>(x[at], residue_byte(kept[7], at));", ";"),
     # Garner's wide remainder without 2^32 mod m: x mod m wrong wherever x has passed 2^32
     "wide remainder": ("((unsigned)(x >> 32) * wrap + lo) % m", "((unsigned)(x >> 32) + lo) % m"),
     # scaled back by the wrong power of two
