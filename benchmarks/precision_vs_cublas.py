@@ -13,7 +13,8 @@ with exponents spread over 2^+-20 across and within rows and columns, the inputs
 scaling like the Ozaki scheme's loses bits); times are CUDA-event means over repeated
 launches after warm-up, best of five rounds, for both. err_* is reference.relative_error
 (||C - C64||_F / ||C64||_F, computed on the host), the definition the fp32-tc contract judges by;
-`ratio` is err_ours / err_cublas, and `passes_fp32_tc` what reference.judge says of it.
+`ratio` is err_ours / err_cublas, and `passes_fp32_tc` what reference.judge says of it. Where the config has
+a prologue, `prologue_ms` is it timed alone the same way (the product's share of ours_ms is the rest).
 """
 from __future__ import annotations
 
@@ -68,21 +69,26 @@ def one_shape(torch, cp, config, kernels, shape: tuple[int, int, int], kind: str
     pre = config.prologue(M, N, K)
     work = cp.empty(pre.floats if pre else 1, dtype=cp.float32)
 
+    def prologue() -> None:
+        pre_kernel(pre.launch.grid, pre.launch.block, (a, b, work, *dims), stream=stream)
+
     def ours() -> None:
         if pre is None:
             kernel(launch.grid, launch.block, (a, b, c, *dims), shared_mem=launch.shared_bytes, stream=stream)
             return
-        pre_kernel(pre.launch.grid, pre.launch.block, (a, b, work, *dims), stream=stream)
+        prologue()
         kernel(launch.grid, launch.block, (a, work, c, *dims), shared_mem=launch.shared_bytes, stream=stream)
 
     ours_ms = time_ms(torch, ours, reps=10, warmup=2)
+    # the prologue alone, the same way: where the fixed cost lies (the product's share is the difference)
+    phases = {"prologue_ms": round(time_ms(torch, prologue, reps=10, warmup=2), 4)} if pre is not None else {}
     cublas_ms = time_ms(torch, lambda: torch.matmul(A, B, out=ref), reps=10, warmup=2)
     ref64 = A.double() @ B.double()
     err_ours, err_cublas = rel_err(C, ref64), rel_err(ref, ref64)
     return {"M": M, "N": N, "K": K, "ours_ms": round(ours_ms, 4), "cublas_ms": round(cublas_ms, 4),
             "speedup": round(cublas_ms / ours_ms, 3), "err_ours": err_ours, "err_cublas": err_cublas,
             "ratio": err_ours / err_cublas, "passes_fp32_tc": judge(FP32_TC, err_ours, err_cublas) is None,
-            "inputs": kind, **({"moduli": config.values["MODULI"]} if "MODULI" in config.values else {})}
+            "inputs": kind, **({"moduli": config.values["MODULI"]} if "MODULI" in config.values else {}), **phases}
 
 
 def main() -> int:
@@ -123,7 +129,8 @@ def main() -> int:
     for r in rows:
         print(f"{r['M']}x{r['N']}x{r['K']}: ours {r['ours_ms']:.3f} ms, cuBLAS {r['cublas_ms']:.3f} ms "
               f"({r['speedup']:.2f}x); error vs float64 {r['err_ours']:.2e} (cuBLAS FP32 {r['err_cublas']:.2e}, "
-              f"ratio {r['ratio']:.2f}: {'passes' if r['passes_fp32_tc'] else 'fails'} fp32-tc)")
+              f"ratio {r['ratio']:.2f}: {'passes' if r['passes_fp32_tc'] else 'fails'} fp32-tc)"
+              + (f"; prologue alone {r['prologue_ms']:.3f} ms" if "prologue_ms" in r else ""))
     if args.out:
         Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
     return 0
