@@ -1,8 +1,8 @@
 """Make the tuned database the package ships (autotune/store/tuned/) from results databases: of the
-verified rows whose kernel beat cuBLAS timed beside it, the fastest of each GPU model, shape, layout,
-batch count and contract, the only rows load() can ever run (api.dispatch takes a shape's fastest row
-of the call's layout and contract, and runs it only where it beat cuBLAS); their sources and the
-cuBLAS baselines. Trials, claims, SASS counts and profiles stay behind.
+verified rows whose kernel beat cuBLAS timed beside it, or that api.dispatch.wins_at_its_shape lets run at
+their own shape (host-bound calls), the fastest of each GPU model, shape, layout, batch count and contract,
+the only rows load() can ever run (api.dispatch takes a shape's fastest row of the call's layout and
+contract, and runs it only where that rule says); their sources and the cuBLAS baselines. Trials, claims, SASS counts and profiles stay behind.
 
     python scripts/ship_database.py results.sqlite [more.sqlite ...] autotune/store/tuned/h200.sqlite
 
@@ -17,6 +17,9 @@ import shutil
 import sqlite3
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from autotune.api.dispatch import wins_at_its_shape  # noqa: E402
 
 
 def merge(conn: sqlite3.Connection, other: Path) -> None:
@@ -36,6 +39,19 @@ def merge(conn: sqlite3.Connection, other: Path) -> None:
     conn.execute("DETACH DATABASE other")
 
 
+def drop_losers(conn: sqlite3.Connection) -> None:
+    """Only the rows load() can run at their own shape: verified ones that beat cuBLAS timed beside them, or
+    that api.dispatch.wins_at_its_shape lets run there (a host-bound call that the short way makes faster)."""
+    conn.row_factory = sqlite3.Row
+    rows = [dict(r) for r in conn.execute("SELECT * FROM results WHERE status = 'ok' AND cublas_ms IS NOT NULL")]
+    conn.row_factory = None
+    kept = [(r["id"],) for r in rows if r["time_ms"] < r["cublas_ms"] or wins_at_its_shape(r)]
+    conn.execute("CREATE TEMP TABLE kept (id INTEGER PRIMARY KEY)")
+    conn.executemany("INSERT INTO kept VALUES (?)", kept)
+    conn.execute("DELETE FROM results WHERE id NOT IN (SELECT id FROM kept)")
+    conn.execute("DROP TABLE kept")
+
+
 def ship(sources: list[Path], target: Path) -> dict[str, int]:
     tmp = target.with_suffix(".tmp")
     shutil.copyfile(sources[0], tmp)
@@ -44,7 +60,7 @@ def ship(sources: list[Path], target: Path) -> dict[str, int]:
         conn.execute("PRAGMA journal_mode = DELETE")  # one file: no -wal beside it in the package
         for other in sources[1:]:
             merge(conn, other)
-        conn.execute("DELETE FROM results WHERE NOT (status = 'ok' AND cublas_ms IS NOT NULL AND time_ms < cublas_ms)")
+        drop_losers(conn)
         conn.execute("""DELETE FROM results WHERE id NOT IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER (
                         PARTITION BY backend, gpu_name, M, N, K, COALESCE(TA, 0), COALESCE(TB, 0), COALESCE(BLAS, 0),
                         COALESCE(batch, 1), COALESCE(precision, 'fp32') ORDER BY time_ms) AS rank FROM results)

@@ -155,7 +155,8 @@ def test_with_no_database_of_its_own_load_reads_the_tuned_database_the_package_s
     monkeypatch.delenv("AUTOTUNE_DB", raising=False)
     [shipped] = store.shipped_databases()
     rows = list(store.open_readonly(shipped).query("SELECT * FROM results"))
-    assert rows and all(r["status"] == "ok" and r["time_ms"] < r["cublas_ms"] for r in rows)  # faster than cuBLAS
+    # each row one load() runs at its shape: faster than cuBLAS, or host-bound and made faster by the short way
+    assert rows and all(r["status"] == "ok" and (r["time_ms"] < r["cublas_ms"] or wins_at_its_shape(r)) for r in rows)
     on_h200 = autotune.load(launcher=launcher, gpu="NVIDIA H200")
     assert on_h200.choose(8192, 8192, 64).origin == "exact" and on_h200.choose(1000, 1000, 1000).library
     assert autotune.load(launcher=launcher).choose(8192, 8192, 64).library  # the fake GPU: nothing measured

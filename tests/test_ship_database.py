@@ -60,3 +60,21 @@ def test_merging_keeps_the_columns_only_a_later_database_has(tmp_path):
     conn = sqlite3.connect(target)
     kept = conn.execute('SELECT BM, SKB, time_ms FROM results').fetchall()
     assert kept == [(128, 2, 0.4)]  # the fastest of the shape, with its SKB
+
+
+def test_a_host_bound_row_that_load_runs_at_its_shape_is_shipped(tmp_path):
+    """The shipped rows are those load() can run at their shape (api.dispatch.wins_at_its_shape): a row slower
+    than cuBLAS on the GPU at a host-bound shape stays when within HOST_SAVING_MS of it, and goes beyond."""
+    from autotune.api.dispatch import HOST_SAVING_MS
+    from tests.test_dispatch_library import SMALL, timed
+
+    path = tmp_path / "r.sqlite"
+    db = store.open_db(path)
+    runs = timed(db, (64, 64, 64), "blocked", 0.009 + HOST_SAVING_MS / 2, 0.009, **SMALL)
+    slow = timed(db, (128, 64, 64), "blocked", 0.009 + 2 * HOST_SAVING_MS, 0.009, **SMALL)
+    large = timed(db, (4096, 64, 64), "blocked", 0.031, 0.030, **SMALL)  # not host-bound: it must beat cuBLAS
+    db.close()
+    target = tmp_path / "shipped.sqlite"
+    ship_module().ship([path], target)
+    kept = {r[0] for r in sqlite3.connect(target).execute("SELECT kernel || '@' || M FROM results")}
+    assert kept == {f"{runs}@64"}, (slow, large)
