@@ -248,9 +248,9 @@ def _fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
 
 
 def _stages_c_where_it_pays(p: Params, N: int, limits: Limits) -> bool:
-    """CS=1 where C's rows are not whole 16-byte vectors, for a tile that can stage them. The default tile took
-    0.96-2.4x less time with it at seven shapes of odd N on the H200 (1.3x their geometric mean; the least
-    gain at 16384x63x64, the most at 4096x1023x16: benchmarks/data/staged-store-h200.json). Only for values that
+    """CS=1 where C's rows are not whole 16-byte vectors, for a tile that can stage them. Without it the default
+    tile took 0.96-2.4x the time at seven shapes of odd N on the H200 (1.3x their geometric mean; the least at
+    16384x63x64, the most at 4096x1023x16: benchmarks/data/staged-store-h200.json). Only for values that
     have CS: tailsplit's fit is blocked's, on its own parameters, which leave CS out (chunked_params)."""
     staged = {**p, "CS": 1}
     return ("CS" in p and N % 4 != 0 and not p["CS"] and _stages_c_plainly(staged)
