@@ -252,9 +252,7 @@ def _stages_c_where_it_pays(p: Params, N: int, limits: Limits) -> bool:
     tile took 0.96-2.4x the time at seven shapes of odd N on the H200 (1.3x their geometric mean; the least at
     16384x63x64, the most at 4096x1023x16: benchmarks/data/staged-store-h200.json). Only for values that
     have CS: tailsplit's fit is blocked's, on its own parameters, which leave CS out (chunked_params)."""
-    staged = {**p, "CS": 1}
-    return ("CS" in p and N % 4 != 0 and not p["CS"] and _stages_c_plainly(staged)
-            and staging_bytes(staged) <= limits.max_shared_optin)
+    return "CS" in p and N % 4 != 0 and not p["CS"] and BLOCKED.allows({**p, "CS": 1}, limits)
 
 
 def _early(p: Params) -> int:
