@@ -2,7 +2,8 @@
 verified rows whose kernel beat cuBLAS timed beside it, or that api.dispatch.wins_at_its_shape lets run at
 their own shape (host-bound calls), the fastest of each GPU model, shape, layout, batch count and contract,
 the only rows load() can ever run (api.dispatch takes a shape's fastest row of the call's layout and
-contract, and runs it only where that rule says); their sources and the cuBLAS baselines. Trials, claims, SASS counts and profiles stay behind.
+contract, and runs it only where that rule says); their sources and the cuBLAS baselines. Trials, claims,
+SASS counts and profiles stay behind.
 
     python scripts/ship_database.py results.sqlite [more.sqlite ...] autotune/store/tuned/h200.sqlite
 
@@ -42,14 +43,12 @@ def merge(conn: sqlite3.Connection, other: Path) -> None:
 def drop_losers(conn: sqlite3.Connection) -> None:
     """Only the rows load() can run at their own shape: verified ones that beat cuBLAS timed beside them, or
     that api.dispatch.wins_at_its_shape lets run there (a host-bound call that the short way makes faster)."""
-    conn.row_factory = sqlite3.Row
-    rows = [dict(r) for r in conn.execute("SELECT * FROM results WHERE status = 'ok' AND cublas_ms IS NOT NULL")]
-    conn.row_factory = None
-    kept = [(r["id"],) for r in rows if r["time_ms"] < r["cublas_ms"] or wins_at_its_shape(r)]
-    conn.execute("CREATE TEMP TABLE kept (id INTEGER PRIMARY KEY)")
-    conn.executemany("INSERT INTO kept VALUES (?)", kept)
-    conn.execute("DELETE FROM results WHERE id NOT IN (SELECT id FROM kept)")
-    conn.execute("DROP TABLE kept")
+    cursor = conn.execute("SELECT * FROM results")
+    columns = [d[0] for d in cursor.description]
+    rows = [dict(zip(columns, values)) for values in cursor]
+    losers = [(r["id"],) for r in rows if not (r["status"] == "ok" and r["cublas_ms"] is not None
+                                               and (r["time_ms"] < r["cublas_ms"] or wins_at_its_shape(r)))]
+    conn.executemany("DELETE FROM results WHERE id = ?", losers)
 
 
 def ship(sources: list[Path], target: Path) -> dict[str, int]:
