@@ -17,7 +17,7 @@ from autotune.backends.sim import run
 from autotune.codegen.nvrtc import compile_source
 from autotune.codegen.render import render
 from autotune.families import FAMILIES, OZAKI, families_for, ozaki_math
-from autotune.families.ozaki import MMA_K, MMA_M, MMA_N, residue_every
+from autotune.families.ozaki import B_SPLIT, MMA_K, MMA_M, MMA_N, residue_every
 from autotune.space import PROLOGUE_SUFFIX, Config, Limits, ceil_div, make_config, valid_configs, violations
 from autotune.space.formula import derive_prologue
 from tests.emulated import assert_fp32_tc_at, assert_mutation_caught, error
@@ -117,7 +117,7 @@ def test_the_workspace_and_the_launches_are_the_familys_formulas():
         assert launch is not None
         Mp, Np, Kp = ceil_div(M, 128) * 128, ceil_div(N, 64) * 64, ceil_div(K, 64) * 64
         assert launch.floats * 4 == 8 * (Mp + Np) * Kp + 4 * (Mp + Np)
-        assert launch.launch.grid == (Mp // 8 + Np // 32, 1, 1)
+        assert launch.launch.grid == (Mp // 8 + Np // 32 * B_SPLIT, 1, 1)
         env = {"M": M, "N": N, "K": K}
         assert eval(pre.blocks_python(), {}, env) == launch.launch.grid[0]
         assert eval(pre.floats_python(), {}, env) == launch.floats

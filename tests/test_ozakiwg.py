@@ -13,6 +13,7 @@ from autotune.backends.sim import run
 from autotune.codegen.nvrtc import compile_source
 from autotune.codegen.render import render
 from autotune.families import FAMILIES, OZAKIWG, families_for, ozaki_math
+from autotune.families.ozaki import B_SPLIT
 from autotune.families.ozakiwg import BK, BM, residue_every
 from autotune.space import PROLOGUE_SUFFIX, Config, Limits, ceil_div, make_config, valid_configs, violations
 from autotune.space.formula import derive_prologue
@@ -90,7 +91,7 @@ def test_the_workspace_and_the_launches_are_the_familys_formulas():
         assert launch is not None
         Mp, Np, Kp = ceil_div(M, BM) * BM, ceil_div(N, bn) * bn, ceil_div(K, BK) * BK
         assert launch.floats * 4 == t * (Mp + Np) * Kp + 4 * (Mp + Np) + t * Mp * Np
-        assert launch.launch.grid == (Mp // 8 + Np // 32, 1, 1)
+        assert launch.launch.grid == (Mp // 8 + Np // 32 * B_SPLIT, 1, 1)
         assert config.geometry(M, N).grid == (ceil_div(M, BM) * ceil_div(N, bn), 1, 1)
         env = {"M": M, "N": N, "K": K}
         assert eval(pre.blocks_python(), {}, env) == launch.launch.grid[0]

@@ -39,6 +39,11 @@ REGS_PER_OUTPUT, REGS_BESIDE = 3, 64
 PRE_THREADS = 256
 ROWS_PER_PRE = PRE_THREADS // WARP  # A's rows per prologue block: a warp a row
 COLS_PER_PRE = 32  # B's columns per prologue block: a lane a column
+# Prologue blocks per COLS_PER_PRE columns of B, each scaling a B_SPLIT-th of K (after reading the whole of K for
+# the columns' largest |b|): a block then holds as many of B's values as one of A's ROWS_PER_PRE rows does. With
+# one block a strip, B's Np/32 blocks each walked all of K alone, the prologue's long tail: 1.40 ms of ozakiwg's
+# 8.99 at 8192^3 (benchmarks/data/ozaki-h200.json, prologue_ms).
+B_SPLIT = 2
 INT32_MAX = 2**31 - 1
 TILE = ("BM", "BN")
 # A warp's tile of C: 32 x 32, (32/16) x (32/8) MMA tiles, 32 outputs a thread. Not a parameter: 64 outputs a
@@ -89,7 +94,7 @@ def intensity(p: Params) -> float:
 def derive(p: Params) -> dict[str, int]:
     return {"THREADS": threads(p), "WM": WM, "WN": WN, "MI": WM // MMA_M, "NJ": WN // MMA_N, "LDW": row_words(p),
             "STAGE_BYTES": stage_bytes(p), "SMEM": shared_bytes(p), "ROWS_PER_PRE": ROWS_PER_PRE,
-            "RESIDUE_EVERY": residue_every(p)}
+            "B_SPLIT": B_SPLIT, "RESIDUE_EVERY": residue_every(p)}
 
 
 def _geometry(p: Params, M: int, N: int) -> Launch:
@@ -98,10 +103,10 @@ def _geometry(p: Params, M: int, N: int) -> Launch:
 
 
 def _prologue(p: Params, M: int, N: int, K: int) -> Prologue:
-    """The scaling and residues: Mp/8 blocks of A's rows, then Np/32 of B's columns (tile counts times whole
-    numbers, no division of the shape: the exported launchers derive both as formulas, space.formula)."""
+    """The scaling and residues: Np/32*B_SPLIT blocks of B's columns, then Mp/8 of A's rows (tile counts times
+    whole numbers, no division of the shape: the exported launchers derive both as formulas, space.formula)."""
     row_tiles, col_tiles = ceil_div(M, p["BM"]), ceil_div(N, p["BN"])
-    blocks = row_tiles * (p["BM"] // ROWS_PER_PRE) + col_tiles * (p["BN"] // COLS_PER_PRE)
+    blocks = row_tiles * (p["BM"] // ROWS_PER_PRE) + col_tiles * (p["BN"] // COLS_PER_PRE) * B_SPLIT
     rows, cols = row_tiles * p["BM"], col_tiles * p["BN"]
     depth_words = ceil_div(K, p["BK"]) * (p["BK"] // 4)  # Kp int8 values are Kp/4 floats
     return Prologue(Launch(grid=(blocks, 1, 1), block=(PRE_THREADS, 1, 1)),

@@ -28,7 +28,7 @@ of its error; a fixed cost of about 2.2 ms at 8192^2 outputs (the prologue, the 
 from __future__ import annotations
 
 from autotune.families.common import WAVE32
-from autotune.families.ozaki import COLS_PER_PRE, PRE_THREADS, ROWS_PER_PRE
+from autotune.families.ozaki import B_SPLIT, COLS_PER_PRE, PRE_THREADS, ROWS_PER_PRE
 from autotune.families.ozaki import residue_every as ozaki_residue_every
 from autotune.families.tf32x3wg import (
     BM,
@@ -64,7 +64,8 @@ def residue_every() -> int:
 def derive(p: Params) -> dict[str, int]:
     return {"BM": BM, "BK": BK, "THREADS": threads(p), "PRODUCER_REGS": PRODUCER_REGS, "CONSUMER_REGS": CONSUMER_REGS,
             "A_BYTES": BM * BK, "B_BYTES": p["BN"] * BK, "STAGE_BYTES": stage_bytes(p), "SMEM": shared_bytes(p),
-            "ACC": p["BN"] // 2, "GM": GM, "ROWS_PER_PRE": ROWS_PER_PRE, "RESIDUE_EVERY": residue_every()}
+            "ACC": p["BN"] // 2, "GM": GM, "ROWS_PER_PRE": ROWS_PER_PRE, "B_SPLIT": B_SPLIT,
+            "RESIDUE_EVERY": residue_every()}
 
 
 def _geometry(p: Params, M: int, N: int) -> Launch:
@@ -73,10 +74,10 @@ def _geometry(p: Params, M: int, N: int) -> Launch:
 
 
 def _prologue(p: Params, M: int, N: int, K: int) -> Prologue:
-    """ozaki's scaling and residues (Mp/8 blocks of A's rows, then Np/32 of B's columns) into the tiled workspace,
+    """ozaki's scaling and residues (Np/32*B_SPLIT blocks of B's columns, then Mp/8 of A's rows) into the tiled workspace,
     which also holds a byte per output and modulus for the products' residues."""
     row_tiles, col_tiles = ceil_div(M, BM), ceil_div(N, p["BN"])
-    blocks = row_tiles * (BM // ROWS_PER_PRE) + col_tiles * (p["BN"] // COLS_PER_PRE)
+    blocks = row_tiles * (BM // ROWS_PER_PRE) + col_tiles * (p["BN"] // COLS_PER_PRE) * B_SPLIT
     rows, cols = row_tiles * BM, col_tiles * p["BN"]
     depth_words = ceil_div(K, BK) * (BK // 4)  # Kp int8 values are Kp/4 floats
     return Prologue(Launch(grid=(blocks, 1, 1), block=(PRE_THREADS, 1, 1)),
