@@ -39,10 +39,10 @@ REGS_PER_OUTPUT, REGS_BESIDE = 3, 64
 PRE_THREADS = 256
 ROWS_PER_PRE = PRE_THREADS // WARP  # A's rows per prologue block: a warp a row
 COLS_PER_PRE = 32  # B's columns per prologue block: a lane a column
-# Prologue blocks per COLS_PER_PRE columns of B, each scaling a B_SPLIT-th of K (after reading the whole of K for
-# the columns' largest |b|): a block then holds as many of B's values as one of A's ROWS_PER_PRE rows does. With
-# one block a strip, B's Np/32 blocks each walked all of K alone, the prologue's long tail: 1.40 ms of ozakiwg's
-# 8.99 at 8192^3 (benchmarks/data/ozaki-h200.json, prologue_ms).
+# Prologue blocks per COLS_PER_PRE columns of B, each scaling a B_SPLIT-th of K after reading all of K for the
+# columns' largest |b| (its siblings read the same columns at the same time, mostly from L2). One block a strip
+# left B's Np/32 blocks walking K alone; measured on one H200 lease at 8192^3, ozakiwg's prologue took 0.86 ms
+# with 1, 0.82 with 2 and 0.88-0.89 with 4 (docs/ozaki.md).
 B_SPLIT = 2
 INT32_MAX = 2**31 - 1
 TILE = ("BM", "BN")

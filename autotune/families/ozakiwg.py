@@ -22,8 +22,8 @@ would leave no room for BN = 128 or 256. After the last modulus each thread read
 residues and runs Garner's steps once. BM = 128 and BK = 128 are fixed: one wgmma's 64 rows per
 warpgroup, and a tile row of 128 int8 is the 128-byte swizzle's width.
 
-Measured on the H200 (docs/ozaki.md): 2.1-2.4x cuBLAS SGEMM at 8192^3 and 16384^3 with 8 moduli, at a tenth
-of its error; a fixed cost of about 2.2 ms at 8192^2 outputs (the prologue, the residues kept and put back).
+Measured on the H200 (docs/ozaki.md): 2.4-2.5x cuBLAS SGEMM at 8192^3 and 16384^3 with 8 moduli, at a tenth
+of its error; a fixed cost at 8192^2 outputs of the prologue (0.83 ms) and of the residues kept and put back.
 """
 from __future__ import annotations
 
