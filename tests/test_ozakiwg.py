@@ -1,7 +1,8 @@
 """The ozakiwg family (the Ozaki scheme II on Hopper's INT8 wgmma) without a GPU: on the CPU emulator its C is
 the numeric reference's (autotune.families.ozaki_math) bit for bit at odd shapes, through several k-tiles and
 stage refills, and within the fp32-tc contract; mutations are caught (a dropped modulus, a wrong wide remainder in
-Garner, a wrong scale, residues not reduced, a residue kept for the wrong modulus, the tiles' swizzle); the launch
+Garner, a wrong scale, residues not reduced, a residue kept for the wrong modulus, the tiles' swizzle, a row's
+largest value missed at its last k); the launch
 and workspace formulas; offline SASS for sm_90a (four integer warpgroup MMAs a k-tile, no local memory) and the model's ceiling."""
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from autotune.families.ozaki import B_SPLIT
 from autotune.families.ozakiwg import BK, BM, residue_every
 from autotune.space import PROLOGUE_SUFFIX, Config, Limits, ceil_div, make_config, valid_configs, violations
 from autotune.space.formula import derive_prologue
-from tests.emulated import assert_fp32_tc_at, assert_mutation_caught
+from tests.emulated import assert_fp32_tc_at, assert_mutation_caught, edit
 
 # odd M, N and K: one k-tile (K = 9, 33), several through every stage and their refills (300: 3 k-tiles,
 # 1100: 9, past 3 stages twice); N below BN; a 1-row and a 1-column product
@@ -52,6 +53,24 @@ def test_the_emulated_product_is_the_references_bit_for_bit(params):
 def test_it_meets_the_fp32_tc_contract_at_odd_shapes():
     assert_fp32_tc_at(wg(SMALL), SHAPES[:3])
 
+
+
+def test_every_position_of_a_row_or_column_can_hold_its_largest_value():
+    # One value a thousand times the rest in each row of A and column of B, at positions spread over K and at
+    # its last k (the largest-value passes take eight loads at a time, then one at a time for the rest): the
+    # scales, hence C, are the reference's bit for bit; with the last k's load left out they are not.
+    config = wg(SMALL)
+    M, N, K = 37, 41, 300  # K past eight of A's lanes' strides (8 x 32), so both loops run
+    A, B = random_inputs(M, N, K, 1)
+    A[np.arange(M), (np.arange(M) * 37 + 11) % K] *= 1024
+    B[(np.arange(N) * 53 + 5) % K, np.arange(N)] *= 1024
+    A[0, K - 1] *= 2**20
+    B[K - 1, 0] *= 2**20
+    source = render(config)
+    reference = ozaki_math.ozaki_matmul(A, B, config.values["MODULI"])
+    assert np.array_equal(run(config, source, config.geometry(M, N), A, B, M, N, K), reference)
+    missed = edit(source, "for (; k < K; k += dk)", "for (; k < K - 1; k += dk)")
+    assert not np.array_equal(run(config, missed, config.geometry(M, N), A, B, M, N, K), reference)
 
 MUTATIONS = {
     # the last modulus' residue never put back (Garner's steps one short)
