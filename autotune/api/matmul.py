@@ -17,8 +17,8 @@ from typing import Any, Callable, ContextManager, NamedTuple, Protocol
 from autotune.api import library, shortcuts
 from autotune.api.arrays import ArrayView, read_array, signature
 from autotune.api.dispatch import Choice, Dispatcher
+from autotune.api.fastcall import FastCall
 from autotune.api.operands import Call, Layout, describe
-from autotune.api.shortcuts import TorchProduct
 from autotune.errors import AutotuneError
 from autotune.space import PROLOGUE_SUFFIX, Launch, Limits, Operands, Prologue, Shape, batched, tight
 
@@ -73,7 +73,7 @@ class Launcher(Protocol):
         ones to use it until the block ends."""
 
 
-class Matmul:
+class Matmul(FastCall):  # type: ignore[misc,valid-type]  # C or Python: api.fastcall
     """mm(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, stream=None) -> out.
 
     A, B (and out) are device arrays with __dlpack__ or __cuda_array_interface__: 2-D matrices
@@ -99,19 +99,9 @@ class Matmul:
         # told (device, shape, layout) of each call kind planned onto cuBLAS (autotune.api.firstuse enqueues it)
         self.on_library: Callable[[int, Shape, Layout], None] | None = None
 
-    def __call__(self, A: Any, B: Any, out: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
-                 trans_a: bool = False, trans_b: bool = False, stream: Any = None) -> Any:
-        if out is None and stream is None and alpha == 1.0 and beta == 0.0:
-            try:
-                way = self._fast[A.shape, B.shape, trans_a, trans_b, A.get_device()]
-            except (KeyError, AttributeError):  # a kind of call not planned yet, or not a torch tensor
-                way = None
-            if way.__class__ is TorchProduct:  # cuBLAS, by torch.mm: inline, what calling it would do
-                mm, float32, tf32, _, _ = way
-                if A.dtype is float32 and not tf32():
-                    return mm(A.mT if trans_a else A, B.mT if trans_b else B)
-            elif way is not None and (product := way(A, B)) is not None:
-                return product
+    def _call(self, A: Any, B: Any, out: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
+              trans_a: bool = False, trans_b: bool = False, stream: Any = None) -> Any:
+        """The full path: a call that took no short way (api.fastcall)."""
         handle = stream_handle(stream) if stream is not None else current_stream(A)
         current = stream is None and _on_device_of(A, B, out)  # A's library's current stream is theirs too
         if a_other_float := library.other_float(A, B, out):

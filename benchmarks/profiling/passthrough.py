@@ -19,7 +19,8 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     import autotune
     from autotune.api import library
-    print("tf32 getter:", library.tf32_getter(torch), flush=True)
+    from autotune.api.fastcall import FastCall, PyFastCall
+    print("tf32 getter:", library.tf32_getter(torch), "; load()'s first step:", FastCall, flush=True)
     for M, N, K in [(144, 10131, 4), (9954, 21, 61), (2, 504, 3921)]:
         A, B = torch.randn(M, K, device="cuda"), torch.randn(K, N, device="cuda")
         ours = autotune.load()
@@ -27,6 +28,8 @@ def main():
         key = (A.shape, B.shape, False, False, A.get_device())
         way = ours._fast[key]
         print(type(way), flush=True)
+        steps = PyFastCall()  # the same table and full path, through the Python steps (api.fastcall)
+        steps._fast, steps._call = ours._fast, ours._call  # type: ignore[method-assign]
         mm, f32, tf32 = torch.mm, torch.float32, library.tf32_getter(torch)
         table = {key: way}
 
@@ -48,7 +51,7 @@ def main():
 
         runs = {"torch.mm": lambda: mm(A, B), "torch.matmul": lambda: torch.matmul(A, B),
                 "lookup+mm": lookup_mm, "checks+mm": checks_mm, "sig": lambda: sig(A, B),
-                "ours": lambda: ours(A, B), "ours.__call__": lambda: ours.__call__(A, B), "way": lambda: way(A, B),
+                "ours": lambda: ours(A, B), "ours, Python steps": lambda: steps(A, B), "way": lambda: way(A, B),
                 "tf32()": tf32, "A.dtype": lambda: A.dtype, "A.shape": lambda: A.shape, "get_device": A.get_device}
         print((M, N, K), host_us(torch, runs, calls=6000, warmup=200), flush=True)
 

@@ -1,0 +1,235 @@
+/* The short way of a repeated call to autotune.load()'s matmul, in C (api.fastcall says what it does and
+   holds the same steps in Python, which run where this was not built).
+
+   A call C = mm(A, B[, trans_a=..., trans_b=...]) whose kind was planned before finds its short way in the
+   instance's table under (A.shape, B.shape, trans_a, trans_b, A.get_device()). A TorchProduct runs inline:
+   torch.mm of the operands (their .mT where transposed) when A is float32 and torch's TF32 is off. Any
+   other short way is called with (A, B); it returns the product, or None for a call it was not made for.
+   Every other call, and any of these that the short way refuses, goes to the instance's _call, the full
+   path. On the H200's host a Python frame and its lookups cost a host-bound call about 1 us more than
+   torch.matmul; these steps in C skip the frame and the bytecode (docs/pytorch.md, "Host cost"). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *fast;  /* dict: (A.shape, B.shape, trans_a, trans_b, device) -> short way */
+    vectorcallfunc vectorcall;
+} FastCall;
+
+static PyObject *product_type;  /* shortcuts.TorchProduct: (mm, float32, tf32 getter, trans_a, trans_b) */
+static PyObject *s_shape, *s_get_device, *s_dtype, *s_mT, *s_call, *s_trans_a, *s_trans_b;
+
+static int
+same_name(PyObject *name, PyObject *wanted)
+{
+    return name == wanted || PyUnicode_Compare(name, wanted) == 0;
+}
+
+/* the full path: self._call(*args, **kwargs) */
+static PyObject *
+full_path(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    PyObject *method = PyObject_GetAttr(self, s_call);
+    if (method == NULL)
+        return NULL;
+    PyObject *result = PyObject_Vectorcall(method, args, PyVectorcall_NARGS(nargsf), kwnames);
+    Py_DECREF(method);
+    return result;
+}
+
+/* the short way's key, or NULL with no error set where A or B is not an array with a shape and a device */
+static PyObject *
+key_of(PyObject *A, PyObject *B, int trans_a, int trans_b)
+{
+    PyObject *sa = PyObject_GetAttr(A, s_shape);
+    PyObject *sb = sa ? PyObject_GetAttr(B, s_shape) : NULL;
+    PyObject *device = sb ? PyObject_CallMethodNoArgs(A, s_get_device) : NULL;
+    PyObject *key = NULL;
+    if (device != NULL)
+        key = PyTuple_Pack(5, sa, sb, trans_a ? Py_True : Py_False, trans_b ? Py_True : Py_False, device);
+    else
+        PyErr_Clear();  /* not a torch tensor: the full path reads it through its protocols */
+    Py_XDECREF(sa);
+    Py_XDECREF(sb);
+    Py_XDECREF(device);
+    return key;
+}
+
+/* torch.mm of the operands' views: 1 ran it (*result set, NULL on its error), 0 refused (another dtype, TF32 on) */
+static int
+torch_product(PyObject *way, PyObject *A, PyObject *B, int trans_a, int trans_b, PyObject **result)
+{
+    PyObject *dtype = PyObject_GetAttr(A, s_dtype);
+    if (dtype == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    int float32 = dtype == PyTuple_GET_ITEM(way, 1);
+    Py_DECREF(dtype);
+    if (!float32)
+        return 0;
+    PyObject *tf32 = PyObject_CallNoArgs(PyTuple_GET_ITEM(way, 2));
+    int on = tf32 ? PyObject_IsTrue(tf32) : -1;
+    Py_XDECREF(tf32);
+    if (on != 0) {
+        *result = NULL;
+        return on < 0;  /* an error in the getter is the caller's; TF32 on: the full path */
+    }
+    *result = NULL;
+    PyObject *a = trans_a ? PyObject_GetAttr(A, s_mT) : Py_NewRef(A);
+    if (a == NULL)
+        return 1;
+    PyObject *b = trans_b ? PyObject_GetAttr(B, s_mT) : Py_NewRef(B);
+    if (b != NULL) {
+        PyObject *operands[2] = {a, b};
+        *result = PyObject_Vectorcall(PyTuple_GET_ITEM(way, 0), operands, 2, NULL);
+        Py_DECREF(b);
+    }
+    Py_DECREF(a);
+    return 1;
+}
+
+static PyObject *
+fastcall_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    FastCall *me = (FastCall *)self;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    int trans[2] = {0, 0};
+    if (nargs != 2 || me->fast == NULL || !PyDict_Check(me->fast))
+        return full_path(self, args, nargsf, kwnames);
+    for (Py_ssize_t i = 0; i < nkw; ++i) {  /* only trans_a= and trans_b=, as True or False */
+        PyObject *name = PyTuple_GET_ITEM(kwnames, i), *value = args[nargs + i];
+        int which = same_name(name, s_trans_a) ? 0 : same_name(name, s_trans_b) ? 1 : -1;
+        if (which < 0 || (value != Py_True && value != Py_False))
+            return full_path(self, args, nargsf, kwnames);
+        trans[which] = value == Py_True;
+    }
+    PyObject *A = args[0], *B = args[1];
+    PyObject *key = key_of(A, B, trans[0], trans[1]);
+    if (key == NULL)
+        return full_path(self, args, nargsf, kwnames);
+    PyObject *way = PyDict_GetItemWithError(me->fast, key);
+    Py_DECREF(key);
+    if (way == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        return full_path(self, args, nargsf, kwnames);
+    }
+    Py_INCREF(way);  /* forget() may drop the table while the call runs */
+    PyObject *result = NULL;
+    if ((PyObject *)Py_TYPE(way) == product_type && PyTuple_GET_SIZE(way) == 5) {
+        int ran = torch_product(way, A, B, trans[0], trans[1], &result);
+        Py_DECREF(way);
+        if (ran)
+            return result;
+        return full_path(self, args, nargsf, kwnames);
+    }
+    PyObject *operands[2] = {A, B};
+    result = PyObject_Vectorcall(way, operands, 2, NULL);
+    Py_DECREF(way);
+    if (result != Py_None)
+        return result;  /* the product, or NULL: the short way's error */
+    Py_DECREF(result);
+    return full_path(self, args, nargsf, kwnames);
+}
+
+static PyObject *
+fastcall_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    FastCall *self = (FastCall *)type->tp_alloc(type, 0);
+    if (self != NULL)
+        self->vectorcall = fastcall_vectorcall;
+    return (PyObject *)self;
+}
+
+static int
+fastcall_traverse(FastCall *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->fast);
+    Py_VISIT(Py_TYPE(self));
+    return 0;
+}
+
+static int
+fastcall_clear(FastCall *self)
+{
+    Py_CLEAR(self->fast);
+    return 0;
+}
+
+static void
+fastcall_dealloc(FastCall *self)
+{
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    fastcall_clear(self);
+    type->tp_free((PyObject *)self);
+    Py_DECREF(type);
+}
+
+static PyMemberDef fastcall_members[] = {
+    {"_fast", T_OBJECT, offsetof(FastCall, fast), 0,
+     "the short ways of planned call kinds: (A.shape, B.shape, trans_a, trans_b, device) -> short way"},
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(FastCall, vectorcall), READONLY, NULL},
+    {NULL},
+};
+
+static PyType_Slot fastcall_slots[] = {
+    {Py_tp_doc, "The short way of a repeated call, in C; a subclass defines _call, the full path."},
+    {Py_tp_new, fastcall_new},
+    {Py_tp_call, PyVectorcall_Call},
+    {Py_tp_traverse, fastcall_traverse},
+    {Py_tp_clear, fastcall_clear},
+    {Py_tp_dealloc, fastcall_dealloc},
+    {Py_tp_members, fastcall_members},
+    {0, NULL},
+};
+
+static PyType_Spec fastcall_spec = {
+    .name = "autotune.api._fastcall.FastCall",
+    .basicsize = sizeof(FastCall),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .slots = fastcall_slots,
+};
+
+/* inline(TorchProduct): the type whose short ways run inline */
+static PyObject *
+set_inline(PyObject *module, PyObject *type)
+{
+    Py_XSETREF(product_type, Py_NewRef(type));
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"inline", set_inline, METH_O, "inline(TorchProduct): the type of the short ways that run inline"},
+    {NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "_fastcall", "The short way of a repeated matmul call, in C (api.fastcall).", -1,
+    module_methods,
+};
+
+PyMODINIT_FUNC
+PyInit__fastcall(void)
+{
+    PyObject *module = PyModule_Create(&module_def);
+    if (module == NULL)
+        return NULL;
+    s_shape = PyUnicode_InternFromString("shape");
+    s_get_device = PyUnicode_InternFromString("get_device");
+    s_dtype = PyUnicode_InternFromString("dtype");
+    s_mT = PyUnicode_InternFromString("mT");
+    s_call = PyUnicode_InternFromString("_call");
+    s_trans_a = PyUnicode_InternFromString("trans_a");
+    s_trans_b = PyUnicode_InternFromString("trans_b");
+    PyObject *type = PyType_FromSpec(&fastcall_spec);
+    if (type == NULL || PyModule_AddObject(module, "FastCall", type) < 0) {
+        Py_XDECREF(type);
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}

@@ -1,0 +1,62 @@
+"""The first step of every call to autotune.load()'s matmul (api.matmul.Matmul): the short way of a call kind
+planned before, else the full path (Matmul._call).
+
+A call mm(A, B) with no argument but trans_a= and trans_b= looks its short way up in `_fast` under
+(A.shape, B.shape, trans_a, trans_b, A.get_device()) (api.shortcuts makes them): a TorchProduct runs
+inline, torch.mm of the operands (their .mT where transposed) when A is float32 and torch's TF32 is off;
+any other short way is called with (A, B) and returns the product, or None for a call it was not made for.
+Every other call goes to `_call`.
+
+Two implementations of the same steps: `_fastcall.c`, built with the package where a C compiler is at hand
+(setup.py; optional), and `PyFastCall` below, which runs where it was not. On the H200's host the Python
+steps cost a host-bound call 1.2-1.5 us above torch.mm, 0.7-1.2 above torch.matmul
+(benchmarks/data/passthrough-h200.txt); how it is called (a class's __call__, a function, a partial) moved
+that by 0.1-0.3 us. The C steps have no frame and no bytecode to run. AUTOTUNE_PURE_PYTHON=1 takes the
+Python ones (to compare them).
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from autotune.api.shortcuts import TorchProduct
+
+
+class PyFastCall:
+    """The steps in Python (the module's docstring); a subclass defines _call, the full path."""
+
+    _fast: dict[tuple, Any]
+
+    def __call__(self, A: Any, B: Any, out: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
+                 trans_a: bool = False, trans_b: bool = False, stream: Any = None) -> Any:
+        if out is None and stream is None and alpha == 1.0 and beta == 0.0:
+            try:
+                way = self._fast[A.shape, B.shape, trans_a, trans_b, A.get_device()]
+            except (KeyError, AttributeError):  # a kind of call not planned yet, or not a torch tensor
+                way = None
+            if way.__class__ is TorchProduct:  # cuBLAS, by torch.mm: inline, what calling it would do
+                mm, float32, tf32, _, _ = way
+                if A.dtype is float32 and not tf32():
+                    return mm(A.mT if trans_a else A, B.mT if trans_b else B)
+            elif way is not None and (product := way(A, B)) is not None:
+                return product
+        return self._call(A, B, out, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b, stream=stream)
+
+    def _call(self, A: Any, B: Any, out: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
+              trans_a: bool = False, trans_b: bool = False, stream: Any = None) -> Any:
+        raise NotImplementedError
+
+
+def compiled() -> type | None:
+    """The C implementation's base class, or None where it was not built (or AUTOTUNE_PURE_PYTHON=1)."""
+    if os.environ.get("AUTOTUNE_PURE_PYTHON") == "1":
+        return None
+    try:
+        from autotune.api import _fastcall  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    _fastcall.inline(TorchProduct)
+    return _fastcall.FastCall
+
+
+FastCall: type = compiled() or PyFastCall
