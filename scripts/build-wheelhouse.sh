@@ -37,6 +37,9 @@ else
   fetch optuna sqlite-utils numpy jinja2 click tqdm "cuda-core>=1.2" "cuda-bindings>=13.0,<14" cuda-pathfinder \
     "nvidia-cuda-nvrtc>=13.0,<14" "nvidia-cublas>=13.0,<14"
 fi
+# autotune's own wheel without its optional C extension (setup.py): a wheel built here for this machine's Python
+# would not install on the node's; pure Python, it installs on any (the node builds the extension from source)
+export AUTOTUNE_PURE_PYTHON=1
 python3 -m pip wheel --quiet --no-deps --no-build-isolation -w "$dir" "$(dirname "$0")/.." 2>/dev/null \
   || python3 -m pip wheel --quiet --no-deps -w "$dir" "$(dirname "$0")/.."
 ls -1 "$dir"

@@ -308,6 +308,16 @@ def test_the_pytorch_docs_host_path_figures_are_the_committed_probes():
     assert direct[0][0] == (64, 64, 64) and f"{at64['ours']:.1f} µs a call, torch.mm {at64['torch.mm']:.1f}" in flat
 
 
+
+def test_the_pytorch_docs_c_first_step_figures_are_the_committed_probe():
+    """docs/pytorch.md's host microseconds of load() with its first step in C, beside the same steps in Python."""
+    flat = " ".join((ROOT / "docs" / "pytorch.md").read_text().split())
+    lines = [p for _, p in _probe_lines("passthrough-c-h200.txt")]
+    assert len(lines) == 3
+    assert (f"torch.mm {_span([p['torch.mm'] for p in lines])} µs): load() {_span([p['ours'] for p in lines])} µs "
+            f"against the Python steps' {_span([p['ours, Python steps'] for p in lines])} in the same process, "
+            f"{_span([p['ours'] - p['torch.matmul'] for p in lines])} above torch.matmul") in flat
+
 def test_the_pytorch_docs_staged_store_figures_are_the_committed_runs():
     """docs/pytorch.md's CS=1 figures: staged_store.py's pairs and the odd-N cover's products."""
     flat = " ".join((ROOT / "docs" / "pytorch.md").read_text().split())
