@@ -39,7 +39,7 @@ full_path(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwname
     return result;
 }
 
-/* the short way's key, or NULL with no error set where A or B is not an array with a shape and a device */
+/* the short way's key; NULL with no error set where A or B is not an array with a shape and a device */
 static PyObject *
 key_of(PyObject *A, PyObject *B, int trans_a, int trans_b)
 {
@@ -109,7 +109,7 @@ fastcall_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObje
     PyObject *A = args[0], *B = args[1];
     PyObject *key = key_of(A, B, trans[0], trans[1]);
     if (key == NULL)
-        return full_path(self, args, nargsf, kwnames);
+        return PyErr_Occurred() ? NULL : full_path(self, args, nargsf, kwnames);  /* no memory for the key */
     PyObject *way = PyDict_GetItemWithError(me->fast, key);
     Py_DECREF(key);
     if (way == NULL) {
@@ -208,8 +208,11 @@ static PyMethodDef module_methods[] = {
 };
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "_fastcall", "The short way of a repeated matmul call, in C (api.fastcall).", -1,
-    module_methods,
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_fastcall",
+    .m_doc = "The short way of a repeated matmul call, in C (api.fastcall).",
+    .m_size = -1,
+    .m_methods = module_methods,
 };
 
 PyMODINIT_FUNC
