@@ -110,3 +110,13 @@ def test_a_table_replaced_is_the_one_read(base):
     assert mm(A, B) == "kernel"
     mm._fast = {}  # Matmul.forget() replaces the table
     assert mm(A, B) == "full path"
+
+
+def test_a_matmul_shows_its_calls_parameters_and_its_class_its_constructors():
+    import inspect
+
+    from autotune.api.matmul import Matmul
+
+    mm = Matmul.__new__(Matmul)
+    assert list(inspect.signature(mm).parameters) == ["A", "B", "out", "alpha", "beta", "trans_a", "trans_b", "stream"]
+    assert list(inspect.signature(Matmul).parameters) == ["dispatcher", "launcher"]

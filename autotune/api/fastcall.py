@@ -16,6 +16,7 @@ Python ones (to compare them).
 """
 from __future__ import annotations
 
+import inspect
 import os
 from typing import Any
 
@@ -45,6 +46,15 @@ class PyFastCall:
     def _call(self, A: Any, B: Any, out: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
               trans_a: bool = False, trans_b: bool = False, stream: Any = None) -> Any:
         raise NotImplementedError
+
+
+class CallSignature:
+    """inspect.signature(mm) (help(), an editor's hints): the parameters of the full path, _call, which a call
+    takes; the C first step shows none of its own. On the class it is None, so inspect.signature(Matmul)
+    stays the constructor's."""
+
+    def __get__(self, instance: Any, owner: type | None = None) -> inspect.Signature | None:
+        return None if instance is None else inspect.signature(instance._call)
 
 
 def compiled() -> type | None:

@@ -17,7 +17,7 @@ from typing import Any, Callable, ContextManager, NamedTuple, Protocol
 from autotune.api import library, shortcuts
 from autotune.api.arrays import ArrayView, read_array, signature
 from autotune.api.dispatch import Choice, Dispatcher
-from autotune.api.fastcall import FastCall
+from autotune.api.fastcall import CallSignature, FastCall
 from autotune.api.operands import Call, Layout, describe
 from autotune.errors import AutotuneError
 from autotune.space import PROLOGUE_SUFFIX, Launch, Limits, Operands, Prologue, Shape, batched, tight
@@ -84,6 +84,8 @@ class Matmul(FastCall):  # type: ignore[misc,valid-type]  # C or Python: api.fas
     default on the current stream of A's library (torch, CuPy), else the legacy default stream.
     Without out, C is allocated by A's library (torch and CuPy arrays only). The call returns when
     the launch is enqueued, as the libraries' own products do."""
+
+    __signature__ = CallSignature()
 
     def __init__(self, dispatcher: Dispatcher, launcher: Launcher):
         self.dispatcher, self.launcher = dispatcher, launcher
