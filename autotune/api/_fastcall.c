@@ -61,6 +61,7 @@ key_of(PyObject *A, PyObject *B, int trans_a, int trans_b)
 static int
 torch_product(PyObject *way, PyObject *A, PyObject *B, int trans_a, int trans_b, PyObject **result)
 {
+    *result = NULL;
     PyObject *dtype = PyObject_GetAttr(A, s_dtype);
     if (dtype == NULL) {
         PyErr_Clear();
@@ -73,11 +74,8 @@ torch_product(PyObject *way, PyObject *A, PyObject *B, int trans_a, int trans_b,
     PyObject *tf32 = PyObject_CallNoArgs(PyTuple_GET_ITEM(way, 2));
     int on = tf32 ? PyObject_IsTrue(tf32) : -1;
     Py_XDECREF(tf32);
-    if (on != 0) {
-        *result = NULL;
+    if (on != 0)
         return on < 0;  /* an error in the getter is the caller's; TF32 on: the full path */
-    }
-    *result = NULL;
     PyObject *a = trans_a ? PyObject_GetAttr(A, s_mT) : Py_NewRef(A);
     if (a == NULL)
         return 1;
@@ -118,7 +116,7 @@ fastcall_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObje
         return full_path(self, args, nargsf, kwnames);
     }
     Py_INCREF(way);  /* forget() may drop the table while the call runs */
-    PyObject *result = NULL;
+    PyObject *result;
     if ((PyObject *)Py_TYPE(way) == product_type && PyTuple_GET_SIZE(way) == 5) {
         int ran = torch_product(way, A, B, trans[0], trans[1], &result);
         Py_DECREF(way);
