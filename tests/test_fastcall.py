@@ -3,11 +3,15 @@ Python): a planned call kind's short way runs (a TorchProduct inline, any other 
 every other call reaches _call, the full path, with the arguments it was given."""
 from __future__ import annotations
 
+import ctypes
+import sys
 from types import SimpleNamespace
 
 import pytest
 
 from autotune.api import fastcall, shortcuts
+from autotune.backends.cuda import fastlaunch
+from autotune.space import Launch
 
 torch = pytest.importorskip("torch")
 COMPILED = fastcall.compiled()
@@ -120,3 +124,96 @@ def test_a_matmul_shows_its_calls_parameters_and_its_class_its_constructors():
     mm = Matmul.__new__(Matmul)
     assert list(inspect.signature(mm).parameters) == ["A", "B", "out", "alpha", "beta", "trans_a", "trans_b", "stream"]
     assert list(inspect.signature(Matmul).parameters) == ["dispatcher", "launcher"]
+
+
+# ---- the short way of a call our kernel computes: to_kernel's closure and the extension's KernelProduct ----
+
+LAUNCH_C = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p,
+                            ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)  # cuLaunchKernel's signature
+KERNEL_WAYS = [pytest.param(None, id="python"),
+               pytest.param(fastcall.NATIVE, id="c", marks=pytest.mark.skipif(
+                   fastcall.NATIVE is None, reason="the C extension was not built here (no compiler or headers)"))]
+
+
+class StandInTorch:
+    """torch with its CUDA getters played: CPU tensors are on "device" -1 (get_device()), made current here."""
+
+    float32 = torch.float32
+
+    def __init__(self, current: int = -1):
+        self.current = current
+        self._C = SimpleNamespace(_cuda_getCurrentRawStream=lambda device: 1000 + device,
+                                  _cuda_getDevice=lambda: self.current)
+
+
+def kernel_way(c, monkeypatch, status: int = 0, current: int = -1):
+    """A kernel way (api.fastcall.kernel_way) over a driver whose cuLaunchKernel records each launch."""
+    launches: list[tuple] = []
+
+    def driver(function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        pointers = [ctypes.c_uint64.from_address(params[i]).value for i in range(3)]
+        ints = [ctypes.c_int32.from_address(params[i]).value for i in range(3, 6)]
+        launches.append((function, (gx, gy, gz), (bx, by, bz), shared, stream, *pointers, *ints, extra))
+        return status
+
+    plain = LAUNCH_C(driver)
+    monkeypatch.setattr(fastlaunch, "_lib", (None, plain))
+    prepared = fastlaunch.PreparedLaunch(0xF00, Launch((7, 3, 2), (256, 1, 1), 4096), 5, 4, 3)
+    way = fastcall.kernel_way(StandInTorch(current), prepared, -1, (5, 4), c)
+    assert (type(way).__name__ == "KernelProduct") == (c is not None)
+    return way, launches
+
+
+@pytest.mark.parametrize("c", KERNEL_WAYS)
+def test_a_kernel_way_launches_on_the_current_stream_with_the_operands_pointers(c, monkeypatch):
+    way, launches = kernel_way(c, monkeypatch)
+    A, B = torch.randn(5, 3), torch.randn(3, 4)
+    C = way(A, B)
+    assert C.shape == (5, 4) and C.dtype == torch.float32
+    assert launches == [(0xF00, (7, 3, 2), (256, 1, 1), 4096, 999, A.data_ptr(), B.data_ptr(), C.data_ptr(),
+                         5, 4, 3, None)]
+
+
+@pytest.mark.parametrize("c", KERNEL_WAYS)
+@pytest.mark.parametrize("why", ["a float64", "b float64", "a strided", "b strided", "a grad", "b grad", "b elsewhere"])
+def test_a_kernel_way_leaves_other_calls_to_the_full_path(c, why, monkeypatch):
+    way, launches = kernel_way(c, monkeypatch)
+    A, B = torch.randn(5, 3), torch.randn(3, 4)
+    A, B = {"a float64": lambda: (A.double(), B), "b float64": lambda: (A, B.double()),
+            "a strided": lambda: (torch.randn(3, 5).mT, B), "b strided": lambda: (A, torch.randn(4, 3).mT),
+            "a grad": lambda: (A.requires_grad_(), B), "b grad": lambda: (A, B.requires_grad_()),
+            "b elsewhere": lambda: (A, SimpleNamespace(dtype=torch.float32, requires_grad=False,
+                                                       is_contiguous=lambda: True, get_device=lambda: 0))}[why]()
+    assert way(A, B) is None and launches == []
+
+
+@pytest.mark.parametrize("c", KERNEL_WAYS)
+def test_a_kernel_way_needs_the_device_current_and_the_launch_enqueued(c, monkeypatch):
+    way, launches = kernel_way(c, monkeypatch, current=0)
+    assert way(torch.randn(5, 3), torch.randn(3, 4)) is None and launches == []
+    way, launches = kernel_way(c, monkeypatch, status=201)  # CUDA_ERROR_INVALID_CONTEXT: not enqueued
+    assert way(torch.randn(5, 3), torch.randn(3, 4)) is None and len(launches) == 1
+
+
+@pytest.mark.parametrize("c", KERNEL_WAYS)
+@pytest.mark.parametrize("status", [0, 201])
+def test_a_kernel_way_keeps_no_reference_to_what_it_was_given(c, status, monkeypatch):
+    way, launches = kernel_way(c, monkeypatch, status=status)
+    A, B = torch.randn(5, 3), torch.randn(3, 4)
+    before = sys.getrefcount(A), sys.getrefcount(B)
+    for _ in range(200):
+        way(A, B)
+    launches.clear()
+    assert (sys.getrefcount(A), sys.getrefcount(B)) == before
+
+
+@pytest.mark.parametrize("base", BASES)
+@pytest.mark.parametrize("c", KERNEL_WAYS)
+def test_a_planned_kernel_call_takes_its_kernel_way(base, c, monkeypatch):
+    mm = recording(base)
+    way, launches = kernel_way(c, monkeypatch)
+    A, B = torch.randn(5, 3), torch.randn(3, 4)
+    mm._fast[key(A, B)] = way
+    C = mm(A, B)
+    assert mm.calls == [] and launches[0][5:8] == (A.data_ptr(), B.data_ptr(), C.data_ptr())
+    assert mm(A.double(), B) == "full path"

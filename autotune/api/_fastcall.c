@@ -11,6 +11,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#include <stdint.h>
 
 typedef struct {
     PyObject_HEAD
@@ -136,6 +137,7 @@ fastcall_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObje
 static PyObject *
 fastcall_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
+    (void)args, (void)kwargs;  /* a subclass's __init__ takes them */
     FastCall *self = (FastCall *)type->tp_alloc(type, 0);
     if (self != NULL)
         self->vectorcall = fastcall_vectorcall;
@@ -192,10 +194,225 @@ static PyType_Spec fastcall_spec = {
     .slots = fastcall_slots,
 };
 
+/* ---- KernelProduct: the short way of a call that our kernel computes (api.shortcuts.to_kernel's steps) ----
+
+   It checks what the table's key does not hold (both operands float32, outside autograd, contiguous, B on the
+   device and that device torch's current one), allocates C with A.new_empty, and launches the prepared kernel
+   on torch's current stream of the device through the driver's cuLaunchKernel, whose address it was given (so
+   this file needs no CUDA header or library to build). A check that fails, or a launch the driver did not
+   enqueue, returns None: the call takes the full path, which says why or succeeds. */
+
+typedef int (*launch_kernel_fn)(void *function, unsigned grid_x, unsigned grid_y, unsigned grid_z,
+                                unsigned block_x, unsigned block_y, unsigned block_z, unsigned shared_bytes,
+                                void *stream, void **params, void **extra);
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    launch_kernel_fn launch;
+    void *function;
+    unsigned grid[3], block[3], shared;
+    int shape[3];  /* M, N, K: the kernel's int arguments after its three pointers */
+    PyObject *out_shape, *device, *float32, *raw_stream, *current_device, *owner;
+} KernelProduct;
+
+static PyObject *s_requires_grad, *s_is_contiguous, *s_new_empty, *s_data_ptr;
+
+/* obj.<name> (called with no arguments where `call`, with `arg` where that is not NULL); a new reference or NULL */
+static PyObject *
+read_of(PyObject *obj, PyObject *name, int call, PyObject *arg)
+{
+    if (name == NULL)  /* obj itself is the callable */
+        return arg ? PyObject_CallOneArg(obj, arg) : PyObject_CallNoArgs(obj);
+    return call ? PyObject_CallMethodNoArgs(obj, name) : PyObject_GetAttr(obj, name);
+}
+
+/* 1: what `read_of` gives is `wanted` (by identity where `same`, else ==); 0: it is not; -1: an error */
+static int
+reads_as(PyObject *obj, PyObject *name, int call, PyObject *wanted, int same)
+{
+    PyObject *value = read_of(obj, name, call, NULL);
+    if (value == NULL)
+        return -1;
+    int r = same ? value == wanted : PyObject_RichCompareBool(value, wanted, Py_EQ);
+    Py_DECREF(value);
+    return r;
+}
+
+/* the pointer (a device address or a stream handle) that `read_of` gives as an int; *failed set on an error */
+static void *
+pointer_of(PyObject *obj, PyObject *name, PyObject *arg, int *failed)
+{
+    PyObject *value = read_of(obj, name, name != NULL, arg);
+    void *ptr = value ? PyLong_AsVoidPtr(value) : NULL;
+    Py_XDECREF(value);
+    *failed = PyErr_Occurred() != NULL;
+    return ptr;
+}
+
+/* 1: a call of the kind the launch was prepared for; 0: another (the full path); -1: an error */
+static int
+kernel_takes(KernelProduct *k, PyObject *A, PyObject *B)
+{
+    int r;
+    if ((r = reads_as(A, s_dtype, 0, k->float32, 1)) != 1 || (r = reads_as(B, s_dtype, 0, k->float32, 1)) != 1)
+        return r;
+    if ((r = reads_as(A, s_requires_grad, 0, Py_False, 1)) != 1 ||
+            (r = reads_as(B, s_requires_grad, 0, Py_False, 1)) != 1)
+        return r;
+    if ((r = reads_as(A, s_is_contiguous, 1, Py_True, 1)) != 1 ||
+            (r = reads_as(B, s_is_contiguous, 1, Py_True, 1)) != 1)
+        return r;
+    if ((r = reads_as(B, s_get_device, 1, k->device, 0)) != 1)
+        return r;
+    return reads_as(k->current_device, NULL, 0, k->device, 0);
+}
+
+/* C = A @ B on our kernel: the product, Py_None (not a call of this kind, or not enqueued), or NULL (an error) */
+static PyObject *
+kernel_product(KernelProduct *k, PyObject *A, PyObject *B)
+{
+    int takes = kernel_takes(k, A, B);
+    if (takes <= 0)
+        return takes < 0 ? NULL : Py_NewRef(Py_None);
+    PyObject *C = PyObject_CallMethodOneArg(A, s_new_empty, k->out_shape);
+    if (C == NULL)
+        return NULL;
+    int failed = 0;
+    void *stream = pointer_of(k->raw_stream, NULL, k->device, &failed);
+    void *a = failed ? NULL : pointer_of(A, s_data_ptr, NULL, &failed);
+    void *b = failed ? NULL : pointer_of(B, s_data_ptr, NULL, &failed);
+    void *c = failed ? NULL : pointer_of(C, s_data_ptr, NULL, &failed);
+    if (failed) {
+        Py_DECREF(C);
+        return NULL;
+    }
+    int m = k->shape[0], n = k->shape[1], kk = k->shape[2];
+    void *params[6] = {&a, &b, &c, &m, &n, &kk};
+    int status = k->launch(k->function, k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2],
+                           k->shared, stream, params, NULL);
+    if (status != 0) {  /* not enqueued (another context current): the full path */
+        Py_DECREF(C);
+        return Py_NewRef(Py_None);
+    }
+    return C;
+}
+
+static PyObject *
+kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    if (PyVectorcall_NARGS(nargsf) != 2 || (kwnames && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_SetString(PyExc_TypeError, "a KernelProduct takes the two operands (A, B)");
+        return NULL;
+    }
+    return kernel_product((KernelProduct *)self, args[0], args[1]);
+}
+
+static PyObject *
+kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    static char *names[] = {"launch", "function", "grid", "block", "shared", "shape", "out_shape", "device",
+                            "float32", "raw_stream", "current_device", "owner", NULL};
+    unsigned long long launch, function;
+    unsigned grid[3], block[3], shared;
+    int shape[3];
+    PyObject *out_shape, *device, *float32, *raw_stream, *current_device, *owner;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "KK(III)(III)I(iii)O!O!OOOO:KernelProduct", names, &launch,
+                                     &function, &grid[0], &grid[1], &grid[2], &block[0], &block[1], &block[2],
+                                     &shared, &shape[0], &shape[1], &shape[2], &PyTuple_Type, &out_shape,
+                                     &PyLong_Type, &device, &float32, &raw_stream, &current_device, &owner))
+        return NULL;
+    if (launch == 0) {
+        PyErr_SetString(PyExc_ValueError, "KernelProduct: the launch function's address is 0");
+        return NULL;
+    }
+    KernelProduct *self = (KernelProduct *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = kernel_vectorcall;
+    self->launch = (launch_kernel_fn)(uintptr_t)launch;
+    self->function = (void *)(uintptr_t)function;
+    for (int i = 0; i < 3; ++i) {
+        self->grid[i] = grid[i];
+        self->block[i] = block[i];
+        self->shape[i] = shape[i];
+    }
+    self->shared = shared;
+    self->out_shape = Py_NewRef(out_shape);
+    self->device = Py_NewRef(device);
+    self->float32 = Py_NewRef(float32);
+    self->raw_stream = Py_NewRef(raw_stream);
+    self->current_device = Py_NewRef(current_device);
+    self->owner = Py_NewRef(owner);
+    return (PyObject *)self;
+}
+
+static int
+kernel_traverse(KernelProduct *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->out_shape);
+    Py_VISIT(self->device);
+    Py_VISIT(self->float32);
+    Py_VISIT(self->raw_stream);
+    Py_VISIT(self->current_device);
+    Py_VISIT(self->owner);
+    Py_VISIT(Py_TYPE(self));
+    return 0;
+}
+
+static int
+kernel_clear(KernelProduct *self)
+{
+    Py_CLEAR(self->out_shape);
+    Py_CLEAR(self->device);
+    Py_CLEAR(self->float32);
+    Py_CLEAR(self->raw_stream);
+    Py_CLEAR(self->current_device);
+    Py_CLEAR(self->owner);
+    return 0;
+}
+
+static void
+kernel_dealloc(KernelProduct *self)
+{
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    kernel_clear(self);
+    type->tp_free((PyObject *)self);
+    Py_DECREF(type);
+}
+
+static PyMemberDef kernel_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(KernelProduct, vectorcall), READONLY, NULL},
+    {NULL},
+};
+
+static PyType_Slot kernel_slots[] = {
+    {Py_tp_doc, "KernelProduct(launch, function, grid, block, shared, shape, out_shape, device, float32, "
+                "raw_stream, current_device, owner): the short way of a call our kernel computes, called "
+                "with (A, B); it returns C, or None for a call it was not made for (api.shortcuts.to_kernel's "
+                "steps). launch: cuLaunchKernel's address; owner: kept alive while this is (what holds launch)."},
+    {Py_tp_new, kernel_new},
+    {Py_tp_call, PyVectorcall_Call},
+    {Py_tp_traverse, kernel_traverse},
+    {Py_tp_clear, kernel_clear},
+    {Py_tp_dealloc, kernel_dealloc},
+    {Py_tp_members, kernel_members},
+    {0, NULL},
+};
+
+static PyType_Spec kernel_spec = {
+    .name = "autotune.api._fastcall.KernelProduct",
+    .basicsize = sizeof(KernelProduct),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .slots = kernel_slots,
+};
+
 /* inline(TorchProduct): the type whose short ways run inline */
 static PyObject *
 set_inline(PyObject *module, PyObject *type)
 {
+    (void)module;
     Py_XSETREF(product_type, Py_NewRef(type));
     Py_RETURN_NONE;
 }
@@ -226,9 +443,19 @@ PyInit__fastcall(void)
     s_call = PyUnicode_InternFromString("_call");
     s_trans_a = PyUnicode_InternFromString("trans_a");
     s_trans_b = PyUnicode_InternFromString("trans_b");
+    s_requires_grad = PyUnicode_InternFromString("requires_grad");
+    s_is_contiguous = PyUnicode_InternFromString("is_contiguous");
+    s_new_empty = PyUnicode_InternFromString("new_empty");
+    s_data_ptr = PyUnicode_InternFromString("data_ptr");
     PyObject *type = PyType_FromSpec(&fastcall_spec);
     if (type == NULL || PyModule_AddObject(module, "FastCall", type) < 0) {
         Py_XDECREF(type);
+        Py_DECREF(module);
+        return NULL;
+    }
+    PyObject *kernel = PyType_FromSpec(&kernel_spec);
+    if (kernel == NULL || PyModule_AddObject(module, "KernelProduct", kernel) < 0) {
+        Py_XDECREF(kernel);
         Py_DECREF(module);
         return NULL;
     }

@@ -20,7 +20,7 @@ import inspect
 import os
 from typing import Any
 
-from autotune.api.shortcuts import TorchProduct
+from autotune.api.shortcuts import Launch, Shortcut, TorchProduct, to_kernel
 
 
 class PyFastCall:
@@ -57,8 +57,8 @@ class CallSignature:
         return None if instance is None else inspect.signature(instance._call)
 
 
-def compiled() -> type | None:
-    """The C implementation's base class, or None where it was not built (or AUTOTUNE_PURE_PYTHON=1)."""
+def native() -> Any:
+    """The C extension's module, or None where it was not built (or AUTOTUNE_PURE_PYTHON=1)."""
     if os.environ.get("AUTOTUNE_PURE_PYTHON") == "1":
         return None
     try:
@@ -66,7 +66,27 @@ def compiled() -> type | None:
     except ImportError:
         return None
     _fastcall.inline(TorchProduct)
-    return _fastcall.FastCall
+    return _fastcall
 
 
-FastCall: type = compiled() or PyFastCall
+def compiled() -> type | None:
+    """The C implementation's base class, or None where it was not built (or AUTOTUNE_PURE_PYTHON=1)."""
+    module = native()
+    return module.FastCall if module is not None else None
+
+
+def kernel_way(torch: Any, launch: Launch, device: int, out_shape: tuple[int, int], c: Any = None) -> Shortcut:
+    """The short way of a call that our kernel computes: api.shortcuts.to_kernel's steps, in C (the extension's
+    KernelProduct, `c`: native()) where the launch can be made from C (backends.cuda.fastlaunch.PreparedLaunch.raw),
+    else to_kernel's closure. In C the checks, the allocation and the driver's call run without a Python frame,
+    ctypes' conversions or the launch's lock (the GIL is held throughout, and its arguments live on C's stack)."""
+    raw = getattr(launch, "raw", None)
+    if c is None or raw is None:
+        return to_kernel(torch, launch, device, out_shape)
+    r = raw()
+    return c.KernelProduct(r.launch, r.function, r.grid, r.block, r.shared, r.shape, tuple(out_shape), device,
+                           torch.float32, torch._C._cuda_getCurrentRawStream, torch._C._cuda_getDevice, launch)
+
+
+NATIVE = native()
+FastCall: type = NATIVE.FastCall if NATIVE is not None else PyFastCall

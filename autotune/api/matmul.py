@@ -14,7 +14,7 @@ import sys
 import threading
 from typing import Any, Callable, ContextManager, NamedTuple, Protocol
 
-from autotune.api import library, shortcuts
+from autotune.api import fastcall, library, shortcuts
 from autotune.api.arrays import ArrayView, read_array, signature
 from autotune.api.dispatch import Choice, Dispatcher
 from autotune.api.fastcall import CallSignature, FastCall
@@ -136,7 +136,7 @@ class Matmul(FastCall):  # type: ignore[misc,valid-type]  # C or Python: api.fas
         if launch is not None:
             out_shape = (call.shape[0], call.shape[1])
             self._remember(table, (A.shape, B.shape, trans_a, trans_b, call.device),
-                           shortcuts.to_kernel(torch, launch, call.device, out_shape))
+                           fastcall.kernel_way(torch, launch, call.device, out_shape, fastcall.NATIVE))
 
     @staticmethod
     def _remember(table: dict, key: tuple, value: Any) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ctypes
 import sys
 import threading
-from typing import Any
+from typing import Any, NamedTuple
 
 from autotune.space import Launch
 
@@ -49,6 +49,17 @@ def _driver() -> tuple[Any, Any]:
     return _lib
 
 
+class RawLaunch(NamedTuple):
+    """A prepared launch as C takes it (PreparedLaunch.raw)."""
+
+    launch: int  # cuLaunchKernel's address
+    function: int
+    grid: tuple[int, ...]
+    block: tuple[int, ...]
+    shared: int
+    shape: tuple[int, int, int]  # M, N, K
+
+
 class PreparedLaunch:
     """One kernel's launch at one shape, plain signature (A, B, C, M, N, K): call it with the stream
     handle and the three device pointers; it returns the driver's status (0: enqueued). The
@@ -61,6 +72,7 @@ class PreparedLaunch:
         self._config = LaunchConfig(tuple(launch.grid), tuple(launch.block), launch.shared_bytes, None, None, 0)
         self._config_ptr = ctypes.addressof(self._config)
         self._grid, self._block, self._shared = launch.grid, launch.block, launch.shared_bytes
+        self._shape = (M, N, K)
         # every argument in an 8-byte slot: the pointers fill theirs, an int32 is read from its slot's
         # first 4 bytes, which hold its value on a little-endian host (every host CUDA runs on)
         self._slots = (ctypes.c_uint64 * 6)(0, 0, 0, M, N, K)
@@ -68,6 +80,14 @@ class PreparedLaunch:
         self._params = (ctypes.c_void_p * 6)(*(base + i * width for i in range(6)))
         self._params_ptr = ctypes.addressof(self._params)
         self._lock = threading.Lock()
+
+    def raw(self) -> RawLaunch:
+        """The same launch for a caller in C (api._fastcall.KernelProduct), which makes it itself: cuLaunchKernel's
+        address, the function, grid, block, shared bytes and (M, N, K). The driver keeps the address valid while
+        the process runs; this object holds whatever else it points at."""
+        address = ctypes.cast(self._plain, ctypes.c_void_p).value
+        assert address, "cuLaunchKernel has an address once the driver is loaded"
+        return RawLaunch(address, self._function, tuple(self._grid), tuple(self._block), self._shared, self._shape)
 
     def __call__(self, stream: int, a: int, b: int, c: int) -> int:
         slots = self._slots
