@@ -9,15 +9,29 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 from pathlib import Path
 from typing import Any
 
 import autotune
+from autotune.api import fastcall
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cuda_events import per_call  # noqa: E402
+
+
+def command_line() -> str:
+    """This run's command as docs cite it: without --commit and its value, with AUTOTUNE_PURE_PYTHON where set."""
+    words, skip = [], False
+    for word in sys.argv[1:]:
+        if skip or word == "--commit" or word.startswith("--commit="):
+            skip = word == "--commit"
+            continue
+        words.append(word)
+    env = "AUTOTUNE_PURE_PYTHON=1 " if os.environ.get("AUTOTUNE_PURE_PYTHON") == "1" else ""
+    return env + " ".join(["python benchmarks/host_cost.py", *words])
 
 
 def main() -> int:
@@ -64,9 +78,9 @@ def main() -> int:
         own._plans.clear()
     if args.out:
         with open(args.out, "w") as f:
-            command = "python benchmarks/host_cost.py " + " ".join(a for a in sys.argv[1:] if not a.startswith("--commit"))
             json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "commit": args.commit,
-                       "command": command, "rows": rows}, f, indent=1)
+                       "command": command_line(), "first_step": "C" if fastcall.NATIVE is not None else "Python",
+                       "rows": rows}, f, indent=1)
     return 0
 
 
