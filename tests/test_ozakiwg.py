@@ -2,7 +2,7 @@
 the numeric reference's (autotune.families.ozaki_math) bit for bit at odd shapes, through several k-tiles and
 stage refills, and within the fp32-tc contract; mutations are caught (a dropped modulus, a wrong wide remainder in
 Garner, a wrong scale, residues not reduced, a residue kept for the wrong modulus, the tiles' swizzle, a row's
-largest value missed at its last k); the launch
+largest value missed at its last k, A's shifts held to 127 where a row's values are tiny); the launch
 and workspace formulas; offline SASS for sm_90a (four integer warpgroup MMAs a k-tile, no local memory) and the model's ceiling."""
 from __future__ import annotations
 
@@ -71,6 +71,24 @@ def test_every_position_of_a_row_or_column_can_hold_its_largest_value():
     assert np.array_equal(run(config, source, config.geometry(M, N), A, B, M, N, K), reference)
     missed = edit(source, "for (; k < K; k += dk)", "for (; k < K - 1; k += dk)")
     assert not np.array_equal(run(config, missed, config.geometry(M, N), A, B, M, N, K), reference)
+
+
+def test_rows_and_columns_of_extreme_magnitude_are_scaled_as_the_reference_scales_them():
+    # A row and a column near FP32's smallest normal values (shifts past 127, beyond one float power of two) and
+    # one near its largest (negative shifts): C is the reference's bit for bit; with A's shifts held to 127, not.
+    config = wg(SMALL)
+    M, N, K = 19, 23, 300
+    A, B = random_inputs(M, N, K, 1)
+    A[3] *= np.float32(1e-36)
+    A[7] *= np.float32(1e37)
+    B[:, 5] *= np.float32(1e-36)
+    B[:, 9] *= np.float32(1e36)
+    source = render(config)
+    reference = ozaki_math.ozaki_matmul(A, B, config.values["MODULI"])
+    assert np.array_equal(run(config, source, config.geometry(M, N), A, B, M, N, K), reference)
+    held = edit(source, "round_int(ldexpf(A[(size_t)m * K + k], s))", "round_int(ldexpf(A[(size_t)m * K + k], min(s, 127)))")
+    assert not np.array_equal(run(config, held, config.geometry(M, N), A, B, M, N, K), reference)
+
 
 MUTATIONS = {
     # the last modulus' residue never put back (Garner's steps one short)

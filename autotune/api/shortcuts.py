@@ -8,7 +8,8 @@ the full path. Two kinds:
   caller would have called, unless torch's TF32 is on (then cuBLAS runs in FP32 on the full path).
   Matmul.__call__ runs it inline (TorchProduct).
 - to_kernel: our kernel computes it; the call allocates C with torch and launches through a prepared
-  launch (backends.cuda.fastlaunch), with nothing of cuda.bindings or DLPack in between.
+  launch (backends.cuda.fastlaunch), with nothing of cuda.bindings or DLPack in between. Where the C
+  extension built, api.fastcall.kernel_way makes the same steps in C instead (api._fastcall.KernelProduct).
 """
 from __future__ import annotations
 
