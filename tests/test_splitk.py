@@ -191,6 +191,10 @@ SKINNY_CONFIGS = (
     # RED = 1: each split's sum into a workspace slot, the tile's last split adds the slots in split order
     {"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 8, "KW": 4, "SA": 1, "SB": 1, "RED": 1},  # empty chunks at small K
     {"THREADS": 32, "MR": 16, "KT": 16, "SPLITK": 2, "KW": 4, "SA": 0, "RED": 1},  # rows past M: not in the slots
+    # MB = 1: B's rows, where N % 4 != 0 (most of these shapes), read as the aligned float4s around each lane's four
+    {"THREADS": 64, "MR": 4, "KT": 32, "SPLITK": 4, "KW": 1, "MB": 1},
+    {"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 2, "KW": 4, "SA": 0, "MB": 1},
+    {"THREADS": 32, "MR": 8, "KT": 32, "SPLITK": 4, "KW": 2, "SA": 1, "AH": 3, "SB": 0, "MB": 1},
 )
 
 
@@ -250,6 +254,24 @@ def test_skinny_staged_a_broken_is_wrong(old, new):
     """SA = 1: each slice copies its pieces of A into two buffers a piece ahead; each break of that
     hand-over gives a wrong product on the emulator (whose __syncwarp is a meeting of the lanes)."""
     assert_breaks(STAGED, old, new)
+
+
+ALIGNED_PAIRS = {"THREADS": 32, "MR": 4, "KT": 16, "SPLITK": 2, "KW": 4, "SA": 0, "MB": 1}
+
+
+@pytest.mark.parametrize(("old", "new"), (
+    # a row one float past a 16-byte boundary takes its fourth value from its own float4, not the next one
+    ("d == 1 ? make_float4(lo.y, lo.z, lo.w, hi.x)", "d == 1 ? make_float4(lo.y, lo.z, lo.w, lo.x)"),
+    # the second float4 never read: the values past the first boundary are zeros
+    ("const bool two = d + have > 4;", "const bool two = false;"),
+), ids=("wrong-pick", "one-float4"))
+def test_skinny_aligned_pairs_broken_is_wrong(old, new):
+    """MB = 1: at N = 69 the rows of B start at every offset from a 16-byte boundary (69 % 4 == 1); a wrong pick of
+    the four values, or the second aligned float4 left out, gives a wrong product."""
+    config, shape = skinny(ALIGNED_PAIRS), (70, 69, 333)
+    source = render(config)
+    assert statuses(config, source, (shape,)) == ["ok"]
+    assert statuses(config, edit(source, old, new), (shape,)) == ["wrong"]
 
 
 def test_skinny_lost_tail_of_k_is_wrong():
@@ -360,10 +382,12 @@ def test_skinny_space_constraints_and_shape_rules():
     staged = sum(w * 2 * mr * kt * 4 <= 48 * 1024 for w in slices for mr in rows for kt in depths)
     ringed = sum(w * (2 * mr * kt * 4 + 32 * ah * 64) <= 227 * 1024
                  for w in slices for mr in rows for kt in depths for ah in aheads)
-    # and RED (2 values) only where SPLITK > 1 and KW > 1: one split count of SPLITK's has RED=0 alone
+    # and RED (2 values) only where SPLITK > 1 and KW > 1: one split count of SPLITK's has RED=0 alone; MB (2 values)
+    # wherever B goes through registers (SB = 0), not with B's ring (SB = 1)
     splits = 2 * sizes["SPLITK"] - 1
-    valid = (len(threads) * tiles + sum(t * w <= 1024 for t in threads for w in slices) * tiles // sizes["SPLITK"] * splits
-             * sizes["AH"] + staged * splits * sizes["AH"] + ringed * splits)
+    registers = (len(threads) * tiles + sum(t * w <= 1024 for t in threads for w in slices) * tiles // sizes["SPLITK"]
+                 * splits * sizes["AH"] + staged * splits * sizes["AH"])
+    valid = sizes["MB"] * registers + ringed * splits
     text = describe_space(SKINNY, Limits())
     assert "skinny:" in text and f"{valid} valid of {total} combinations" in text
     small = Limits(max_static_shared=8 * 1024)

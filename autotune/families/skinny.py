@@ -150,8 +150,10 @@ def slots(p: Params, M: int, N: int) -> int:
 
 
 def _shape_rules(p: Params, M: int, N: int) -> list[str]:
+    # MB=1 reads B as MB=0 does where its rows are whole 16-byte vectors: a trial of it there measures MB=0 again
+    aligned = ["MB=1 changes nothing where N % 4 == 0 (B's rows are whole 16-byte vectors)"] if p["MB"] and N % 4 == 0 else []
     return _turnstile_rules(p, M, N) + workspace_rule(p["RED"], slots(p, M, N),
-                                                      "the splits' sums (tiles x SPLITK x MR x 4*THREADS)")
+                                                      "the splits' sums (tiles x SPLITK x MR x 4*THREADS)") + aligned
 
 
 def _geometry(p: Params, M: int, N: int) -> Launch:
@@ -189,6 +191,9 @@ SKINNY = Family(
         Param("RED", (0, 1), 0, "SPLITK > 1, KW > 1: 0 = the splits of a tile add into C one after another (turnstiles); "
               "1 = each writes its sum to a workspace slot, the last to arrive adds them in split order",
               absent=0, named_at_absent=False),
+        Param("MB", (0, 1), 0, "where B's rows are not whole 16-byte vectors (N % 4 != 0), read through registers (SB=0): "
+              "1 = each lane's four values as the one or two aligned float4s that hold them (two 16-byte loads, the "
+              "second mostly from L1); 0 = four 4-byte loads", absent=0, named_at_absent=False),
     ),
     constraints=(
         Constraint("static shared memory MR*KT*4 bytes must fit the 48 KiB static __shared__ limit", ("MR", "KT", "KW"),
@@ -208,6 +213,8 @@ SKINNY = Family(
         Constraint("SB=1: the buffers of A and the rings of B, KW*(2*MR*KT*4 + THREADS*AH*64) bytes of dynamic shared "
                    "memory, must fit the device's per-block limit", ("MR", "KT", "KW", "THREADS", "AH", "SB"),
                    lambda p, lim: p["SB"] == 0 or shared_bytes(p) <= lim.max_shared_optin),
+        Constraint("MB=1 reads B's rows into registers: with SB=1 B's ring copies them with cp.async instead", ("SB", "MB"),
+                   lambda p, lim: p["MB"] == 0 or p["SB"] == 0),
         Constraint("RED=1 needs SPLITK > 1 (splits to sum) and KW > 1 (the sum through the slots is written for the "
                    "sliced kernel)", ("RED", "SPLITK", "KW"), lambda p, lim: p["RED"] == 0 or (p["SPLITK"] > 1 and p["KW"] > 1)),
     ),
