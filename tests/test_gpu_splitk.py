@@ -1,4 +1,4 @@
-"""On a GPU: the split-K, skinny (and its SA=1, SB=1, RED=1), tall (and its ST=0) and tail-split families' defaults verify against cuBLAS at a
+"""On a GPU: the split-K, skinny (and its SA=1, SB=1, RED=1, MB=1), tall (and its ST=0) and tail-split families' defaults verify against cuBLAS at a
 deep-K and a skinny shape (tail-split also at large shapes, whole waves before its split tail),
 and the same loaded kernel gives the same bytes launch after launch (the ordered reduction is
 deterministic, and each launch leaves the turnstiles, or split-K's arrival and pair counts, as it found them)."""
@@ -20,6 +20,7 @@ CASES = [(f, {}, s) for f in (SPLITK, SKINNY) for s in SHAPES] + [
     (SKINNY, {"MR": 16, "KT": 32, "AH": 2, "SA": 1, "SB": 1}, s) for s in SHAPES] + [  # B too, through each lane's ring
     (SKINNY, {"KT": 64, "SA": 0}, s) for s in SHAPES] + [  # the default before SA: A read from global memory
     (SKINNY, {"MR": 16, "SPLITK": 8, "RED": 1}, s) for s in SHAPES] + [  # the splits' sums through the workspace
+    (SKINNY, {"MR": 8, "SA": 1, "SB": 0, "MB": 1}, s) for s in ((7, 1001, 3001), (5, 4099, 4096))] + [  # B's misaligned rows by aligned float4s
     (TALL, params, s) for params in ({}, {"ST": 0}, {"NR": 4, "ST": 6, "KT": 32})  # tall's stages; ST=0: A in registers
     for s in ((4096, 16, 4096), (3001, 7, 1001))]
 IDS = [f"{f.name}{''.join(f'-{k}{v}' for k, v in p.items())}-{'x'.join(map(str, s))}" for f, p, s in CASES]
