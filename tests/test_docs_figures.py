@@ -318,6 +318,18 @@ def test_the_pytorch_docs_c_first_step_figures_are_the_committed_probe():
             f"against the Python steps' {_span([p['ours, Python steps'] for p in lines])} in the same process, "
             f"{_span([p['ours'] - p['torch.matmul'] for p in lines])} above torch.matmul") in flat
 
+def test_the_pytorch_docs_libtorch_figures_are_the_committed_probe():
+    """docs/pytorch.md's host microseconds of the pass-through in C++ (aten_direct.py on a CPU build)."""
+    flat = " ".join((ROOT / "docs" / "pytorch.md").read_text().split())
+    [(shape, us)] = _probe_lines("aten-direct-cpu.txt")
+    assert shape == (2, 4, 3)
+    first_step = us["load()'s first step"]
+    assert (f"torch.mm {us['torch.mm']:.2f} µs, torch.matmul {us['torch.matmul']:.2f}, the C first step "
+            f"{first_step:.2f}, `at::mm` from C++ {us['at::mm from C++']:.2f}, the short way in "
+            f"C++ {us['key, lookup, at::mm in C++']:.2f}") in flat
+    assert us["key, lookup, at::mm in C++"] > us["torch.mm"] and us["at::mm from C++"] > us["torch.mm"]
+
+
 def test_the_pytorch_docs_staged_store_figures_are_the_committed_runs():
     """docs/pytorch.md's CS=1 figures: staged_store.py's pairs and the odd-N cover's products."""
     flat = " ".join((ROOT / "docs" / "pytorch.md").read_text().split())
