@@ -4,14 +4,17 @@ The reference the `ozaki` family's CUDA kernel must match step for step (docs/oz
 each step is exact); not a family itself, and nothing here touches a GPU. For t moduli m_i:
 
 1. scale: each row of A and column of B by a power of two so that its largest |value| lies in
-   [2^(p-1), 2^p), p = bits(t, K); round to integers a', b' (ties to even).
+   [2^(p-1), 2^p), p = bits(t, K); round to integers a', b' (ties to even). Or (scale=SCALE_NORM) so
+   that the Euclidean norm of the rounded row (column) is at most 2^q, q = norm_bits(t): by
+   Cauchy-Schwarz |sum a'b'| <= ||a'|| ||b'|| <= 4^q < M_t / 2, a bound that K does not enter and
+   that random rows meet with about log2(sqrt(K)) / 2 + 1 more bits than their largest value allows.
 2. residues: a' mod m_i and b' mod m_i in the symmetric range [-(m_i-1)/2, (m_i-1)/2] (int8).
 3. one INT8 product per modulus, P_i = R_A,i @ R_B,i, exact (int32 in the kernel: K <= MAX_K).
 4. Garner: the c_i = P_i mod m_i give x = sum a'b' mod M_t in [0, M_t) (uint64), then signed.
 5. back: C = float32(float64(x) * 2^-(s_i + s_j)).
 
 The only error is step 1's rounding (and the FP32 output's own): steps 2-4 are exact because
-|sum a'b'| <= K 4^p < M_t / 2 (bits).
+|sum a'b'| <= K 4^p < M_t / 2 (bits), or <= 4^q < M_t / 2 (norm_bits, norm_shifts).
 """
 from __future__ import annotations
 
@@ -56,6 +59,52 @@ def bits(t: int, K: int) -> int:
         raise ValueError(f"ozaki: {t} moduli (M = {M}) cannot hold a sum of K = {K} products of 1-bit operands "
                          f"exactly; use more moduli")
     return p
+
+
+SCALE_LARGEST, SCALE_NORM = 0, 1  # step 1 by each slice's largest |value| (bits), or by its norm (norm_bits)
+# norm_shifts sums squares in units of 4^(e - NORM_UNIT), e the slice's largest exponent: each square rounded up
+# to whole units (below 4^NORM_UNIT each, so K of them fit a uint64), an integer sum exact in any order
+NORM_UNIT = 20
+
+
+def norm_bits(t: int) -> int:
+    """The largest q (at most MAX_BITS) with 2 * 4^q < M_t: rows and columns of norm at most 2^q have
+    |sum a'b'| <= 4^q < M_t / 2, whatever K is."""
+    M = modulus_product(t)
+    return max(q for q in range(MAX_BITS + 1) if 2 * 4**q < M)
+
+
+def norm_shifts(X: np.ndarray, q: int, axis: int) -> np.ndarray:
+    """The largest s per slice along `axis` (the reduced one) with ||rint(x 2^s)|| <= 2^q; 0 for a zero slice.
+    int64. Rounding moves each value by at most 1/2, the slice by at most c/2 (c = ceil(sqrt(K))), so
+    2^s ||x|| + c/2 <= 2^q suffices: 4^(s + e - NORM_UNIT + 1) S <= (2^(q+1) - c)^2, where S >= ||x||^2 / 4^(e -
+    NORM_UNIT) is the sum of the squares, each rounded up to a whole unit (exact: a float32's square in float64,
+    a power-of-two scale, a ceiling, integer sums). The kernel computes the same integers, so the same shifts."""
+    K = X.shape[axis]
+    S, e = square_units(X, axis)
+    c = math.isqrt(K - 1) + 1 if K > 1 else 1  # ceil(sqrt(K))
+    R = (2 ** (q + 1) - c) ** 2
+    return np.array([_norm_shift(int(s), int(ei), R) for s, ei in zip(S.ravel(), e.ravel())], dtype=np.int64)
+
+
+def square_units(X: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """(S, e) per slice along `axis`: e the frexp exponent of its largest |value| (0 for a zero slice), S
+    (uint64) the sum of its squares in units of 4^(e - NORM_UNIT), each square rounded up to whole units, so
+    S >= ||x||^2 / 4^(e - NORM_UNIT) > S - K."""
+    _, e = np.frexp(np.max(np.abs(X), axis=axis))
+    e = np.asarray(e, dtype=np.int64)
+    units = np.ceil(np.ldexp(X.astype(np.float64) ** 2, np.expand_dims(2 * (NORM_UNIT - e), axis)))
+    return units.astype(np.uint64).sum(axis=axis, dtype=np.uint64), e
+
+
+def _norm_shift(S: int, e: int, R: int) -> int:
+    """s = u + NORM_UNIT - 1 - e for the largest integer u with 4^u S <= R (0 where S = 0: a zero slice)."""
+    if S == 0:
+        return 0
+    u = (R.bit_length() - S.bit_length()) // 2 + 1  # at most one or two too large
+    while not (S << 2 * u <= R if u >= 0 else S <= R << -2 * u):
+        u -= 1
+    return u + NORM_UNIT - 1 - e
 
 
 def check_finite(X: np.ndarray, name: str) -> None:
@@ -175,11 +224,16 @@ def check_operands(A: np.ndarray, B: np.ndarray) -> None:
     check_finite(B, "B")
 
 
-def ozaki_steps(A: np.ndarray, B: np.ndarray, t: int) -> OzakiSteps:
-    """A @ B (float32 M x K and K x N) with t moduli, keeping every step."""
+def ozaki_steps(A: np.ndarray, B: np.ndarray, t: int, scale: int = SCALE_LARGEST) -> OzakiSteps:
+    """A @ B (float32 M x K and K x N) with t moduli, keeping every step; scale: SCALE_LARGEST or SCALE_NORM
+    (step 1 of the module's docstring). p: the bits of the scaled operands' bound (bits, or norm_bits)."""
     check_operands(A, B)
-    p = bits(t, A.shape[1])
-    s_row, s_col = row_shifts(A, p), col_shifts(B, p)
+    if scale == SCALE_NORM:
+        p = norm_bits(t)
+        s_row, s_col = norm_shifts(A, p, axis=1), norm_shifts(B, p, axis=0)
+    else:
+        p = bits(t, A.shape[1])
+        s_row, s_col = row_shifts(A, p), col_shifts(B, p)
     a_int, b_int = scaled(A, s_row, axis=0), scaled(B, s_col, axis=1)
     products = [modular_product(residues(a_int, m), residues(b_int, m)) for m in MODULI[:t]]
     cs = [np.mod(P, m) for P, m in zip(products, MODULI)]
@@ -188,6 +242,6 @@ def ozaki_steps(A: np.ndarray, B: np.ndarray, t: int) -> OzakiSteps:
     return OzakiSteps(t, p, s_row, s_col, a_int, b_int, products, cs, x, x_signed, to_float32(x_signed, s_row, s_col))
 
 
-def ozaki_matmul(A: np.ndarray, B: np.ndarray, t: int) -> np.ndarray:
-    """A @ B, float32, by the Ozaki scheme II with t moduli (2-8)."""
-    return ozaki_steps(A, B, t).C
+def ozaki_matmul(A: np.ndarray, B: np.ndarray, t: int, scale: int = SCALE_LARGEST) -> np.ndarray:
+    """A @ B, float32, by the Ozaki scheme II with t moduli (2-8), scaled by each slice's largest value or norm."""
+    return ozaki_steps(A, B, t, scale).C
