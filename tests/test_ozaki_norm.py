@@ -151,3 +151,25 @@ def test_norm_scaling_carries_more_bits_than_the_largest_value_at_long_k(wide):
     by_norm = relative_error(ozaki_matmul(A, B, 7, SCALE_NORM), ref)
     assert bits(7, 4096) == 21 and norm_bits(7) == 27
     assert by_norm < by_largest / 2, (by_norm, by_largest)
+
+
+def test_the_docs_gains_at_seven_moduli_are_the_committed_studies():
+    """docs/ozaki.md's fall of the error ratio at t = 7 from the largest value's scaling to the norm's: the
+    medians over seeds of the two committed studies, K by K."""
+    import json
+    import statistics
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[1] / "benchmarks" / "data"
+    by_largest, by_norm = (json.loads((data / name).read_text())["results"]
+                           for name in ("ozaki-accuracy-cpu.json", "ozaki-accuracy-norm-cpu.json"))
+    falls: dict[str, dict[int, float]] = {"randn": {}, "wide": {}}
+    for old, new in zip(by_largest, by_norm):
+        assert (old["inputs"], old["K"]) == (new["inputs"], new["K"])
+        falls[old["inputs"]][old["K"]] = (statistics.median(old["t"]["7"]["frob_ratio"])
+                                         / statistics.median(new["t"]["7"]["frob_ratio"]))
+    flat = " ".join((data.parents[1] / "docs" / "ozaki.md").read_text().split())
+    randn, wide = falls["randn"], falls["wide"]
+    assert (f"fall {min(randn.values()):.1f}-{max(randn.values()):.1f}x on randn and {min(wide.values()):.1f}-"
+            f"{max(wide.values()):.1f}x on wide inputs ({randn[4096]:.1f}x and "
+            f"{wide[4096]:.1f}x at K = 4096)") in flat
