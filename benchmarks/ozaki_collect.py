@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 KEEP = ("M", "N", "K", "ours_ms", "cublas_ms", "err_ours", "err_cublas", "moduli", "inputs", "speedup", "ratio",
-        "passes_fp32_tc", "prologue_ms")
+        "passes_fp32_tc", "prologue_ms", "scale")
 
 
 def main() -> int:

@@ -88,7 +88,8 @@ def one_shape(torch, cp, config, kernels, shape: tuple[int, int, int], kind: str
     return {"M": M, "N": N, "K": K, "ours_ms": round(ours_ms, 4), "cublas_ms": round(cublas_ms, 4),
             "speedup": round(cublas_ms / ours_ms, 3), "err_ours": err_ours, "err_cublas": err_cublas,
             "ratio": err_ours / err_cublas, "passes_fp32_tc": judge(FP32_TC, err_ours, err_cublas) is None,
-            "inputs": kind, **({"moduli": config.values["MODULI"]} if "MODULI" in config.values else {}), **phases}
+            "inputs": kind, **({"moduli": config.values["MODULI"]} if "MODULI" in config.values else {}),
+            **({"scale": config.values["SCALE"]} if "SCALE" in config.values else {}), **phases}
 
 
 def main() -> int:

@@ -56,6 +56,20 @@ def test_the_gpus_product_is_the_references_bit_for_bit(shape, moduli, family):
     assert np.array_equal(C.cpu().numpy(), expected)
 
 
+@pytest.mark.parametrize("shape", [(131, 67, 93), (300, 200, 1000), (1, 129, 64)])
+@pytest.mark.parametrize("family", ["ozaki", "ozakiwg"])
+def test_scaling_by_the_norm_is_the_references_bit_for_bit(shape, family):
+    """SCALE=1 (ozaki_math.norm_shifts): the prologue's integer sums of squares and shifts as the reference's."""
+    from autotune.families import ozaki_math
+
+    M, N, K = shape
+    torch.manual_seed(M + N + K + 1)
+    A, B = torch.randn(M, K, device="cuda"), torch.randn(K, N, device="cuda")
+    C = ozaki_product(A, B, {"MODULI": 7, "SCALE": 1}, family)
+    expected = ozaki_math.ozaki_matmul(A.cpu().numpy(), B.cpu().numpy(), 7, ozaki_math.SCALE_NORM)
+    assert np.array_equal(C.cpu().numpy(), expected)
+
+
 @pytest.mark.parametrize("family", ["ozaki", "ozakiwg"])
 def test_eight_moduli_are_at_least_as_accurate_as_cublas_fp32(family):
     torch.backends.cuda.matmul.allow_tf32 = False

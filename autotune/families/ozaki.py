@@ -91,6 +91,14 @@ def intensity(p: Params) -> float:
     return 2 * p["BM"] * p["BN"] / (p["MODULI"] * (p["BM"] + p["BN"]))
 
 
+# The prologue's scaling, ozaki_math's step 1 (both families' prologue is templates/_ozaki.cu.j2's). Off by default
+# until a GPU has timed it: its extra pass over A and B is not yet measured.
+SCALE = Param("SCALE", (0, 1), 0, "0: each row of A (column of B) scaled by its largest value, which bounds every sum by "
+              "K 4^p (ozaki_math.bits); 1: by its norm, which bounds the sums by 4^q whatever K (ozaki_math.norm_bits): "
+              "about two bits more a value at K = 4096, so one modulus fewer for the same error; a third pass over A and B",
+              absent=0, named_at_absent=False)
+
+
 def derive(p: Params) -> dict[str, int]:
     return {"THREADS": threads(p), "WM": WM, "WN": WN, "MI": WM // MMA_M, "NJ": WN // MMA_N, "LDW": row_words(p),
             "STAGE_BYTES": stage_bytes(p), "SMEM": shared_bytes(p), "ROWS_PER_PRE": ROWS_PER_PRE,
@@ -127,6 +135,7 @@ OZAKI = Family(
         Param("STAGES", (2, 3, 4), 3, "shared-memory stages filled by cp.async"),
         Param("MODULI", (6, 7, 8), 8, "moduli, one INT8 product each: more carry more bits of each operand "
               "(ozaki_math.bits) and cost one product more"),
+        SCALE,
     ),
     constraints=(
         Constraint("threads per block (BM/32)*(BN/32)*32 must not exceed the device limit (1024)", TILE,

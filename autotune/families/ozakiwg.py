@@ -28,7 +28,7 @@ of its error; a fixed cost at 8192^2 outputs of the prologue (0.83 ms) and of th
 from __future__ import annotations
 
 from autotune.families.common import WAVE32
-from autotune.families.ozaki import B_SPLIT, COLS_PER_PRE, PRE_THREADS, ROWS_PER_PRE
+from autotune.families.ozaki import B_SPLIT, COLS_PER_PRE, PRE_THREADS, ROWS_PER_PRE, SCALE
 from autotune.families.ozaki import residue_every as ozaki_residue_every
 from autotune.families.tf32x3wg import (
     BM,
@@ -102,6 +102,7 @@ OZAKIWG = Family(
               "and meet every k-tile"),
         Param("MODULI", (6, 7, 8), 8, "moduli, one INT8 product each: more carry more bits of each operand "
               "(ozaki_math.bits) and cost one product more"),
+        SCALE,
     ),
     constraints=(
         Constraint("BN=256 needs WS=0: its 128 int32 sums a thread spill in WS=1's MMA warpgroups (ptxas, sm_90a: "

@@ -84,6 +84,9 @@ extern "C" float __sim_shfl_xor(float v, int lane_mask, int width);
 inline float __shfl_xor_sync(unsigned, float v, int lane_mask, int width = warpSize) {
     return __sim_shfl_xor(v, lane_mask, width);
 }
+// A 64-bit shuffle, as CUDA's overload for unsigned long long: the two halves' bits, each through a float
+// slot (copied, never computed on, so any bit pattern comes back as it went).
+inline unsigned long long __shfl_xor_sync(unsigned mask, unsigned long long v, int lane_mask, int width = warpSize);
 // A warp's lanes meet the same way to pool `count` floats each (at most 16): every lane gets all
 // 32 lanes' values, lane-major, in `all`. The tensor-core MMA below is built on it.
 extern "C" void __sim_warp_gather(const float* mine, int count, float* all);
@@ -122,6 +125,13 @@ inline float __frcp_rn(float a) { return 1.0f / a; }
 
 inline unsigned __float_as_uint(float x) { unsigned u; std::memcpy(&u, &x, sizeof u); return u; }
 inline float __uint_as_float(unsigned u) { float x; std::memcpy(&x, &u, sizeof x); return x; }
+inline unsigned long long __shfl_xor_sync(unsigned, unsigned long long v, int lane_mask, int width) {
+    const unsigned lo = __float_as_uint(__sim_shfl_xor(__uint_as_float(static_cast<unsigned>(v)), lane_mask, width));
+    const unsigned hi = __float_as_uint(__sim_shfl_xor(__uint_as_float(static_cast<unsigned>(v >> 32)), lane_mask, width));
+    return (static_cast<unsigned long long>(hi) << 32) | lo;
+}
+// leading zero bits of a 64-bit integer (64 for 0), as CUDA's __clzll
+inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll(static_cast<unsigned long long>(x)); }
 
 // cvt.rna.tf32.f32: to nearest with ties away from zero, by the bit arithmetic the GPU runs for
 // it (sm_80+ SASS: add half a TF32 unit, 0x1000, to the bits unless |x| is infinite or NaN,
