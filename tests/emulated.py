@@ -1,7 +1,7 @@
 """Checks of a tensor-core family's kernel on the CPU emulator, shared by its tests: its status and
 error under verify.check on one input set (reference.INPUT_SETS: uniform unless a test asks for the
-wide set), numpy's FP32 error on the same inputs (the fp32-tc contract's yardstick), and a one-place
-edit of a rendered source for mutation tests (any family's)."""
+wide set), numpy's FP32 error on the same inputs (the fp32-tc contract's yardstick), a one-place
+edit of a rendered source for mutation tests (any family's), and a config's SASS by kernel (offline)."""
 from __future__ import annotations
 
 from autotune.backends.reference import INPUT_SETS, UNIFORM, reference, relative_error
@@ -69,3 +69,21 @@ def assert_mutation_caught(config, old: str, new: str, shape) -> None:
     status, err = error(config, edit(source, old, new), shape)
     assert status == "wrong" and err > 100 * whole, (status, err, whole)
 
+
+
+def sass_kernels(config: Config, arch: str, source: str | None = None) -> tuple[str, dict]:
+    """(the arch NVRTC built for, the cubin's instructions by kernel name) of the config's source, compiled offline;
+    skips the test where nvdisasm is absent."""
+    import pytest
+
+    from autotune.codegen.nvrtc import compile_source
+    from autotune.codegen.render import render
+    from autotune.errors import AutotuneError
+    from autotune.explain.sass import disassemble, split_kernels
+
+    built = compile_source(source or render(config), config.name, arch)
+    assert built.ok, built.log[:2000]
+    try:
+        return built.arch, split_kernels(disassemble(built.cubin))
+    except AutotuneError:
+        pytest.skip("nvdisasm absent: pip install 'sgemm-autotune[sass]'")

@@ -14,13 +14,12 @@ import pytest
 
 from autotune.backends.reference import random_inputs
 from autotune.backends.sim import run
-from autotune.codegen.nvrtc import compile_source
 from autotune.codegen.render import render
 from autotune.families import FAMILIES, OZAKI, families_for, ozaki_math
 from autotune.families.ozaki import B_SPLIT, MMA_K, MMA_M, MMA_N, residue_every
 from autotune.space import PROLOGUE_SUFFIX, Config, Limits, ceil_div, make_config, valid_configs, violations
 from autotune.space.formula import derive_prologue
-from tests.emulated import assert_fp32_tc_at, assert_mutation_caught, error
+from tests.emulated import assert_fp32_tc_at, assert_mutation_caught, error, sass_kernels
 
 # odd M, N and K past no tile edge; one k-tile (K = 9, 64) and several (93, 200: through 2 and 3 stages);
 # N below BN; a 1-row and a 1-column product
@@ -133,16 +132,10 @@ def test_every_config_keeps_its_threads_shared_memory_and_registers_within_a_blo
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_86", "sm_89", "sm_90"])
 def test_the_product_runs_on_the_integer_tensor_cores_without_local_memory(arch):
-    from autotune.errors import AutotuneError
-    from autotune.explain.sass import Instr, disassemble, split_kernels
+    from autotune.explain.sass import Instr
 
     config = oz({})
-    built = compile_source(render(config), config.name, arch)
-    assert built.ok, built.log[:2000]
-    try:
-        kernels = split_kernels(disassemble(built.cubin))
-    except AutotuneError:
-        pytest.skip("nvdisasm absent: pip install 'sgemm-autotune[sass]'")
+    _, kernels = sass_kernels(config, arch)
     ops = [x.opcode for x in kernels[config.name] if isinstance(x, Instr)]
     d, p = config.derived, config.values
     per_tile = d["MI"] * d["NJ"] * p["BK"] // MMA_K  # one IMMA per MMA tile and k-step of 32, the k-loop not unrolled

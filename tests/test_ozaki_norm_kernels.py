@@ -15,12 +15,11 @@ import pytest
 from autotune.backends.reference import random_inputs
 from autotune.backends.sim import run
 from autotune.backends.sim.runner import run_flat
-from autotune.codegen.nvrtc import compile_source
 from autotune.codegen.render import render
 from autotune.families import OZAKI, OZAKIWG, ozaki_math
 from autotune.families.ozakiwg import BK, BM
 from autotune.space import PROLOGUE_SUFFIX, Config, Family, ceil_div, make_config
-from tests.emulated import edit
+from tests.emulated import edit, sass_kernels
 
 FAMILY_SMALL = {OZAKI.name: {"BM": 64, "BN": 64, "STAGES": 2}, OZAKIWG.name: {"BN": 64, "STAGES": 3}}
 SHAPES = ((17, 9, 33), (131, 67, 300), (1, 70, 200), (70, 1, 128), (65, 33, 1100))
@@ -123,16 +122,10 @@ def test_the_rounding_slack_decides_a_shift_as_in_the_reference():
 @pytest.mark.parametrize(("family", "arch"), [(OZAKI, "sm_80"), (OZAKI, "sm_90"), (OZAKIWG, "sm_90")],
                          ids=lambda x: getattr(x, "name", x))
 def test_the_prologue_keeps_to_registers(family, arch):
-    from autotune.errors import AutotuneError
-    from autotune.explain.sass import Instr, disassemble, split_kernels
+    from autotune.explain.sass import Instr
 
     config = make_config(family, {"MODULI": 7, "SCALE": 1})
-    built = compile_source(render(config), config.name, arch)
-    assert built.ok, built.log[:2000]
-    try:
-        kernels = split_kernels(disassemble(built.cubin))
-    except AutotuneError:
-        pytest.skip("nvdisasm absent: pip install 'sgemm-autotune[sass]'")
+    _, kernels = sass_kernels(config, arch)
     prologue = [x.opcode for x in kernels[config.name + PROLOGUE_SUFFIX] if isinstance(x, Instr)]
     assert not any(o.split(".")[0] in ("LDL", "STL") for o in prologue)
 
