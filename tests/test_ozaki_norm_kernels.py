@@ -181,7 +181,7 @@ def test_the_prologues_shifts_are_the_references_on_the_bounds_edge(K):
 
 
 SHIFT_MUTATIONS = {
-    "squares rounded down": ("(unsigned long long)ceil(ldexp(sq,", "(unsigned long long)floor(ldexp(sq,"),
+    "squares rounded down": ("(unsigned long long)ceil((double)x", "(unsigned long long)floor((double)x"),
     "floor(sqrt(K))": ("    while (c * c < K) ++c;\n", "\n"),
     "no slack": ("(1ull << (NORM_Q + 1)) - (unsigned long long)c;", "(1ull << (NORM_Q + 1));"),
 }

@@ -125,6 +125,7 @@ inline float __frcp_rn(float a) { return 1.0f / a; }
 
 inline unsigned __float_as_uint(float x) { unsigned u; std::memcpy(&u, &x, sizeof u); return u; }
 inline float __uint_as_float(unsigned u) { float x; std::memcpy(&x, &u, sizeof x); return x; }
+inline double __longlong_as_double(long long u) { double x; std::memcpy(&x, &u, sizeof x); return x; }
 inline unsigned long long __shfl_xor_sync(unsigned, unsigned long long v, int lane_mask, int width) {
     const unsigned lo = __float_as_uint(__sim_shfl_xor(__uint_as_float(static_cast<unsigned>(v)), lane_mask, width));
     const unsigned hi = __float_as_uint(__sim_shfl_xor(__uint_as_float(static_cast<unsigned>(v >> 32)), lane_mask, width));
