@@ -105,13 +105,27 @@ def test_a_product_short_of_bits_on_the_wide_inputs_alone_is_wrong_with_both_err
 
 # --------------------------------------------------------------------------- on the emulator
 
+def sequential_fp32_error(shape: tuple[int, int, int], inputs: str) -> float:
+    """The error of FP32 sums taken in k order, each product and sum rounded to FP32 (a dot product's loop, as
+    one thread of a GEMM kernel runs it): IEEE arithmetic alone, where numpy's SGEMM error depends on the BLAS
+    kernel the CPU gets (on an AMD EPYC host's OpenBLAS it was 0.27x this, below eight moduli's error here)."""
+    from autotune.backends.reference import INPUT_SETS, reference, relative_error
+
+    A, B = INPUT_SETS[inputs](*shape, 1)
+    C = np.zeros((shape[0], shape[1]), dtype=np.float32)
+    for k in range(shape[2]):
+        C = C + np.outer(A[:, k], B[k, :]).astype(np.float32)
+    return relative_error(C, reference(A, B))
+
+
 def test_eight_moduli_pass_both_input_sets_at_an_odd_shape():
     config = oz(8)
     source = render(config)
     row = check(config, source, ODD, lambda cfg, _src, *rest: run(cfg, source, *rest), seed=1)
     assert row.status == "ok", row.reason
     wide = verified(config, source, ODD, WIDE)
-    assert wide.status == "ok" and wide.err_ref is not None and wide.error <= wide.err_ref  # 0.4x FP32's
+    assert wide.status == "ok" and wide.err_ref is not None
+    assert wide.error <= sequential_fp32_error(ODD, WIDE) / 2  # 0.31x
 
 
 @pytest.mark.parametrize("config, mutation", [
