@@ -154,8 +154,9 @@ def test_norm_scaling_carries_more_bits_than_the_largest_value_at_long_k(wide):
 
 
 def test_the_docs_gains_at_seven_moduli_are_the_committed_studies():
-    """docs/ozaki.md's fall of the error ratio at t = 7 from the largest value's scaling to the norm's: the
-    medians over seeds of the two committed studies, K by K."""
+    """docs/ozaki.md's fall of the Frobenius error at t = 7 from the largest value's scaling to the norm's: the
+    medians over seeds of the two committed studies' errors, K by K. Absolute errors (ratio times SGEMM's, floored
+    at u as the study floors it), as the two studies ran on hosts whose OpenBLAS SGEMM errors differ by up to 13%."""
     import json
     import statistics
     from pathlib import Path
@@ -163,13 +164,16 @@ def test_the_docs_gains_at_seven_moduli_are_the_committed_studies():
     data = Path(__file__).resolve().parents[1] / "benchmarks" / "data"
     by_largest, by_norm = (json.loads((data / name).read_text())["results"]
                            for name in ("ozaki-accuracy-cpu.json", "ozaki-accuracy-norm-cpu.json"))
+
+    def error(row: dict) -> float:
+        return statistics.median(r * max(s, 2.0**-24) for r, s in zip(row["t"]["7"]["frob_ratio"], row["sgemm_frob"]))
+
     falls: dict[str, dict[int, float]] = {"randn": {}, "wide": {}}
     for old, new in zip(by_largest, by_norm):
         assert (old["inputs"], old["K"]) == (new["inputs"], new["K"])
-        falls[old["inputs"]][old["K"]] = (statistics.median(old["t"]["7"]["frob_ratio"])
-                                         / statistics.median(new["t"]["7"]["frob_ratio"]))
+        falls[old["inputs"]][old["K"]] = error(old) / error(new)
     flat = " ".join((data.parents[1] / "docs" / "ozaki.md").read_text().split())
     randn, wide = falls["randn"], falls["wide"]
-    assert (f"fall {min(randn.values()):.1f}-{max(randn.values()):.1f}x on randn and {min(wide.values()):.1f}-"
-            f"{max(wide.values()):.1f}x on wide inputs ({randn[4096]:.1f}x and "
+    assert (f"error at t = 7 falls {min(randn.values()):.1f}-{max(randn.values()):.1f}x on randn and "
+            f"{min(wide.values()):.1f}-{max(wide.values()):.1f}x on wide inputs ({randn[4096]:.1f}x and "
             f"{wide[4096]:.1f}x at K = 4096)") in flat
