@@ -5,7 +5,8 @@ loaded only by the modules that launch kernels, when they are first used.
 
 The Python API (autotune.api.python), loaded on first use: `autotune.tune(M, N, K, ...)` runs
 a search (`autotune.search` is the search layer's package, hence the other name),
-`autotune.best(M, N, K)` reads the best row, `autotune.load()` returns the matmul.
+`autotune.best(M, N, K)` reads the best row, `autotune.load()` returns the matmul. `autotune.torch` (the
+PyTorch op and `autotune.torch.Linear`) loads torch on first use, as `import autotune.torch` does.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 
 __version__ = "0.1.0"
 _API = {"tune": "search", "best": "best", "load": "load", "report": "report"}  # the package's name -> api.python's
+_SUBMODULES = ("torch",)  # reached as attributes without an import of their own (they load their dependencies)
 
 
 def __getattr__(name: str) -> Any:
@@ -21,8 +23,10 @@ def __getattr__(name: str) -> Any:
     # (tests/test_layout.py), and the API's modules load only when one of its names is asked for.
     if name in _API:
         return getattr(importlib.import_module("autotune.api.python"), _API[name])
+    if name in _SUBMODULES:
+        return importlib.import_module(f"autotune.{name}")
     raise AttributeError(f"module 'autotune' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_API])
+    return sorted([*globals(), *_API, *_SUBMODULES])

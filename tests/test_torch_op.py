@@ -82,3 +82,14 @@ def test_swap_linear_keeps_the_parameters_and_the_results():
     assert [p for p in swapped.parameters()] == weights and list(swapped.state_dict()) == keys
     assert torch.equal(swapped(x), before)
     assert type(at.swap_linear(torch.nn.Linear(2, 2))) is at.Linear
+
+
+def test_the_package_reaches_its_torch_module_without_an_import_of_its_own():
+    """`import autotune` then `autotune.torch.Linear`, as a user of the package's other names writes it."""
+    import subprocess
+    import sys
+
+    code = "import autotune; print(type(autotune.torch.Linear(3, 2)).__name__, 'torch' in dir(autotune))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["Linear", "True"]
