@@ -6,9 +6,9 @@ it: torch tensors in, a new output out, host time included. Writes benchmarks/da
 Shapes: `--count` drawn with the seed, M, N and K log-uniform in [1, 16384] with 1e6 <= MNK <= 6e10
 (row-major A·B), then transformer projections (x·Wᵀ, W stored N x K, as nn.Linear calls it), then
 with --suite the suite's shapes. Each shape is timed two ways, for both in the same process:
-- queued: CUDA events around `reps` calls back to back (the median round's mean, the two taking turns
-  round by round), so a call costs max(host time, GPU time);
-- alone: events around one call after a synchronisation (the median of `alone` calls): its launch
+- queued: CUDA events around `reps` calls back to back (the median round's mean of --rounds, the two
+  taking turns round by round), so a call costs max(host time, GPU time);
+- alone: events around one call after a synchronisation (the median of --alone calls): its launch
   latency and host time included.
 The host cost of one call at 64³ (2,000 calls back to back, wall clock, no synchronisation
 inside; the two in turn, 500 calls at a time) is reported beside. Every product is checked against torch's (relative Frobenius error).
@@ -69,7 +69,8 @@ def alone_ms(torch, ours, theirs, calls: int) -> tuple[float, float]:
     return statistics.median(times[0]), statistics.median(times[1])
 
 
-def measure(torch, mm, shape, trans_b: bool, kind: str, control: bool = False) -> dict:
+def measure(torch, mm, shape, trans_b: bool, kind: str, control: bool = False, rounds: int = 12,
+            alone: int = 100) -> dict:
     M, N, K = shape
     A = torch.randn(M, K, device="cuda")
     B = torch.randn(N, K, device="cuda") if trans_b else torch.randn(K, N, device="cuda")
@@ -81,14 +82,14 @@ def measure(torch, mm, shape, trans_b: bool, kind: str, control: bool = False) -
     error = float(torch.linalg.norm(ours().double() - ref) / max(torch.linalg.norm(ref), 1e-30))
     once = time_ms(torch, theirs, 3, 1)
     reps = max(5, min(500, int(2.0 / max(once, 1e-4))))  # about 2 ms of work a round
-    torch_alone, ours_alone = alone_ms(torch, ours, theirs, 40)
-    torch_ms, ours_ms = paired_ms(torch, theirs, ours, reps, 6)
+    torch_alone, ours_alone = alone_ms(torch, ours, theirs, alone)
+    torch_ms, ours_ms = paired_ms(torch, theirs, ours, reps, rounds)
     row = {"M": M, "N": N, "K": K, "layout": "NT" if trans_b else "NN", "kind": kind,
            "torch_ms": torch_ms, "ours_ms": ours_ms,
            "torch_alone_ms": torch_alone, "ours_alone_ms": ours_alone,
            "kernel": mm.choose(M, N, K, torch.cuda.current_device(), trans_b=trans_b).describe(), "err": error}
     if control:  # the method's own bias: torch.matmul paired with itself (1.0 when unbiased)
-        first, again = paired_ms(torch, theirs, lambda: torch.matmul(A, opB), reps, 6)
+        first, again = paired_ms(torch, theirs, lambda: torch.matmul(A, opB), reps, rounds)
         row["control"] = first / again
     return row
 
@@ -130,6 +131,10 @@ def main() -> int:
     parser.add_argument("--count", type=int, default=40)
     parser.add_argument("--control", type=int, default=8, help="at this many random shapes, also torch.matmul "
                         "paired with itself: the timing method's own bias")
+    parser.add_argument("--rounds", type=int, default=12, help="queued: rounds of about 2 ms of calls each, taken in "
+                        "turn (an even number); the median round's mean is reported. At 6 rounds torch.matmul paired "
+                        "with itself read 0.97-1.05 at host-bound shapes")
+    parser.add_argument("--alone", type=int, default=100, help="alone: calls of each, one at a time; the median")
     parser.add_argument("--suite", help="a shapes file (autotune/api/shapes.toml) whose shapes are measured too")
     parser.add_argument("--commit", default="", help="the sources' commit, recorded in the output")
     parser.add_argument("--cover", type=float, help="first `autotune cover` the random and projection products with "
@@ -150,7 +155,8 @@ def main() -> int:
     rows = []
     for kind, shapes in groups.items():
         for shape, trans_b in shapes:
-            rows.append(measure(torch, mm, shape, trans_b, kind, kind == "random" and len(rows) < args.control))
+            rows.append(measure(torch, mm, shape, trans_b, kind, kind == "random" and len(rows) < args.control,
+                                args.rounds, args.alone))
             r = rows[-1]
             print(f"{kind:10s} {r['M']:>5}x{r['N']:>5}x{r['K']:>5} {r['layout']} torch/ours queued "
                   f"{r['torch_ms'] / r['ours_ms']:.3f} alone {r['torch_alone_ms'] / r['ours_alone_ms']:.3f} "
@@ -161,7 +167,8 @@ def main() -> int:
             "kernel": mm.choose(64, 64, 64, torch.cuda.current_device()).describe()}
     gpu = torch.cuda.get_device_name()
     out = {"device": gpu, "database": args.db or " + ".join(databases(None)), "cover": covered, "seed": args.seed, "commit": args.commit or _commit(),
-           "torch": torch.__version__, "host_per_call": host, "shapes": rows,
+           "torch": torch.__version__, "method": {"rounds": args.rounds, "alone_calls": args.alone},
+           "host_per_call": host, "shapes": rows,
            "summary": {kind: summary([r for r in rows if r["kind"] == kind]) for kind in groups}}
     path = Path(args.out or f"benchmarks/data/anyshape-{gpu.split()[-1].lower()}.json")
     path.write_text(json.dumps(out, indent=1) + "\n")
