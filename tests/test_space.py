@@ -113,15 +113,22 @@ def test_blocked_space_is_counted_without_materialising_it():
     # prologue (NN's with RT=1 too: 189040 of them regroup A); and NN's plain ones twice more, with AL=1 and 2;
     # all of that in each of the four FMA orders (ORDER); and all of it again with the early barrier (EARLY=1)
     # except the single-stage kernels, which have no next tile to load early; and those of the plain
-    # signature with TN a multiple of 4 whose staging fits once more with C staged (CS=1)
-    assert combinations(BLOCKED) == 2 * 3 * 256 * 4718592
+    # signature with TN a multiple of 4 whose staging fits once more with C staged (CS=1); and all of those that
+    # load through registers from the operands as given (ASYNC=0, AL=0, PB=0, BLAS=0) three times more, with
+    # A's, B's or both operands' misaligned rows read as aligned float4s (MA, MB)
+    assert combinations(BLOCKED) == 2 * 3 * 256 * 4718592 * 4
+    plain = {"MA": ["0"], "MB": ["0"]}
     one_barrier = 4 * (8 * 490976 + 798656 + 2 * 490976 + 189040 + 2 * (490976 + 189040))
-    single_stage = count_valid(narrow(BLOCKED, {"EARLY": ["0"], "STAGES": ["1"], "CS": ["0"]}))
+    single_stage = count_valid(narrow(BLOCKED, {**plain, "EARLY": ["0"], "STAGES": ["1"], "CS": ["0"]}))
     assert 0 < single_stage < one_barrier
-    assert count_valid(narrow(BLOCKED, {"CS": ["0"]})) == 2 * one_barrier - single_stage
-    staged = count_valid(narrow(BLOCKED, {"CS": ["1"]}))
-    assert staged == count_valid(narrow(BLOCKED, {"CS": ["1"], "BLAS": ["0"], "TN": ["4", "8"]})) > 0
-    assert count_valid(BLOCKED) == 2 * one_barrier - single_stage + staged
+    assert count_valid(narrow(BLOCKED, {**plain, "CS": ["0"]})) == 2 * one_barrier - single_stage
+    staged = count_valid(narrow(BLOCKED, {**plain, "CS": ["1"]}))
+    assert staged == count_valid(narrow(BLOCKED, {**plain, "CS": ["1"], "BLAS": ["0"], "TN": ["4", "8"]})) > 0
+    assert count_valid(narrow(BLOCKED, plain)) == 2 * one_barrier - single_stage + staged
+    eligible = count_valid(narrow(BLOCKED, {**plain, "ASYNC": ["0"], "AL": ["0"], "PB": ["0"], "BLAS": ["0"]}))
+    for ma, mb in (("1", "0"), ("0", "1"), ("1", "1")):
+        assert count_valid(narrow(BLOCKED, {"MA": [ma], "MB": [mb]})) == eligible
+    assert count_valid(BLOCKED) == 2 * one_barrier - single_stage + staged + 3 * eligible
     rng = random.Random(1)
     c = random_valid(BLOCKED, rng, fixed={"ASYNC": 1, "STAGES": 4})
     assert c.values["ASYNC"] == 1 and c.values["STAGES"] == 4 and not violations(c)
@@ -168,7 +175,7 @@ def test_a_family_allows_exactly_the_values_with_no_violation(family):
     refused ones among them."""
     rng = random.Random(1)
     seen = set()
-    for _ in range(300):
+    for _ in range(1000):  # blocked: 0.4% of its combinations are valid
         config = make_config(family, {p.name: rng.choice(p.values) for p in family.params})
         allowed = family.allows(config.values, Limits())
         assert allowed == (not violations(config, Limits()))

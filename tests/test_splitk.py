@@ -14,7 +14,7 @@ from autotune.backends.sim import SimError, run, run_kernel
 from autotune.backends.verify import check
 from autotune.codegen.render import render, sha256
 from autotune.families import BLOCKED, FAMILIES, SKINNY, SPLITK, config_of_row
-from autotune.families.blocked import chunked_constraints
+from autotune.families.chunked import chunked_constraints
 from autotune.families.splitk import MAX_TILES
 from autotune.space import Config, make_config, shape_violations, violations
 
@@ -138,13 +138,13 @@ def test_a_turn_handed_to_the_wrong_split_never_finishes():
 
 def test_splitk_is_the_blocked_space_times_the_splits_and_the_reduction():
     # all of blocked's but BLAS (the turnstiles are per tile, not per (batch, tile)) and CS (its blocks add
-    # partials into C); PB and AL fixed at 0, and the constraints of the two prologues (which read BLAS) and
-    # CS's left out with them
+    # partials into C); PB and AL fixed at 0, and the constraints of the two prologues (which read BLAS), CS's
+    # and the aligned pairs' BLAS=0 left out with them
     assert [p.name for p in SPLITK.params] == [p.name for p in BLOCKED.params if p.name not in ("BLAS", "CS")] + ["SPLITK", "RED"]
     assert SPLITK.constraints[:-1] == chunked_constraints(BLOCKED.constraints) and SPLITK.template == BLOCKED.template
     assert SPLITK.param("PB").values == SPLITK.param("AL").values == (0,)
     left_out = [c.reason.split()[0] for c in BLOCKED.constraints if c not in SPLITK.constraints]
-    assert left_out == ["PB=1", "AL=1", "CS=1", "CS=1's"]
+    assert left_out == ["PB=1", "AL=1", "CS=1", "MA=1", "CS=1's"]
     assert violations(splitk({"RED": 1, "TN": 2}))  # the slots are written as float4s
     assert "splitk" in FAMILIES and not violations(splitk({}))
     assert violations(splitk({"BM": 32, "WM": 64}))[0] == "warp tiles must tile the block tile (BM % WM == 0 and BN % WN == 0)"

@@ -13,7 +13,7 @@ from autotune.backends.sim import run, run_kernel
 from autotune.backends.verify import check
 from autotune.codegen.render import render
 from autotune.families import BLOCKED, FAMILIES, families_for
-from autotune.families.blocked import chunked_constraints
+from autotune.families.chunked import chunked_constraints
 from autotune.families.streamk import (
     MAX_BLOCKS,
     STREAMK,

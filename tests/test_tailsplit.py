@@ -15,7 +15,7 @@ from autotune.codegen.render import render
 from autotune.explain.model import PRESETS, predict
 from autotune.explain.sass import SassCounts
 from autotune.families import BLOCKED, FAMILIES
-from autotune.families.blocked import chunked_constraints
+from autotune.families.chunked import chunked_constraints
 from autotune.families.tailsplit import MAXSES, TAILSPLIT, WAVES, block_work, blocks, pieces, tiles
 from autotune.space import Config, Launch, make_config, violations
 

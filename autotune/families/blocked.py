@@ -40,21 +40,13 @@ ones where K or N is not a multiple of 4 (4097 x 4095 x 4093): the kernel is the
 padded rows with their strides. AL=2 pads them to whole tiles, rows and columns, so that besides no block
 loads at an edge (the kernel's load bounds are the padded ones; C is stored within M x N).
 CS=1 changes how C is stored where its rows are not whole 16-byte vectors (N % 4 != 0): rather than each
-lane writing its TN floats one at a time, so that a warp's store touches LANES_N places TN floats apart in
-each of its rows, every sub-tile of a warp goes into the warp's own part of shared memory and back out a row
-at a time, consecutive lanes to consecutive columns. Where the rows are aligned nothing changes (16-byte
-stores); the staging may enlarge the block's shared memory (staging_bytes). Misaligned N made our kernels
-2-3x slower than at the aligned shape next to it on the H200 where C is large beside A and B: 28.9 us at
-4096x1023x16 (the best of 14 trials, benchmarks/data/h200-host-bound-misaligned.sqlite.gz) against 9.5 at
-4096x1024x16 (h200-host-bound.sqlite.gz). CS=1 is for that: with the same tiles, at the misaligned and
-odd shapes of benchmarks/staged_store.py, CS=0 took 0.95-2.4x CS=1's time (1.22x, the geometric mean of 28
-pairs), and 0.98-1.06x at their aligned twins (benchmarks/data/staged-store-h200.json); a fitted default
-takes it (_fit).
+lane writing its TN floats one at a time (a warp's store touching LANES_N places TN floats apart in each
+row), every sub-tile of a warp goes into the warp's own part of shared memory and back out a row at a time,
+consecutive lanes to consecutive columns (staging_bytes; measured in docs/pytorch.md: a fitted default takes
+it, _fit). MA=1 and MB=1 do the same for the loads of A's and B's rows where they are not whole 16-byte
+vectors: a thread's four values are read as the one or two aligned float4s that hold them (ASYNC=0 only).
 """
 from __future__ import annotations
-
-from collections.abc import Callable, Mapping
-from dataclasses import replace
 
 from autotune.families.common import WAVE32, tile_intensity
 from autotune.space import Constraint, Family, Launch, Limits, Param, Params, Prologue, Value, ceil_div, round_up
@@ -260,23 +252,6 @@ def _early(p: Params) -> int:
     return int(p["STAGES"] >= 2)
 
 
-def chunked_params(params: tuple[Param, ...], defaults: Mapping[str, Value | Callable[[Params], Value]],
-                   al: tuple[int, ...] = (0,)) -> tuple[Param, ...]:
-    """Blocked's parameters for families splitk and tailsplit: without BLAS (their turnstiles are per
-    tile, not per (batch, tile)) and CS (their blocks add partials into C or a workspace), PB fixed at 0
-    and AL to the values `al` (where every tile's K is split the product is short beside a transpose or
-    copy of the whole of B), and the family's own `defaults` in place of blocked's."""
-    fixed = {"PB": (0,), "AL": al}
-    kept = (replace(p, values=fixed[p.name], default=0) if p.name in fixed else p for p in params
-            if p.name not in ("BLAS", "CS"))
-    return tuple(replace(p, default=defaults[p.name]) if p.name in defaults else p for p in kept)
-
-
-def chunked_constraints(constraints: tuple[Constraint, ...]) -> tuple[Constraint, ...]:
-    """Blocked's constraints for splitk and tailsplit: those that read BLAS or CS, which they lack, left out."""
-    return tuple(c for c in constraints if not {"BLAS", "CS"} & set(c.reads))
-
-
 def _stages_c_plainly(p: Params) -> bool:
     """CS=1's constraint (families that borrow blocked's constraints for their own params have no CS: 0)."""
     return not p.get("CS", 0) or (p["TN"] % 4 == 0 and p.get("BLAS", 0) == 0)
@@ -284,8 +259,20 @@ def _stages_c_plainly(p: Params) -> bool:
 
 def _shape_values(shape: tuple[int, int, int]) -> dict[str, tuple[Value, ...]]:
     """Where C's rows are whole 16-byte vectors (N % 4 == 0) CS=1 runs CS=0's store, only with more shared memory
-    at most: a search there walks CS=0 only."""
-    return {"CS": (0,)} if shape[1] % 4 == 0 else {}
+    at most: a search there walks CS=0 only. MA and MB likewise where neither of the lengths an operand's rows
+    can have (A: K, or M stored transposed; B: N, or K) leaves them unaligned."""
+    M, N, K = shape
+    fixed: dict[str, tuple[Value, ...]] = {"CS": (0,)} if N % 4 == 0 else {}
+    if M % 4 == 0 and K % 4 == 0:
+        fixed["MA"] = (0,)
+    if N % 4 == 0 and K % 4 == 0:
+        fixed["MB"] = (0,)
+    return fixed
+
+
+def _reads_pairs_plainly(p: Params) -> bool:
+    """MA=1 and MB=1 load through registers (ASYNC=0) from the operands as given (AL=0, PB=0)."""
+    return not (p["MA"] or p["MB"]) or (p["ASYNC"] == 0 and p.get("AL", 0) == 0 and p.get("PB", 0) == 0)
 
 
 def _rows_apart(p: Params) -> bool:
@@ -345,6 +332,10 @@ BLOCKED = Family(
         Param("CS", (0, 1), 0, "1: where C's rows are not whole 16-byte vectors (N % 4 != 0), each warp's sub-tiles "
               "of C go through shared memory and out a row at a time, consecutive lanes to consecutive columns",
               absent=0, named_at_absent=False),
+        Param("MA", (0, 1), 0, "1: where A's rows are not whole 16-byte vectors, a thread's four values of a row are "
+              "read as the one or two aligned float4s that hold them (0: four 4-byte loads)", absent=0,
+              named_at_absent=False),
+        Param("MB", (0, 1), 0, "1: the same for B's rows (skinny's MB)", absent=0, named_at_absent=False),
     ),
     constraints=(
         Constraint("warp tiles must tile the block tile (BM % WM == 0 and BN % WN == 0)", TILE, lambda p, _: tiles_fit(p)),
@@ -380,6 +371,11 @@ BLOCKED = Family(
         Constraint("CS=1 needs TN a multiple of 4 (a lane's outputs go into shared memory as float4s) and BLAS=0 "
                    "(the staged store writes C as the plain signature does: no alpha, beta or ldc)",
                    ("CS", "TN", "BLAS"), lambda p, _: _stages_c_plainly(p)),
+        Constraint("MA=1 and MB=1 need ASYNC=0 (cp.async copies 16 bytes from where they lie, and an unaligned row's "
+                   "only 4), AL=0 (AL's copies are aligned already) and PB=0 (they read the operands as given)",
+                   ("MA", "MB", "ASYNC", "AL", "PB"), lambda p, _: _reads_pairs_plainly(p)),
+        Constraint("MA=1 and MB=1 need BLAS=0 (an operand's end is its rows times their length: no leading "
+                   "dimension, no batches)", ("MA", "MB", "BLAS"), lambda p, _: not (p["MA"] or p["MB"]) or not p.get("BLAS", 0)),
         Constraint("CS=1's staging, (threads/32)*WSUBM*(WSUBN+4)*4 bytes, must fit the device's per-block limit",
                    ("CS", *TILE, *LANES), lambda p, lim: not p.get("CS", 0) or staging_bytes(p) <= lim.max_shared_optin),
     ),

@@ -26,12 +26,11 @@ from autotune.families.blocked import (
     BLOCKED,
     MAX_ACCUMULATORS,
     accumulators,
-    chunked_constraints,
-    chunked_params,
     derive_tiles,
     shared_bytes,
     threads,
 )
+from autotune.families.chunked import chunked_constraints, chunked_params
 from autotune.space import Constraint, Family, Launch, Limits, Param, Params, ceil_div
 
 MAX_TILES = 1 << 16  # turnstiles, one per output tile: 256 KiB of device memory

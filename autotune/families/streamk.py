@@ -34,12 +34,11 @@ from __future__ import annotations
 
 from autotune.families.blocked import (
     BLOCKED,
-    chunked_constraints,
-    chunked_params,
     derive_tiles,
     shared_bytes,
     threads,
 )
+from autotune.families.chunked import chunked_constraints, chunked_params
 from autotune.families.splitk import DEFAULTS as SPLITK_DEFAULTS
 from autotune.families.splitk import REGISTERS_PER_THREAD
 from autotune.space import MAX_ELEMENTS, Constraint, Family, Launch, Limits, Param, Params, ceil_div

@@ -61,7 +61,8 @@ from __future__ import annotations
 
 import functools
 
-from autotune.families.blocked import BLOCKED, chunked_constraints, chunked_params, derive_tiles, shared_bytes, threads
+from autotune.families.blocked import BLOCKED, derive_tiles, shared_bytes, threads
+from autotune.families.chunked import chunked_constraints, chunked_params
 from autotune.families.splitk import REGISTERS_PER_THREAD
 from autotune.space import Family, Launch, Limits, Param, Params, Value, ceil_div
 from autotune.space.devices import PRESETS
