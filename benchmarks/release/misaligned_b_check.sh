@@ -8,7 +8,20 @@
 # `autotune report` of it at the end.
 # From the repository root with OUT set:
 #   OUT=out bash benchmarks/release/misaligned_b_check.sh
+# With COVER=1, instead, a cover of the misaligned host-bound shapes (benchmarks/host-bound-misaligned-shapes.toml)
+# by blocked through registers with MA and MB free, within BUDGET seconds, whose rows scripts/ship_database.py
+# can add to the shipped database:
+#   OUT=out COVER=1 bash benchmarks/release/misaligned_b_check.sh
 source benchmarks/release/common.sh
+if [ -n "${COVER:-}" ]; then
+  step "cover of the misaligned host-bound shapes, blocked with MA and MB"
+  timeout "$((${BUDGET:-420} + 120))" $AT cover --shapes benchmarks/host-bound-misaligned-shapes.toml --family blocked \
+    -p ASYNC=0 -p AL=0 -p MA=0,1 -p MB=0,1 --budget "${BUDGET:-420}" --trials "${TRIALS:-10}" \
+    --db "$OUT/h200-host-bound-misaligned-pairs.sqlite" --json "$OUT/cover-host-bound-misaligned-pairs-h200.json" \
+    2>/dev/null | tail -30 | tee -a "$LOG"
+  step "done"
+  exit 0
+fi
 TESTS="${TESTS:-tests/test_gpu_splitk.py tests/test_gpu_align.py}" gpu_tests
 for shape in 1x689x7472 8x495x2471 4x2846x758 20x46x9236 43x2170x355 59x635x83 1x14335x4096 16x4095x4096 \
              8x496x2471; do
