@@ -1,0 +1,30 @@
+"""The GPU checks under benchmarks/release run on a lent machine whose minutes are few: each one parses as bash,
+every file it names is in the tree, and every CLI command it runs exists, so that a typo costs no device time."""
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPTS = sorted((ROOT / "benchmarks" / "release").glob("*.sh"))
+NAMED = re.compile(r"(?:benchmarks|tests|scripts|autotune)/[A-Za-z0-9_./-]*\.(?:py|toml|sh)")
+
+
+def test_there_are_release_scripts() -> None:
+    assert len(SCRIPTS) > 10
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_a_release_script_parses_and_names_what_exists(script: Path) -> None:
+    from autotune.cli import cli
+
+    done = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    text = script.read_text()
+    missing = [name for name in NAMED.findall(text) if not (ROOT / name).exists()]
+    assert not missing, missing
+    commands = set(re.findall(r"\$AT ([a-z]+)", text))
+    assert commands <= set(cli.commands), commands - set(cli.commands)
