@@ -28,14 +28,18 @@ from autotune.families.ozaki_math import (
     scaled,
     square_units,
 )
+from tests.test_ozaki_math import randn
 
 TS = range(MIN_MODULI, MAX_MODULI + 1)
 
 
-def randn(shape: tuple[int, int], seed: int, wide: float = 0.0) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal(shape)
-    return (x * 2.0 ** rng.uniform(-wide, wide, shape) if wide else x).astype(np.float32)
+def tight(K: int = 1000) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of A equal to columns of B, all one value up to sign (the third half another): sum a'b' = ||a'|| ||b'||
+    on the diagonal, Cauchy-Schwarz's equality."""
+    A = np.full((3, K), 0.9, dtype=np.float32)
+    A[1] *= -1
+    A[2, ::2] = 0.5
+    return A, A.T.copy()
 
 
 def rows_of_every_kind(K: int) -> np.ndarray:
@@ -108,11 +112,7 @@ def test_norm_shifts_of_columns_are_those_of_the_transposed_rows_and_do_not_depe
 def test_the_sum_is_exact_where_the_bound_is_nearly_tight(t):
     """Rows of A equal to columns of B, all one value: sum a'b' = ||a'|| ||b'||, Cauchy-Schwarz's equality,
     and the integer result is the exact one (Python ints)."""
-    K = 1000
-    A = np.full((3, K), 0.9, dtype=np.float32)
-    A[1] *= -1
-    A[2, ::2] = 0.5
-    B = A.T.copy()
+    A, B = tight()
     steps = ozaki_steps(A, B, t, SCALE_NORM)
     exact = steps.a_int.astype(object) @ steps.b_int.astype(object)
     assert max(abs(int(v)) for v in exact.flat) > 4 ** steps.p / 4  # within 2 bits of the bound

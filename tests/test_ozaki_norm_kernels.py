@@ -20,6 +20,7 @@ from autotune.families import OZAKI, OZAKIWG, ozaki_math
 from autotune.families.ozakiwg import BK, BM
 from autotune.space import PROLOGUE_SUFFIX, Config, Family, ceil_div, make_config
 from tests.emulated import edit, sass_kernels
+from tests.test_ozaki_norm import tight
 
 FAMILY_SMALL = {OZAKI.name: {"BM": 64, "BN": 64, "STAGES": 2}, OZAKIWG.name: {"BN": 64, "STAGES": 3}}
 SHAPES = ((17, 9, 33), (131, 67, 300), (1, 70, 200), (70, 1, 128), (65, 33, 1100))
@@ -36,14 +37,6 @@ def product(config: Config, source: str, A: np.ndarray, B: np.ndarray) -> np.nda
 
 def reference(config: Config, A: np.ndarray, B: np.ndarray) -> np.ndarray:
     return ozaki_math.ozaki_matmul(A, B, config.values["MODULI"], ozaki_math.SCALE_NORM)
-
-
-def tight(K: int = 1000) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of A equal to columns of B, all one value up to sign: sum a'b' = ||a'|| ||b'||, the bound's equality."""
-    A = np.full((3, K), 0.9, dtype=np.float32)
-    A[1] *= -1
-    A[2, ::2] = 0.5
-    return A, A.T.copy()
 
 
 @pytest.mark.parametrize("family", [OZAKI, OZAKIWG], ids=lambda f: f.name)
