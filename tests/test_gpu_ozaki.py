@@ -10,7 +10,9 @@ pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
 
 
-FAMILIES = {"ozaki": {}, "ozakiwg": {}, "ozakiwg WS=0": {"WS": 0}, "ozakiwg BN=256": {"BN": 256, "WS": 0, "STAGES": 4}}
+FAMILIES = {"ozaki": {}, "ozakiwg": {}, "ozakiwg WS=0": {"WS": 0}, "ozakiwg BN=256": {"BN": 256, "WS": 0, "STAGES": 4},
+            "ozakiwg BN=256 WS=1": {"BN": 256, "STAGES": 4}, "ozakiwg MINB=2": {"BN": 64, "MINB": 2},
+            "ozakiwg MINB=2 WS=0": {"BN": 128, "WS": 0, "STAGES": 3, "MINB": 2}}
 
 
 def ozaki_product(A, B, params: dict, family: str = "ozaki"):

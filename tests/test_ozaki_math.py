@@ -23,6 +23,9 @@ from autotune.families.ozaki_math import (
     MODULI,
     bits,
     col_shifts,
+    correct_symmetric,
+    crt_signed,
+    crt_weights,
     garner,
     garner_constants,
     modular_product,
@@ -159,6 +162,65 @@ def test_residues_and_garner_round_trip_every_integer_in_range(t):
     back = garner(cs)
     assert back.dtype == np.uint64 and int(back.max()) < M
     assert np.array_equal(signed(back, t), x)
+
+
+def residue_tuple(x: np.ndarray, t: int) -> list[np.ndarray]:
+    """x (int64, in the symmetric range) as its residues c_i in [0, m_i), what the kernels keep"""
+    return [np.mod(residues(x, m).astype(np.int64), m) for m in MODULI[:t]]
+
+
+def test_crt_weights_are_one_modulo_their_own_modulus_and_zero_modulo_the_others():
+    for t in TS:
+        M = modulus_product(t)
+        for i, w in enumerate(crt_weights(t)):
+            assert 0 < w < M and [w % m for m in MODULI[:t]] == [int(j == i) for j in range(t)]
+
+
+@pytest.mark.parametrize("t", TS)
+def test_the_crt_sum_gives_garners_symmetric_value_for_every_residue_tuple(t):
+    # random values over the whole symmetric range (past 2^63's half for 8 moduli), its ends, and where the
+    # nearest multiple of Mt changes: ozakiwg's reconstruction (crt_signed) is Garner's (signed(garner))
+    M = modulus_product(t)
+    half = (M - 1) // 2
+    rng = np.random.default_rng(10 + t)
+    x = np.concatenate([rng.integers(-half, half + 1, 20000, dtype=np.int64),
+                        np.array([0, 1, -1, half, -half, half - 1, -half + 1, half // 2, -(half // 2)], dtype=np.int64)])
+    cs = residue_tuple(x, t)
+    assert np.array_equal(signed(garner(cs), t), x)
+    assert np.array_equal(crt_signed(cs), x)
+
+
+@pytest.mark.parametrize("t", TS)
+def test_the_crt_sums_quotient_from_doubles_is_within_two_to_the_minus_39(t):
+    # the bound crt_signed's one correction rests on, against exact rationals, at the largest residues too
+    from fractions import Fraction
+
+    M, weights = modulus_product(t), crt_weights(t)
+    rng = np.random.default_rng(20 + t)
+    tuples = [[m - 1 for m in MODULI[:t]]] + [[int(rng.integers(0, m)) for m in MODULI[:t]] for _ in range(300)]
+    worst = Fraction(0)
+    for cs in tuples:
+        lo = sum(c * (w & 0xFFFFFFFF) for c, w in zip(cs, weights))
+        hi = sum(c * (w >> 32) for c, w in zip(cs, weights))
+        assert lo < 2**43 and hi < 2**43
+        estimate = (float(hi) * 2.0**32 + float(lo)) * (1.0 / float(M))
+        worst = max(worst, abs(Fraction(estimate) - Fraction(hi * 2**32 + lo, M)))
+    assert worst < Fraction(1, 2**39)
+
+
+@pytest.mark.parametrize("t", TS)
+def test_a_quotient_one_off_is_corrected_into_the_symmetric_range(t):
+    # where S / Mt lies within 2^-39 of a half the rounded quotient can be one off: y = S - q Mt is then the
+    # symmetric value minus or plus Mt, just past the range's other end, and one correction brings it back
+    M = modulus_product(t)
+    half = (M - 1) // 2
+    near = [half, half - 1, half - half // 8]
+    y0 = np.array(near + [-v for v in near], dtype=np.int64)
+    off = np.where(y0 > 0, (y0.view(np.uint64) - np.uint64(M)).view(np.int64), (y0.view(np.uint64) + np.uint64(M)).view(np.int64))
+    assert [int(v) for v in off] == [int(v) - M if v > 0 else int(v) + M for v in y0]  # an int64 still
+    assert np.all((off < -half) | (off > half))
+    assert np.array_equal(correct_symmetric(off, t), y0)
+    assert np.array_equal(correct_symmetric(y0, t), y0)
 
 
 def test_modular_product_is_exact():

@@ -1,7 +1,7 @@
 """The ozakiwg family (the Ozaki scheme II on Hopper's INT8 wgmma) without a GPU: on the CPU emulator its C is
 the numeric reference's (autotune.families.ozaki_math) bit for bit at odd shapes, through several k-tiles and
-stage refills, and within the fp32-tc contract; mutations are caught (a dropped modulus, a wrong wide remainder in
-Garner, a wrong scale, residues not reduced, a residue kept for the wrong modulus, the tiles' swizzle, a row's
+stage refills, and within the fp32-tc contract; mutations are caught (a dropped modulus, the CRT sum's high half
+lost, CRT weights without their inverses, a wrong scale, residues not reduced, a residue kept for the wrong modulus, the tiles' swizzle, a row's
 largest value missed at its last k, A's shifts held to 127 where a row's values are tiny); the launch
 and workspace formulas; offline SASS for sm_90a (four integer warpgroup MMAs a k-tile, no local memory) and the model's ceiling."""
 from __future__ import annotations
@@ -24,7 +24,8 @@ from tests.emulated import assert_fp32_tc_at, assert_mutation_caught, edit
 # 1100: 9, past 3 stages twice); N below BN; a 1-row and a 1-column product
 SHAPES = ((17, 9, 33), (131, 67, 300), (1, 70, 200), (70, 1, 128), (65, 33, 1100))
 SMALL = {"BN": 64, "STAGES": 3}
-CONFIGS = (SMALL, {**SMALL, "MODULI": 6, "WS": 0}, {"BN": 128, "STAGES": 4, "MODULI": 7}, {**SMALL, "WS": 0})
+CONFIGS = (SMALL, {**SMALL, "MODULI": 6, "WS": 0}, {"BN": 128, "STAGES": 4, "MODULI": 7}, {**SMALL, "WS": 0},
+           {"BN": 256, "STAGES": 3, "MODULI": 7}, {"BN": 128, "STAGES": 3, "WS": 0, "MINB": 2})
 MUTATION_SHAPE = (131, 67, 1000)
 
 
@@ -91,13 +92,15 @@ def test_rows_and_columns_of_extreme_magnitude_are_scaled_as_the_reference_scale
 
 
 MUTATIONS = {
-    # the last modulus' residue never put back (Garner's steps one short)
-    "dropped modulus": ("x[at] = garner_step<7>(x[at], residue_byte(kept[7], at));", ";"),
-    # Garner's wide remainder without 2^32 mod m: x mod m wrong wherever x has passed 2^32
-    "wide remainder": ("((unsigned)(x >> 32) * wrap + lo) % m", "((unsigned)(x >> 32) + lo) % m"),
+    # the last modulus' residue never put back (the CRT sum one term short)
+    "dropped modulus": ("for (int i = 0; i < T; ++i) {\n        const unsigned c", "for (int i = 0; i < T - 1; ++i) {\n        const unsigned c"),
+    # the CRT sum's high half lost: S mod 2^32 * Mt's multiples is not x
+    "high half dropped": ("hi += (unsigned long long)c * w.hi[i];", "hi += 0ull;"),
+    # the weights without the inverses: sum c_i Mt / m_i is not x modulo Mt
+    "weights without inverses": ("weight = n * inverse_mod(n, s.m[i]);", "weight = n;"),
     # scaled back by the wrong power of two
-    "wrong scale": ("C[r * N + col] = (float)((double)sv * pow2_neg(w.sa[r] + w.sb[col]));",
-                    "C[r * N + col] = (float)((double)sv * pow2_neg(w.sa[r] + w.sb[col] - 1));"),
+    "wrong scale": ("C[r * N + col] = (float)((double)y[at] * pow2_neg(w.sa[r] + w.sb[col]));",
+                    "C[r * N + col] = (float)((double)y[at] * pow2_neg(w.sa[r] + w.sb[col] - 1));"),
     # one modulus' residues of A left unreduced: a' & 0xff is not a' modulo m
     "residue not reduced": ("*a_word(w, 3, m, k0) = residue_word<3>(x);",
                             "*a_word(w, 3, m, k0) = pack_s8x4(x[0], x[1], x[2], x[3]);"),
@@ -155,14 +158,34 @@ def _report(config: Config):
         pytest.skip("nvdisasm absent: pip install 'sgemm-autotune[sass]'")
 
 
-@pytest.mark.parametrize("bn", [64, 128])
-def test_the_hot_loop_holds_four_integer_warpgroup_mmas_and_nothing_spills(bn):
-    config = wg({"BN": bn})
+# one block an SM, 64 to 256 columns; two blocks an SM with and without the producer warpgroup
+HOT_LOOP_CONFIGS = ({"BN": 64}, {"BN": 128}, {"BN": 256}, {"BN": 64, "MINB": 2}, {"BN": 128, "WS": 0, "STAGES": 3, "MINB": 2})
+
+
+@pytest.mark.parametrize("params", HOT_LOOP_CONFIGS, ids=lambda p: wg(p).name)
+def test_the_hot_loop_holds_four_integer_warpgroup_mmas_and_nothing_spills(params):
+    config = wg(params)
     report = _report(config)
     loop = report.loop
     assert loop.scope == "loop" and loop.ffma == 0 and loop.imma == 0
-    assert loop.igmma == BK // 32 and loop.igmma_n == bn
+    assert loop.igmma == BK // 32 and loop.igmma_n == config.values["BN"]
     assert not report.resources.spills
+    # what MINB blocks leave each thread, and with WS=1 all of it: setmaxnreg hands the producer's registers to the
+    # MMA warpgroups within the block's own, which register_split counts from exactly this number
+    given = 65536 // (config.derived["THREADS"] * config.values["MINB"]) // 8 * 8
+    assert report.resources.registers == given if config.values["WS"] else report.resources.registers <= given
+
+
+@pytest.mark.parametrize("minb", [1, 2])
+def test_the_producer_hands_the_mma_warpgroups_no_more_registers_than_the_block_has(minb):
+    # setmaxnreg.inc waits until the block's own pool has the registers: asking for more than the producer gave
+    # back would hang the block
+    config = wg({"BN": 64, "MINB": minb})
+    threads, producer, consumer = (config.derived[k] for k in ("THREADS", "PRODUCER_REGS", "CONSUMER_REGS"))
+    given = 65536 // (threads * minb) // 8 * 8
+    assert 128 * producer + 256 * consumer <= threads * given
+    assert producer % 8 == 0 and consumer % 8 == 0 and 24 <= producer and consumer <= 256
+    assert (producer, consumer) == ((40, 232) if minb == 1 else (32, 104))
 
 
 def test_it_compiles_for_sm_90a_alone_and_the_prologue_keeps_to_registers():

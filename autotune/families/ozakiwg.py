@@ -19,32 +19,44 @@ each modulus' sums into a uint64 per output by Garner's step at once, a block he
 result as its residue, a byte per output, in the workspace (MODULI bytes per output against 8 in
 registers): a warpgroup's wgmma needs BN/2 int32 accumulators a thread, and BN/2 uint64 more beside them
 would leave no room for BN = 128 or 256. After the last modulus each thread reads back its own outputs'
-residues and runs Garner's steps once. BM = 128 and BK = 128 are fixed: one wgmma's 64 rows per
+residues and puts each output back at once by the CRT sum (ozaki_math.crt_signed: two multiply-adds a modulus
+and a quotient from doubles, where Garner's steps took about 18 instructions a modulus). BM = 128 and BK = 128 are fixed: one wgmma's 64 rows per
 warpgroup, and a tile row of 128 int8 is the 128-byte swizzle's width.
 
 Measured on the H200 (docs/ozaki.md): 2.4-2.5x cuBLAS SGEMM at 8192^3 and 16384^3 with 8 moduli, at a tenth
 of its error; a fixed cost at 8192^2 outputs of the prologue (0.83 ms) and of the residues kept and put back.
+
+MINB=2 keeps two blocks on an SM, so that one block's integer steps (each modulus' residues kept, the CRT sum
+after the last: about 60 instructions an output at 7 moduli, sm_90a) run while the other's MMAs do; with one
+block an SM the tensor cores wait through them.
 """
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from autotune.families.common import WAVE32
 from autotune.families.ozaki import B_SPLIT, COLS_PER_PRE, PRE_THREADS, ROWS_PER_PRE, SCALE
 from autotune.families.ozaki import residue_every as ozaki_residue_every
 from autotune.families.tf32x3wg import (
     BM,
-    CONSUMER_REGS,
     MAX_WGMMA_N,
     MBARRIER_BYTES,
+    MMA_THREADS,
     PRODUCER_REGS,
     SWIZZLE_PERIOD,
+    WARPGROUP,
     threads,
 )
 from autotune.space import ArchNeed, Constraint, Family, Launch, Param, Params, Prologue, ceil_div
+
+if TYPE_CHECKING:
+    from autotune.space import Limits
 
 # BM (two warpgroups, each the 64 rows of one wgmma), the threads, the producer's registers, the mbarriers and
 # the swizzle's slack are tf32x3wg's: the same block of warpgroups around a different MMA
 BK = 128  # int8 per k-tile row: 128 bytes, the width of the 128-byte swizzle; four wgmma k-steps of 32
 GM = 8  # row-tiles grouped in the block order, sharing the B tiles they read while those are in L2
+RESERVED_SHARED = 1024  # bytes of shared memory the system keeps per resident block (sm_80+)
 
 
 def stage_bytes(p: Params) -> int:
@@ -56,13 +68,34 @@ def shared_bytes(p: Params) -> int:
     return p["STAGES"] * (stage_bytes(p) + p["WS"] * 2 * MBARRIER_BYTES) + SWIZZLE_PERIOD
 
 
+def fits_two_blocks(p: Params, lim: Limits) -> bool:
+    """MINB=2's registers and shared memory. Registers: ptxas holds each instruction to what MINB blocks leave a
+    thread (65536 / (THREADS * MINB)) whatever setmaxnreg raises it to later, and a thread's BN/2 int32 sums
+    must fit beside the rest: BN=64 (96 registers with WS=0; 80 with WS=1), or BN=128 with WS=0 (127 of 128);
+    with WS=1's 384 threads BN=128's wgmma needs 90 of 80 (ptxas: insufficient registers), and BN=256 needs 128
+    for its sums alone. Shared memory: two blocks' stages, each block's slack and reserve, per SM."""
+    registers = p["BN"] == 64 or (p["BN"] == 128 and not p["WS"])
+    return registers and 2 * (shared_bytes(p) + RESERVED_SHARED) <= lim.shared_per_sm
+
+
+def register_split(p: Params) -> tuple[int, int]:
+    """WS=1's setmaxnreg (producer, MMA warpgroups): ptxas gives each of the THREADS what MINB blocks leave a thread,
+    rounded down to 8 (168 for one block, 80 for two), and a block's warps can only hand registers to each other:
+    the producer keeps PRODUCER_REGS (32 with two blocks: its loop needs no more), the MMA warpgroups share the rest,
+    rounded down to 8 (232 for one block, as tf32x3wg's; 104 for two)."""
+    given = 65536 // (threads(p) * p["MINB"]) // 8 * 8
+    producer = PRODUCER_REGS if p["MINB"] == 1 else 32
+    return producer, (threads(p) * given - WARPGROUP * producer) // MMA_THREADS // 8 * 8
+
+
 def residue_every() -> int:
     """k-tiles between reductions of the int32 sums modulo the modulus: ozaki's bound for k-tiles of BK int8."""
     return ozaki_residue_every({"BK": BK})
 
 
 def derive(p: Params) -> dict[str, int]:
-    return {"BM": BM, "BK": BK, "THREADS": threads(p), "PRODUCER_REGS": PRODUCER_REGS, "CONSUMER_REGS": CONSUMER_REGS,
+    return {"BM": BM, "BK": BK, "THREADS": threads(p), "PRODUCER_REGS": register_split(p)[0],
+            "CONSUMER_REGS": register_split(p)[1],
             "A_BYTES": BM * BK, "B_BYTES": p["BN"] * BK, "STAGE_BYTES": stage_bytes(p), "SMEM": shared_bytes(p),
             "ACC": p["BN"] // 2, "GM": GM, "ROWS_PER_PRE": ROWS_PER_PRE, "B_SPLIT": B_SPLIT,
             "RESIDUE_EVERY": residue_every()}
@@ -91,8 +124,8 @@ def _prologue(p: Params, M: int, N: int, K: int) -> Prologue:
 OZAKIWG = Family(
     name="ozakiwg",
     doc="Ozaki scheme II on Hopper's warpgroup MMA (wgmma m64nNk32 s8, sm_90a): one exact INT8 product per "
-        "modulus of the scaled operands' residues, each kept as a byte per output, put back together by Garner "
-        "after the last",
+        "modulus of the scaled operands' residues, each kept as a byte per output, put back together by the CRT "
+        "sum after the last",
     params=(
         Param("BN", (64, 128, 256), 128, "columns of C per block: the N of each wgmma"),
         Param("STAGES", (3, 4, 5, 6), 4, "shared-memory stages filled by cp.async: a stage is refilled two k-tiles after its "
@@ -103,11 +136,15 @@ OZAKIWG = Family(
         Param("MODULI", (6, 7, 8), 8, "moduli, one INT8 product each: more carry more bits of each operand "
               "(ozaki_math.bits) and cost one product more"),
         SCALE,
+        Param("MINB", (1, 2), 1, "blocks an SM holds at once (__launch_bounds__' minimum): with 2, one block's "
+              "residues and CRT sums run beside the other's MMAs; registers and stages sized for two",
+              absent=1, named_at_absent=False),
     ),
     constraints=(
-        Constraint("BN=256 needs WS=0: its 128 int32 sums a thread spill in WS=1's MMA warpgroups (ptxas, sm_90a: "
-                   "2101 local stores), where a block of 384 threads leaves each at most 168 registers at compile time",
-                   ("BN", "WS"), lambda p, _: not (p["BN"] == 256 and p["WS"])),
+        Constraint("MINB=2 needs two blocks' registers and shared memory on an SM: BN=64, or BN=128 with WS=0 (a "
+                   "thread's BN/2 int32 sums within 65536 / (2 THREADS) registers), and 2 (STAGES stages + slack + "
+                   f"{RESERVED_SHARED} reserved) bytes within the SM's shared memory", ("MINB", "BN", "WS", "STAGES"),
+                   lambda p, lim: p["MINB"] == 1 or fits_two_blocks(p, lim)),
         Constraint(f"BN must be a multiple of 32 (the prologue's column blocks, whole 16-byte copies per thread) and "
                    f"at most {MAX_WGMMA_N} (wgmma's N)", ("BN",),
                    lambda p, _: p["BN"] % COLS_PER_PRE == 0 and p["BN"] <= MAX_WGMMA_N),
@@ -117,7 +154,7 @@ OZAKIWG = Family(
     template="ozakiwg.cu.j2",
     geometry=_geometry,
     derive=derive,
-    tags={"STAGES": "S", "MODULI": "T"},
+    tags={"STAGES": "S", "MODULI": "T", "MINB": "LB"},
     prologue=_prologue,
     # wgmma is Hopper's alone: sm_100 and sm_120 have no wgmma
     needs=ArchNeed("wgmma (sm_90a: Hopper only)", lambda cc: cc == 90),

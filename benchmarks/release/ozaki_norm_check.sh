@@ -4,14 +4,28 @@
 # (and 8 by the norm), randn and wide inputs, at 4096³ and 8192³ (16384³ too for the first two, randn): speed and
 # error against cuBLAS SGEMM (benchmarks/precision_vs_cublas.py), a file each into $OUT for benchmarks/ozaki_collect.py.
 # With SEARCH=1, instead, the default fp32-tc search at 8192 on a fresh database (does it find SCALE=1?).
+# With TILES=1, instead, the product's tiles at 8192³, 7 moduli scaled by the norm, in one process beside its cuBLAS
+# (about three minutes): today's best (BN=128, WS=1), BN=256 with WS=1, and two blocks an SM (MINB=2), into
+# $OUT/tiles.sqlite (autotune best / report read it).
 # From the repository root with OUT set:
 #   OUT=out bash benchmarks/release/ozaki_norm_check.sh
 #   OUT=out SEARCH=1 bash benchmarks/release/ozaki_norm_check.sh
+#   OUT=out TILES=1 bash benchmarks/release/ozaki_norm_check.sh
 source benchmarks/release/common.sh
 tag() { echo "wg$(echo "$1" | tr -d ' =-' | sed 's/MODULI/T/; s/pSCALE1/n/')"; }  # "MODULI=7 -p SCALE=1" -> wgT7n
 if [ -n "${SEARCH:-}" ]; then
   step "autotune search --M 8192 --precision fp32-tc"
   ( time timeout 480 $AT search --M 8192 --precision fp32-tc --db "$OUT/tc8192.sqlite" ) 2>&1 | tail -12 | tee -a "$LOG"
+  step "done"
+  exit 0
+fi
+if [ -n "${TILES:-}" ]; then
+  step "ozakiwg tiles at 8192³, MODULI=7 SCALE=1"
+  T7n=(MODULI=7 SCALE=1)
+  family_measure ozakiwg "$OUT/tiles.sqlite" 8192x8192x8192 "${T7n[@]}" BN=128 STAGES=4,6
+  family_measure ozakiwg "$OUT/tiles.sqlite" 8192x8192x8192 "${T7n[@]}" BN=256 STAGES=3,4
+  family_measure ozakiwg "$OUT/tiles.sqlite" 8192x8192x8192 "${T7n[@]}" BN=64 WS=0,1 STAGES=3,4 MINB=2
+  family_measure ozakiwg "$OUT/tiles.sqlite" 8192x8192x8192 "${T7n[@]}" BN=128 WS=0 STAGES=3 MINB=1,2
   step "done"
   exit 0
 fi
