@@ -2,7 +2,8 @@
 the numeric reference's (autotune.families.ozaki_math) bit for bit at odd shapes, through several k-tiles and
 stage refills, and within the fp32-tc contract; mutations are caught (a dropped modulus, the CRT sum's high half
 lost, CRT weights without their inverses, a wrong scale, residues not reduced, a residue kept for the wrong modulus, the tiles' swizzle, a row's
-largest value missed at its last k, A's shifts held to 127 where a row's values are tiny); the launch
+largest value missed at its last k, A's shifts held to 127 where a row's values are tiny, the sums lifted by a
+number other than a multiple of the modulus); the launch
 and workspace formulas; offline SASS for sm_90a (four integer warpgroup MMAs a k-tile, no local memory) and the model's ceiling."""
 from __future__ import annotations
 
@@ -89,6 +90,22 @@ def test_rows_and_columns_of_extreme_magnitude_are_scaled_as_the_reference_scale
     assert np.array_equal(run(config, source, config.geometry(M, N), A, B, M, N, K), reference)
     held = edit(source, "round_int(ldexpf(A[(size_t)m * K + k], s))", "round_int(ldexpf(A[(size_t)m * K + k], min(s, 127)))")
     assert not np.array_equal(run(config, held, config.geometry(M, N), A, B, M, N, K), reference)
+
+
+def test_the_sums_are_lifted_by_a_multiple_of_the_modulus_before_their_residues():
+    # keep takes each sum's residue as an unsigned remainder after adding LIFT: a multiple of the modulus leaves the
+    # residue as it is. Lifted by SUM_BOUND itself, or not at all (negative sums read as unsigned), C is no longer the
+    # reference's; the fp32-tc contract alone would not see it at this shape (the residues move by a constant, x by
+    # one small number: 2x the error)
+    config = wg(SMALL)
+    M, N, K = 37, 41, 300
+    A, B = random_inputs(M, N, K, 1)
+    source = render(config)
+    reference = ozaki_math.ozaki_matmul(A, B, config.values["MODULI"])
+    assert np.array_equal(run(config, source, config.geometry(M, N), A, B, M, N, K), reference)
+    lift = "constexpr unsigned long long LIFT = (SUM_BOUND + m - 1) / m * m;"
+    for wrong in ("constexpr unsigned long long LIFT = SUM_BOUND;", "constexpr unsigned long long LIFT = 0;"):
+        assert not np.array_equal(run(config, edit(source, lift, wrong), config.geometry(M, N), A, B, M, N, K), reference)
 
 
 MUTATIONS = {
