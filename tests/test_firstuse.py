@@ -180,13 +180,19 @@ def test_process_exit_stops_a_job_in_flight_and_leaves_whole_rows(tmp_path):
     mm = autotune.load(db=path, backend="sim", launcher=EmulatorLauncher())
     tuner = SubprocessTuner(path, "sim", "fp32", Budget(trials=50, seconds=600))
     background = Background(mm, tuner)
-    call(mm, (64, 48, 40))
+    shape = (384, 320, 256)  # each emulated trial takes a while: the job is still in flight after its first row
+    call(mm, shape)
     deadline = time.monotonic() + 60
     while tuner._process is None and time.monotonic() < deadline:
         time.sleep(0.05)
     process = tuner._process
     assert process is not None
-    time.sleep(3)  # into its measurements
+    # into its measurements: stopped once it has committed a row (a fixed sleep let a job whose kernels were
+    # already compiled by earlier tests finish first)
+    deadline = time.monotonic() + 120
+    while not list(store.results(store.open_readonly(path), shape, "sim", "CPU emulator")):
+        assert time.monotonic() < deadline, "no row committed in 120 s"
+        time.sleep(0.05)
     background.close()  # what atexit runs
     assert process.wait(10) is not None
     assert store.open_db(path).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
