@@ -189,6 +189,7 @@ def format_counts(report: SassReport, model: dict[str, Any]) -> str:
         + f"   STS {sum(c.sts.values())}   BAR {c.bar}",
         f"  registers {res.registers}, spills {'yes' if res.spills else 'none'} (frame {res.frame_bytes} B, "
         f"LDL {res.ldl}, STL {res.stl}), static shared {res.static_shared} B",
+        f"  instructions {c.instructions} in the {where}, {report.whole.instructions} in the whole kernel",
     ]
     if c.hmma:
         lines.insert(2, f"  tensor cores: HMMA {c.hmma}   LDGSTS {c.ldgsts}   LOP3 {c.lop3} (TF32 conversions)   "
