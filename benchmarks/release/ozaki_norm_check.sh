@@ -5,8 +5,8 @@
 # error against cuBLAS SGEMM (benchmarks/precision_vs_cublas.py), a file each into $OUT for benchmarks/ozaki_collect.py.
 # With SEARCH=1, instead, the default fp32-tc search at 8192 on a fresh database (does it find SCALE=1?).
 # With TILES=1, instead, the product's tiles at 8192³, 7 moduli scaled by the norm, in one process beside its cuBLAS
-# (about three minutes): today's best (BN=128, WS=1), BN=256 with WS=1, and two blocks an SM (MINB=2), into
-# $OUT/tiles.sqlite (autotune best / report read it).
+# (about four minutes): today's best (BN=128, WS=1), BN=256 with WS=1, and two blocks an SM (MINB=2), then at 4096³
+# beside tf32x3wg, into $OUT/tiles.sqlite (autotune best / report read it).
 # From the repository root with OUT set:
 #   OUT=out bash benchmarks/release/ozaki_norm_check.sh
 #   OUT=out SEARCH=1 bash benchmarks/release/ozaki_norm_check.sh
@@ -26,6 +26,10 @@ if [ -n "${TILES:-}" ]; then
   family_measure ozakiwg "$OUT/tiles.sqlite" 8192x8192x8192 "${T7n[@]}" BN=256 STAGES=3,4
   family_measure ozakiwg "$OUT/tiles.sqlite" 8192x8192x8192 "${T7n[@]}" BN=64 WS=0,1 STAGES=3,4 MINB=2
   family_measure ozakiwg "$OUT/tiles.sqlite" 8192x8192x8192 "${T7n[@]}" BN=128 WS=0 STAGES=3 MINB=1,2
+  step "4096³: the same against tf32x3wg (issue 46: faster than it under the same contract)"
+  family_measure ozakiwg "$OUT/tiles.sqlite" 4096x4096x4096 "${T7n[@]}" BN=128,256 STAGES=4
+  family_measure ozakiwg "$OUT/tiles.sqlite" 4096x4096x4096 "${T7n[@]}" BN=128 WS=0 STAGES=3 MINB=2
+  family_measure tf32x3wg "$OUT/tiles.sqlite" 4096x4096x4096
   step "done"
   exit 0
 fi
