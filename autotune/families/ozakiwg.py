@@ -20,8 +20,8 @@ result as its residue, a byte per output, in the workspace (MODULI bytes per out
 registers): a warpgroup's wgmma needs BN/2 int32 accumulators a thread, and BN/2 uint64 more beside them
 would leave no room for BN = 128 or 256. After the last modulus each thread reads back its own outputs'
 residues and puts each output back at once by the CRT sum (ozaki_math.crt_signed: two multiply-adds a modulus
-and a quotient from doubles, where Garner's steps took about 18 instructions a modulus). BM = 128 and BK = 128 are fixed: one wgmma's 64 rows per
-warpgroup, and a tile row of 128 int8 is the 128-byte swizzle's width.
+and a quotient from doubles, where Garner's steps took about 18 instructions a modulus). BM = 128 and BK = 128
+are fixed: one wgmma's 64 rows per warpgroup, and a tile row of 128 int8 is the 128-byte swizzle's width.
 
 Measured on the H200 (docs/ozaki.md): 2.4-2.5x cuBLAS SGEMM at 8192^3 and 16384^3 with 8 moduli, at a tenth
 of its error; a fixed cost at 8192^2 outputs of the prologue (0.83 ms) and of the residues kept and put back.
