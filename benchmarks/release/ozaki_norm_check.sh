@@ -11,6 +11,8 @@
 #   OUT=out bash benchmarks/release/ozaki_norm_check.sh
 #   OUT=out SEARCH=1 bash benchmarks/release/ozaki_norm_check.sh
 #   OUT=out TILES=1 bash benchmarks/release/ozaki_norm_check.sh
+# TILE names the product's tile for the first (plain) run, e.g. the fastest of TILES=1 (default: the family's):
+#   OUT=out TILE="BN=256 STAGES=4" bash benchmarks/release/ozaki_norm_check.sh
 source benchmarks/release/common.sh
 tag() { echo "wg$(echo "$1" | tr -d ' =-' | sed 's/MODULI/T/; s/pSCALE1/n/')"; }  # "MODULI=7 -p SCALE=1" -> wgT7n
 if [ -n "${SEARCH:-}" ]; then
@@ -33,17 +35,18 @@ if [ -n "${TILES:-}" ]; then
   step "done"
   exit 0
 fi
+TILE_ARGS=(); for kv in ${TILE:-}; do TILE_ARGS+=(-p "$kv"); done
 TESTS="${TESTS:-tests/test_gpu_ozaki.py}" gpu_tests
 for inputs in randn wide; do
   for P in "MODULI=7 -p SCALE=1" "MODULI=8" "MODULI=7" "MODULI=8 -p SCALE=1"; do
     step "ozakiwg -p $P, $inputs"
-    timeout 240 python3 benchmarks/precision_vs_cublas.py --family ozakiwg -p $P --inputs "$inputs" \
+    timeout 240 python3 benchmarks/precision_vs_cublas.py --family ozakiwg -p $P "${TILE_ARGS[@]}" --inputs "$inputs" \
       --shapes 4096,8192 --out "$OUT/$(tag "$P")-$inputs.json" 2>&1 | tail -4 | tee -a "$LOG"
   done
 done
 for P in "MODULI=7 -p SCALE=1" "MODULI=8"; do
   step "ozakiwg -p $P, randn, 16384"
-  timeout 240 python3 benchmarks/precision_vs_cublas.py --family ozakiwg -p $P --inputs randn --shapes 16384 \
+  timeout 240 python3 benchmarks/precision_vs_cublas.py --family ozakiwg -p $P "${TILE_ARGS[@]}" --inputs randn --shapes 16384 \
     --out "$OUT/$(tag "$P")-randn-16384.json" 2>&1 | tail -3 | tee -a "$LOG"
 done
 step "done"
