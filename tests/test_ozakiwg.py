@@ -57,6 +57,17 @@ def test_it_meets_the_fp32_tc_contract_at_odd_shapes():
 
 
 
+def assert_reference_until_edited(config: Config, A: np.ndarray, B: np.ndarray, *edits: tuple[str, str]) -> None:
+    """On the emulator C is the reference's bit for bit, and with each (old, new) edit of the source it is not."""
+    (M, K), N = A.shape, B.shape[1]
+    source = render(config)
+    reference = ozaki_math.ozaki_matmul(A, B, config.values["MODULI"])
+    assert np.array_equal(run(config, source, config.geometry(M, N), A, B, M, N, K), reference)
+    for old, new in edits:
+        assert not np.array_equal(run(config, edit(source, old, new), config.geometry(M, N), A, B, M, N, K),
+                                  reference), new
+
+
 def test_every_position_of_a_row_or_column_can_hold_its_largest_value():
     # One value a thousand times the rest in each row of A and column of B, at positions spread over K and at
     # its last k (the largest-value passes take eight loads at a time, then one at a time for the rest): the
@@ -68,11 +79,7 @@ def test_every_position_of_a_row_or_column_can_hold_its_largest_value():
     B[(np.arange(N) * 53 + 5) % K, np.arange(N)] *= 1024
     A[0, K - 1] *= 2**20
     B[K - 1, 0] *= 2**20
-    source = render(config)
-    reference = ozaki_math.ozaki_matmul(A, B, config.values["MODULI"])
-    assert np.array_equal(run(config, source, config.geometry(M, N), A, B, M, N, K), reference)
-    missed = edit(source, "for (; k < K; k += dk)", "for (; k < K - 1; k += dk)")
-    assert not np.array_equal(run(config, missed, config.geometry(M, N), A, B, M, N, K), reference)
+    assert_reference_until_edited(config, A, B, ("for (; k < K; k += dk)", "for (; k < K - 1; k += dk)"))
 
 
 def test_rows_and_columns_of_extreme_magnitude_are_scaled_as_the_reference_scales_them():
@@ -85,11 +92,8 @@ def test_rows_and_columns_of_extreme_magnitude_are_scaled_as_the_reference_scale
     A[7] *= np.float32(1e37)
     B[:, 5] *= np.float32(1e-36)
     B[:, 9] *= np.float32(1e36)
-    source = render(config)
-    reference = ozaki_math.ozaki_matmul(A, B, config.values["MODULI"])
-    assert np.array_equal(run(config, source, config.geometry(M, N), A, B, M, N, K), reference)
-    held = edit(source, "round_int(ldexpf(A[(size_t)m * K + k], s))", "round_int(ldexpf(A[(size_t)m * K + k], min(s, 127)))")
-    assert not np.array_equal(run(config, held, config.geometry(M, N), A, B, M, N, K), reference)
+    assert_reference_until_edited(config, A, B, ("round_int(ldexpf(A[(size_t)m * K + k], s))",
+                                                 "round_int(ldexpf(A[(size_t)m * K + k], min(s, 127)))"))
 
 
 def test_the_sums_are_lifted_by_a_multiple_of_the_modulus_before_their_residues():
@@ -97,15 +101,10 @@ def test_the_sums_are_lifted_by_a_multiple_of_the_modulus_before_their_residues(
     # residue as it is. Lifted by SUM_BOUND itself, or not at all (negative sums read as unsigned), C is no longer the
     # reference's; the fp32-tc contract alone would not see it at this shape (the residues move by a constant, x by
     # one small number: 2x the error)
-    config = wg(SMALL)
-    M, N, K = 37, 41, 300
-    A, B = random_inputs(M, N, K, 1)
-    source = render(config)
-    reference = ozaki_math.ozaki_matmul(A, B, config.values["MODULI"])
-    assert np.array_equal(run(config, source, config.geometry(M, N), A, B, M, N, K), reference)
     lift = "constexpr unsigned long long LIFT = (SUM_BOUND + m - 1) / m * m;"
-    for wrong in ("constexpr unsigned long long LIFT = SUM_BOUND;", "constexpr unsigned long long LIFT = 0;"):
-        assert not np.array_equal(run(config, edit(source, lift, wrong), config.geometry(M, N), A, B, M, N, K), reference)
+    assert_reference_until_edited(wg(SMALL), *random_inputs(37, 41, 300, 1),
+                                  (lift, "constexpr unsigned long long LIFT = SUM_BOUND;"),
+                                  (lift, "constexpr unsigned long long LIFT = 0;"))
 
 
 MUTATIONS = {
@@ -204,6 +203,16 @@ def test_the_product_kernels_instructions_are_what_the_ozaki_doc_says():
     assert stated is not None
     whole = _report(wg({"MODULI": 7})).whole.instructions
     assert abs(whole - int(stated.group(1))) <= 0.05 * int(stated.group(1))
+
+
+def test_two_blocks_need_their_stages_and_the_systems_share_of_each_block_within_an_sms_shared_memory():
+    from autotune.families.ozakiwg import fits_two_blocks, shared_bytes
+
+    p = wg({"BN": 64, "MINB": 2}).values
+    needed = 2 * (shared_bytes(p) + Limits().reserved_shared_per_block)
+    assert fits_two_blocks(p, Limits(shared_per_sm=needed))
+    assert not fits_two_blocks(p, Limits(shared_per_sm=needed - 1))
+    assert not fits_two_blocks(p, Limits(shared_per_sm=needed, reserved_shared_per_block=2048))
 
 
 @pytest.mark.parametrize("minb", [1, 2])

@@ -223,9 +223,9 @@ def crt_signed(cs: Sequence[np.ndarray]) -> np.ndarray:
 def correct_symmetric(y: np.ndarray, t: int) -> np.ndarray:
     """y past the symmetric range by less than M_t brought back into it: y - M_t above (M_t - 1) / 2, y + M_t below
     -(M_t - 1) / 2 (wrapping uint64 steps read as int64: exact, the result is in range)."""
-    M, half = np.uint64(modulus_product(t)), np.int64((modulus_product(t) - 1) // 2)
-    u = y.view(np.uint64)
-    return np.where(y > half, (u - M).view(np.int64), np.where(y < -half, (u + M).view(np.int64), y))
+    M = modulus_product(t)
+    half, u = np.int64((M - 1) // 2), y.view(np.uint64)
+    return np.where(y > half, (u - np.uint64(M)).view(np.int64), np.where(y < -half, (u + np.uint64(M)).view(np.int64), y))
 
 
 def to_float32(xs: np.ndarray, s_row: np.ndarray, s_col: np.ndarray) -> np.ndarray:

@@ -56,7 +56,6 @@ if TYPE_CHECKING:
 # the swizzle's slack are tf32x3wg's: the same block of warpgroups around a different MMA
 BK = 128  # int8 per k-tile row: 128 bytes, the width of the 128-byte swizzle; four wgmma k-steps of 32
 GM = 8  # row-tiles grouped in the block order, sharing the B tiles they read while those are in L2
-RESERVED_SHARED = 1024  # bytes of shared memory the system keeps per resident block (sm_80+)
 
 
 def stage_bytes(p: Params) -> int:
@@ -73,9 +72,9 @@ def fits_two_blocks(p: Params, lim: Limits) -> bool:
     thread (65536 / (THREADS * MINB)) whatever setmaxnreg raises it to later, and a thread's BN/2 int32 sums
     must fit beside the rest: BN=64 (96 registers with WS=0; 80 with WS=1), or BN=128 with WS=0 (127 of 128);
     with WS=1's 384 threads BN=128's wgmma needs 90 of 80 (ptxas: insufficient registers), and BN=256 needs 128
-    for its sums alone. Shared memory: two blocks' stages, each block's slack and reserve, per SM."""
+    for its sums alone. Shared memory: two blocks' stages, each block's slack and the system's share, per SM."""
     registers = p["BN"] == 64 or (p["BN"] == 128 and not p["WS"])
-    return registers and 2 * (shared_bytes(p) + RESERVED_SHARED) <= lim.shared_per_sm
+    return registers and 2 * (shared_bytes(p) + lim.reserved_shared_per_block) <= lim.shared_per_sm
 
 
 def register_split(p: Params) -> tuple[int, int]:
@@ -94,8 +93,8 @@ def residue_every() -> int:
 
 
 def derive(p: Params) -> dict[str, int]:
-    return {"BM": BM, "BK": BK, "THREADS": threads(p), "PRODUCER_REGS": register_split(p)[0],
-            "CONSUMER_REGS": register_split(p)[1],
+    producer, consumer = register_split(p)
+    return {"BM": BM, "BK": BK, "THREADS": threads(p), "PRODUCER_REGS": producer, "CONSUMER_REGS": consumer,
             "A_BYTES": BM * BK, "B_BYTES": p["BN"] * BK, "STAGE_BYTES": stage_bytes(p), "SMEM": shared_bytes(p),
             "ACC": p["BN"] // 2, "GM": GM, "ROWS_PER_PRE": ROWS_PER_PRE, "B_SPLIT": B_SPLIT,
             "RESIDUE_EVERY": residue_every()}
@@ -142,8 +141,8 @@ OZAKIWG = Family(
     ),
     constraints=(
         Constraint("MINB=2 needs two blocks' registers and shared memory on an SM: BN=64, or BN=128 with WS=0 (a "
-                   "thread's BN/2 int32 sums within 65536 / (2 THREADS) registers), and 2 (STAGES stages + slack + "
-                   f"{RESERVED_SHARED} reserved) bytes within the SM's shared memory", ("MINB", "BN", "WS", "STAGES"),
+                   "thread's BN/2 int32 sums within 65536 / (2 THREADS) registers), and 2 (STAGES stages + slack + the "
+                   "system's share of a block) bytes within the SM's shared memory", ("MINB", "BN", "WS", "STAGES"),
                    lambda p, lim: p["MINB"] == 1 or fits_two_blocks(p, lim)),
         Constraint(f"BN must be a multiple of 32 (the prologue's column blocks, whole 16-byte copies per thread) and "
                    f"at most {MAX_WGMMA_N} (wgmma's N)", ("BN",),

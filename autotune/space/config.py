@@ -33,6 +33,7 @@ class Limits:
     max_threads_per_sm: int = 2048  # with registers and shared memory, how many blocks an SM holds at once
     max_blocks_per_sm: int = 32
     shared_per_sm: int = 228 * 1024
+    reserved_shared_per_block: int = 1024  # the system's share of every resident block's shared memory (sm_80+)
     regs_per_sm: int = 65536
     arch: str = "sm_90"  # what NVRTC compiles for; a family's ArchNeed is checked against it
 

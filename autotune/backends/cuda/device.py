@@ -77,6 +77,7 @@ def device_info(index: int = 0) -> DeviceInfo:
         max_threads_per_sm=props.max_threads_per_multiprocessor,
         max_blocks_per_sm=props.max_blocks_per_multiprocessor,
         shared_per_sm=props.max_shared_memory_per_multiprocessor,
+        reserved_shared_per_block=props.reserved_shared_memory_per_block,
         regs_per_sm=props.max_registers_per_multiprocessor,
         arch=f"sm_{dev.arch}",
     )
