@@ -30,8 +30,13 @@ CONFIGS = (SMALL, {**SMALL, "MODULI": 6, "WS": 0}, {"BN": 128, "STAGES": 4, "MOD
 MUTATION_SHAPE = (131, 67, 1000)
 
 
+# The values these tests (and docs/ozaki.md's instruction counts) were written at; the family's defaults are the
+# fastest config measured (BN=256, 7 moduli scaled by the norm) and move with new measurements
+WRITTEN_AT = {"BN": 128, "MODULI": 8, "SCALE": 0}
+
+
 def wg(params: dict) -> Config:
-    return make_config(OZAKIWG, params)
+    return make_config(OZAKIWG, {**WRITTEN_AT, **params})
 
 
 def test_it_is_a_tensor_core_family_for_hopper_alone():

@@ -32,6 +32,7 @@ block an SM the tensor cores wait through them.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from autotune.families.common import WAVE32
@@ -126,15 +127,18 @@ OZAKIWG = Family(
         "modulus of the scaled operands' residues, each kept as a byte per output, put back together by the CRT "
         "sum after the last",
     params=(
-        Param("BN", (64, 128, 256), 128, "columns of C per block: the N of each wgmma"),
+        # The defaults are the fastest config measured on the H200 that holds the fp32-tc contract on wide inputs
+        # too (BN=256 STAGES=4 WS=1, 7 moduli scaled by the norm: 6.55 ms at 8192³, docs/ozaki.md), so that a
+        # search measures it first
+        Param("BN", (64, 128, 256), 256, "columns of C per block: the N of each wgmma"),
         Param("STAGES", (3, 4, 5, 6), 4, "shared-memory stages filled by cp.async: a stage is refilled two k-tiles after its "
               "own (the MMAs of one k-tile stay in flight through the next), so STAGES-2 k-tiles load ahead"),
         Param("WS", (0, 1), 1, "1: warp specialization, a producer warpgroup bulk-copying every modulus' k-tiles "
               "into the stages on mbarriers, the two MMA warpgroups never meeting; 0: all threads copy with cp.async "
               "and meet every k-tile"),
-        Param("MODULI", (6, 7, 8), 8, "moduli, one INT8 product each: more carry more bits of each operand "
+        Param("MODULI", (6, 7, 8), 7, "moduli, one INT8 product each: more carry more bits of each operand "
               "(ozaki_math.bits) and cost one product more"),
-        SCALE,
+        replace(SCALE, default=1),
         Param("MINB", (1, 2), 1, "blocks an SM holds at once (__launch_bounds__' minimum): with 2, one block's "
               "residues and CRT sums run beside the other's MMAs; registers and stages sized for two",
               absent=1, named_at_absent=False),
