@@ -11,10 +11,11 @@
 #   OUT=out bash benchmarks/release/ozaki_norm_check.sh
 #   OUT=out SEARCH=1 bash benchmarks/release/ozaki_norm_check.sh
 #   OUT=out TILES=1 bash benchmarks/release/ozaki_norm_check.sh
+# The scaling is named in every run (SCALE=0: by the largest value; the family's default is the norm).
 # TILE names the product's tile for the first (plain) run, e.g. the fastest of TILES=1 (default: the family's):
 #   OUT=out TILE="BN=256 STAGES=4" bash benchmarks/release/ozaki_norm_check.sh
 source benchmarks/release/common.sh
-tag() { echo "wg$(echo "$1" | tr -d ' =-' | sed 's/MODULI/T/; s/pSCALE1/n/')"; }  # "MODULI=7 -p SCALE=1" -> wgT7n
+tag() { echo "wg$(echo "$1" | tr -d ' =-' | sed 's/MODULI/T/; s/pSCALE1/n/; s/pSCALE0//')"; }  # "MODULI=7 -p SCALE=1" -> wgT7n
 if [ -n "${SEARCH:-}" ]; then
   step "autotune search --M 8192 --precision fp32-tc"
   ( time timeout 480 $AT search --M 8192 --precision fp32-tc --db "$OUT/tc8192.sqlite" ) 2>&1 | tail -12 | tee -a "$LOG"
@@ -38,13 +39,13 @@ fi
 TILE_ARGS=(); for kv in ${TILE:-}; do TILE_ARGS+=(-p "$kv"); done
 TESTS="${TESTS:-tests/test_gpu_ozaki.py}" gpu_tests
 for inputs in randn wide; do
-  for P in "MODULI=7 -p SCALE=1" "MODULI=8" "MODULI=7" "MODULI=8 -p SCALE=1"; do
+  for P in "MODULI=7 -p SCALE=1" "MODULI=8 -p SCALE=0" "MODULI=7 -p SCALE=0" "MODULI=8 -p SCALE=1"; do
     step "ozakiwg -p $P, $inputs"
     timeout 240 python3 benchmarks/precision_vs_cublas.py --family ozakiwg -p $P "${TILE_ARGS[@]}" --inputs "$inputs" \
       --shapes 4096,8192 --out "$OUT/$(tag "$P")-$inputs.json" 2>&1 | tail -4 | tee -a "$LOG"
   done
 done
-for P in "MODULI=7 -p SCALE=1" "MODULI=8"; do
+for P in "MODULI=7 -p SCALE=1" "MODULI=8 -p SCALE=0"; do
   step "ozakiwg -p $P, randn, 16384"
   timeout 240 python3 benchmarks/precision_vs_cublas.py --family ozakiwg -p $P "${TILE_ARGS[@]}" --inputs randn --shapes 16384 \
     --out "$OUT/$(tag "$P")-randn-16384.json" 2>&1 | tail -3 | tee -a "$LOG"
