@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "benchmarks" / "data"
 SESSION = re.compile(r"[Ss]ession ?\d")
-DATA_LIMIT = 15 * 2**20  # bytes: the clone's share of measured data
+DATA_LIMIT = 16 * 2**20  # bytes: the clone's share of measured data (the shipped database's datasets grow with each cover)
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 
