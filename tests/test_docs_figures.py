@@ -224,21 +224,40 @@ def test_the_ozaki_docs_table_is_the_committed_benchmark():
     assert all(f"commit `{s['commit']}`" in doc for s in data["shapes"])
 
 
-def test_the_ozaki_docs_tiles_table_is_the_committed_database():
+def _gunzipped_rows(name: str, query: str) -> list[tuple]:
     import gzip
     import sqlite3
     import tempfile
 
-    raw = gzip.decompress((ROOT / "benchmarks" / "data" / "ozakiwg-tiles-h200.sqlite.gz").read_bytes())
+    raw = gzip.decompress((ROOT / "benchmarks" / "data" / name).read_bytes())
     with tempfile.NamedTemporaryFile(suffix=".sqlite") as f:
         f.write(raw)
         f.flush()
         with sqlite3.connect(f.name) as conn:
-            data = conn.execute("select kernel, M, N, K, time_ms, cublas_ms, err, err_ref from results "
-                                "where status = 'ok' order by M desc, id").fetchall()
+            return conn.execute(query).fetchall()
+
+
+def test_the_ozaki_docs_tiles_table_is_the_committed_database():
+    data = _gunzipped_rows("ozakiwg-tiles-h200.sqlite.gz", "select kernel, M, N, K, time_ms, cublas_ms, err, err_ref "
+                           "from results where status = 'ok' order by M desc, id")
     rows = table_rows(section((ROOT / "docs" / "ozaki.md").read_text(), "## Tiles on the H200"))
     assert rows == [[k, f"{M}x{N}x{K}", f"{t:.4g}", f"{100 * c / t:.1f}", f"{e / r:.3f}"]
                     for k, M, N, K, t, c, e, r in data]
+
+
+def test_the_ozaki_docs_search_figures_are_the_committed_search():
+    best = _gunzipped_rows("h200-fp32-tc-8192-search.sqlite.gz", "select kernel, time_ms, cublas_ms from results "
+                           "where status = 'ok' order by time_ms limit 3")
+    tf32 = _gunzipped_rows("h200-fp32-tc-8192-search.sqlite.gz",
+                           "select min(time_ms) from results where status = 'ok' and family = 'tf32x3wg'")[0][0]
+    wrong = _gunzipped_rows("h200-fp32-tc-8192-search.sqlite.gz",
+                            "select count(*) from results where status = 'wrong' and family = 'ozakiwg'")[0][0]
+    flat = " ".join(section((ROOT / "docs" / "ozaki.md").read_text(), "## Measured on the H200").split())
+    (kernel, ms, cublas), second, third = best
+    assert kernel == "sgemm_ozakiwg_BN256_S4_WS1_T7_SCALE1"
+    assert f"at {ms:.3f} ms ({100 * cublas / ms:.1f}% of cuBLAS's {cublas:.2f} ms in the same process)" in flat
+    assert f"3 stages ({second[1]:.3f} ms)" in flat and f"8 moduli ({third[1]:.3f} ms)" in flat
+    assert f"`tf32x3wg`'s best {tf32:.2f} ms; {wrong} `ozakiwg` configs `wrong`" in flat
 
 
 def test_the_ozaki_docs_energy_table_is_the_committed_benchmark():
