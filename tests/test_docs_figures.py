@@ -5,10 +5,14 @@ computes (autotune.space.count_valid), and the results tables equal the suite's 
 benchmark's JSON. No GPU; nothing is re-run."""
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import re
 import sqlite3
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -224,34 +228,34 @@ def test_the_ozaki_docs_table_is_the_committed_benchmark():
     assert all(f"commit `{s['commit']}`" in doc for s in data["shapes"])
 
 
-def _gunzipped_rows(name: str, query: str) -> list[tuple]:
-    import gzip
-    import sqlite3
-    import tempfile
-
-    raw = gzip.decompress((ROOT / "benchmarks" / "data" / name).read_bytes())
-    with tempfile.NamedTemporaryFile(suffix=".sqlite") as f:
-        f.write(raw)
-        f.flush()
-        with sqlite3.connect(f.name) as conn:
-            return conn.execute(query).fetchall()
+@contextmanager
+def _committed_database(name: str) -> Iterator[sqlite3.Connection]:
+    """A gzipped database of benchmarks/data, unpacked once into a temporary file and opened read-only."""
+    with tempfile.TemporaryDirectory() as folder:
+        plain = Path(folder) / "unpacked.sqlite"
+        plain.write_bytes(gzip.decompress((ROOT / "benchmarks" / "data" / name).read_bytes()))
+        conn = sqlite3.connect(f"file:{plain}?immutable=1", uri=True)
+        try:
+            yield conn
+        finally:
+            conn.close()
 
 
 def test_the_ozaki_docs_tiles_table_is_the_committed_database():
-    data = _gunzipped_rows("ozakiwg-tiles-h200.sqlite.gz", "select kernel, M, N, K, time_ms, cublas_ms, err, err_ref "
-                           "from results where status = 'ok' order by M desc, id")
+    with _committed_database("ozakiwg-tiles-h200.sqlite.gz") as db:
+        data = db.execute("select kernel, M, N, K, time_ms, cublas_ms, err, err_ref from results where status = 'ok' "
+                          "order by M desc, id").fetchall()
     rows = table_rows(section((ROOT / "docs" / "ozaki.md").read_text(), "## Tiles on the H200"))
     assert rows == [[k, f"{M}x{N}x{K}", f"{t:.4g}", f"{100 * c / t:.1f}", f"{e / r:.3f}"]
                     for k, M, N, K, t, c, e, r in data]
 
 
 def test_the_ozaki_docs_search_figures_are_the_committed_search():
-    best = _gunzipped_rows("h200-fp32-tc-8192-search.sqlite.gz", "select kernel, time_ms, cublas_ms from results "
-                           "where status = 'ok' order by time_ms limit 3")
-    tf32 = _gunzipped_rows("h200-fp32-tc-8192-search.sqlite.gz",
-                           "select min(time_ms) from results where status = 'ok' and family = 'tf32x3wg'")[0][0]
-    wrong = _gunzipped_rows("h200-fp32-tc-8192-search.sqlite.gz",
-                            "select count(*) from results where status = 'wrong' and family = 'ozakiwg'")[0][0]
+    with _committed_database("h200-fp32-tc-8192-search.sqlite.gz") as db:
+        best = db.execute("select kernel, time_ms, cublas_ms from results where status = 'ok' order by time_ms "
+                          "limit 3").fetchall()
+        tf32 = db.execute("select min(time_ms) from results where status = 'ok' and family = 'tf32x3wg'").fetchone()[0]
+        wrong = db.execute("select count(*) from results where status = 'wrong' and family = 'ozakiwg'").fetchone()[0]
     flat = " ".join(section((ROOT / "docs" / "ozaki.md").read_text(), "## Measured on the H200").split())
     (kernel, ms, cublas), second, third = best
     assert kernel == "sgemm_ozakiwg_BN256_S4_WS1_T7_SCALE1"

@@ -39,6 +39,11 @@ def wg(params: dict) -> Config:
     return make_config(OZAKIWG, {**WRITTEN_AT, **params})
 
 
+def reference(config: Config, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """ozaki_math's C for the config's moduli and scaling."""
+    return ozaki_math.ozaki_matmul(A, B, config.values["MODULI"], config.values["SCALE"])
+
+
 def test_it_is_a_tensor_core_family_for_hopper_alone():
     assert FAMILIES["ozakiwg"] is OZAKIWG and OZAKIWG.precision == "fp32-tc"
     assert "ozakiwg" in families_for("fp32-tc") and "ozakiwg" not in families_for("fp32")
@@ -54,7 +59,7 @@ def test_the_emulated_product_is_the_references_bit_for_bit(params):
         M, N, K = shape
         A, B = random_inputs(M, N, K, 1)
         C = run(config, source, config.geometry(M, N), A, B, M, N, K)
-        assert np.array_equal(C, ozaki_math.ozaki_matmul(A, B, config.values["MODULI"])), shape
+        assert np.array_equal(C, reference(config, A, B)), shape
 
 
 def test_it_meets_the_fp32_tc_contract_at_odd_shapes():
@@ -66,11 +71,11 @@ def assert_reference_until_edited(config: Config, A: np.ndarray, B: np.ndarray, 
     """On the emulator C is the reference's bit for bit, and with each (old, new) edit of the source it is not."""
     (M, K), N = A.shape, B.shape[1]
     source = render(config)
-    reference = ozaki_math.ozaki_matmul(A, B, config.values["MODULI"])
-    assert np.array_equal(run(config, source, config.geometry(M, N), A, B, M, N, K), reference)
+    expected = reference(config, A, B)
+    assert np.array_equal(run(config, source, config.geometry(M, N), A, B, M, N, K), expected)
     for old, new in edits:
         assert not np.array_equal(run(config, edit(source, old, new), config.geometry(M, N), A, B, M, N, K),
-                                  reference), new
+                                  expected), new
 
 
 def test_every_position_of_a_row_or_column_can_hold_its_largest_value():
