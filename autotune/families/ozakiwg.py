@@ -23,8 +23,9 @@ residues and puts each output back at once by the CRT sum (ozaki_math.crt_signed
 and a quotient from doubles, where Garner's steps took about 18 instructions a modulus). BM = 128 and BK = 128
 are fixed: one wgmma's 64 rows per warpgroup, and a tile row of 128 int8 is the 128-byte swizzle's width.
 
-Measured on the H200 (docs/ozaki.md): 2.4-2.5x cuBLAS SGEMM at 8192^3 and 16384^3 with 8 moduli, at a tenth
-of its error; a fixed cost at 8192^2 outputs of the prologue (0.83 ms) and of the residues kept and put back.
+Measured on the H200 (docs/ozaki.md): 3.27x cuBLAS SGEMM at 8192^3 and 16384^3 with 7 moduli scaled by the norm
+and the 128 x 256 tile, at a quarter of its error; a fixed cost at 8192^2 outputs of the prologue (0.99 ms) and of
+the residues kept and put back.
 
 MINB=2 keeps two blocks on an SM, so that one block's integer steps (each modulus' residues kept, the CRT sum
 after the last: about 60 instructions an output at 7 moduli, sm_90a) run while the other's MMAs do; with one

@@ -5,7 +5,7 @@
 # error against cuBLAS SGEMM (benchmarks/precision_vs_cublas.py), a file each into $OUT for benchmarks/ozaki_collect.py.
 # With SEARCH=1, instead, the default fp32-tc search at 8192 on a fresh database (does it find SCALE=1?).
 # With TILES=1, instead, the product's tiles at 8192³, 7 moduli scaled by the norm, in one process beside its cuBLAS
-# (about four minutes): today's best (BN=128, WS=1), BN=256 with WS=1, and two blocks an SM (MINB=2), then at 4096³
+# (about four minutes): BN=128 and BN=256 with WS=1, and two blocks an SM (MINB=2), then at 4096³
 # beside tf32x3wg, into $OUT/tiles.sqlite (autotune best / report read it).
 # From the repository root with OUT set:
 #   OUT=out bash benchmarks/release/ozaki_norm_check.sh
