@@ -199,21 +199,23 @@ def test_process_exit_stops_a_job_in_flight_and_leaves_whole_rows(tmp_path):
     assert not background.wait(0)  # the shape it was tuning was not finished
 
 
-def test_the_candidates_are_the_neighbours_winners_then_the_fits_that_moved_then_the_defaults(db):
-    from autotune.api.firstuse.candidates import AsFound, candidates
+def test_the_candidates_take_turns_neighbours_winners_and_the_fits_that_moved_then_the_defaults(db):
     from autotune.families import FAMILIES
+    from autotune.search.ranking import AsFound, candidates
     from autotune.space import Limits
     from tests.fakes import FakeBackend
     from tests.test_starts import record
 
-    neighbour = record(db, (3000, 3000, 64), "blocked", 0.5, **SMALL)
+    first = record(db, (3000, 3000, 64), "blocked", 0.5, **SMALL)
+    second = record(db, (3000, 3000, 64), "naive", 0.9)
     backend = FakeBackend(3072, 2900, 64)
     families = [FAMILIES[f] for f in ("naive", "blocked", "splitk")]
     found = AsFound().rank(candidates(db, backend, families, Limits(), measured=set()), backend.shape)
-    assert found[0].name == neighbour
-    assert [c.family.name for c in found[1:3]] == ["splitk", "blocked"]  # split-K's fit moved at K = 64
+    # split-K's fit moved at K = 64: it comes between the neighbour's two winners, however many there are
+    assert [c.name for c in found[:3]] == [first, found[1].name, second] and found[1].family.name == "splitk"
+    assert found[3].family.name == "blocked"  # then the defaults, blocked's first
     assert len({c.name for c in found}) == len(found) and "naive" in {c.family.name for c in found}
-    assert neighbour not in {c.name for c in candidates(db, backend, families, Limits(), measured={neighbour})}
+    assert first not in {c.name for c in candidates(db, backend, families, Limits(), measured={first})}
 
 
 class FakeWorker:
@@ -221,8 +223,8 @@ class FakeWorker:
 
 
 def test_the_time_model_ranks_the_candidates_where_enough_rows_teach_it(tmp_path):
-    from autotune.api.firstuse.candidates import AsFound, ByTimeModel, make_ranker
     from autotune.families import FAMILIES
+    from autotune.search.ranking import AsFound, ByTimeModel, make_ranker
     from autotune.space import Limits, make_config
     from tests.test_starts import record
 

@@ -130,10 +130,11 @@ def test_the_fit_keeps_its_other_changes_beside_cs() -> None:
 def test_every_familys_fit_at_an_odd_n_names_only_its_own_parameters() -> None:
     """tailsplit's fit is blocked's on its own values, which have no CS: the fit must not add one (a first-use
     job at 4099x1537x256 failed with KeyError: 'CS' when it did)."""
-    from autotune.api.firstuse.candidates import fits
     from autotune.families import families_for
+    from autotune.search.ranking import fits
 
     families = [FAMILIES[name] for name in families_for("fp32")]
-    configs = fits(families, (4099, 1537, 256), Limits())
+    moved, others = fits(families, (4099, 1537, 256), Limits())
+    configs = moved + others
     assert {c.family.name for c in configs} == {f.name for f in families}
     assert any(c.family.name == "blocked" and c.values["CS"] == 1 for c in configs)

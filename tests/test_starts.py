@@ -70,6 +70,21 @@ def test_a_search_at_a_new_shape_measures_the_nearest_shapes_winners_first(db):
     assert notes == ["autotune: starting from 3 configs recorded at 256x256x256, 128x128x128, then the family defaults"]
 
 
+def test_a_small_budget_measures_a_fit_that_moved_before_the_second_neighbour(db):
+    """Two trials at a deep K: the nearest shape's winner, then split-K's default fitted to the shape (its
+    splits), not the next neighbour's winner (search.ranking says why)."""
+    from autotune.families import SPLITK
+    from autotune.space import fitted
+
+    deep = (256, 256, 65536)
+    near = [record(db, (256, 256, 32768), "tiled", 1.0, T=16), record(db, (256, 256, 32768), "naive", 3.0, by=4)]
+    backend = FakeBackend(*deep)
+    run_search(db, backend, [NAIVE, TILED, SPLITK], Limits(), sampler="random", trials=3, seed=5)
+    fit = fitted(make_config(SPLITK, {}), deep, Limits())
+    assert fit.name != make_config(SPLITK, {}).name  # the fit moved: K is deep for 4 tiles
+    assert backend.measured[:3] == [near[0], fit.name, near[1]]
+
+
 def test_neighbours_refused_at_the_new_shape_are_skipped(db):
     record(db, CUBE, "tiled", 1.0, T=8)  # at 4096 rows: grid.y = 512, over the limit below
     kept = record(db, CUBE, "tiled", 2.0, T=64, bx=16, by=16)  # grid.y = 64

@@ -186,16 +186,12 @@ def test_by_default_b_stored_along_k_is_transposed_first_and_nt_without_that_reg
 
 @pytest.mark.parametrize("layout, rt, pb", [("NN", 0, 0), ("NT", 0, 1), ("TT", 0, 1)])
 def test_a_search_of_one_layout_starts_from_that_layouts_default(layout, rt, pb):
-    import optuna
-
     from autotune.families.layouts import layout_choices, narrow_to
-    from autotune.search.loop import _enqueue_defaults
+    from autotune.search.ranking import fits
     from autotune.space import Limits
 
-    study = optuna.create_study()
     families = narrow_to([FAMILIES["blocked"]], layout_choices(layout))
-    _enqueue_defaults(study, families, Limits(), set(), False, (4096, 4096, 4096))
-    (trial,) = study.get_trials(deepcopy=False)
-    params = trial.system_attrs["fixed_params"]  # an enqueued trial's, until it runs
+    moved, others = fits(families, (4096, 4096, 4096), Limits())
+    params = (moved + others)[0].values  # the first default a search of the layout measures
     ta, tb = LAYOUTS[layout]
     assert (params["TA"], params["TB"], params["RT"], params["PB"]) == (ta, tb, rt, pb)

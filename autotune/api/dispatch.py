@@ -48,11 +48,10 @@ from autotune.api.operands import Layout
 from autotune.backends.outcome import OK
 from autotune.codegen.render import render, sha256
 from autotune.errors import AutotuneError, SpaceError
-from autotune.families import BLOCKED, FAMILIES, config_of_row, families_for
+from autotune.families import DEFAULT_ORDER, FAMILIES, config_of_row, families_for
 from autotune.families.layouts import PLAIN_ONLY, layout_name
 from autotune.space import Config, Limits, Shape, fitted, make_config, shape_text, shape_violations, violations
 
-DEFAULT_ORDER = (BLOCKED.name, *FAMILIES)  # the family defaults tried when nothing is recorded
 TILING = " tiling"  # the suffix of an origin whose row was measured with the plain signature
 LIBRARY = "cublas"  # the origin of the library's choice
 # A kernel must beat cuBLAS by 2% in its own row: both times are medians of one process, whose spread

@@ -21,6 +21,9 @@ from autotune.families.tiled import TILED
 from autotune.space import Config, Family, make_config
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (NAIVE, TILED, BLOCKED, SPLITK, TAILSPLIT, STREAMK, SKINNY, TALL, TF32X3, TF32X3WG, OZAKI, OZAKIWG)}
+# The order in which family defaults are tried where nothing is recorded (the dispatcher's default, a
+# search's and a first-use job's fitted defaults): blocked first, the family that takes any shape fastest.
+DEFAULT_ORDER = (BLOCKED.name, *(name for name in FAMILIES if name != BLOCKED.name))
 
 # The accuracy contracts a search can run under (each family declares its own: Family.precision).
 # fp32: every product and sum in FP32 units. fp32-tc: FP32 in and out, products on tensor cores from
@@ -29,7 +32,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (NAIVE, TILED, BLOCKED, SPLITK
 PRECISIONS = ("fp32", "fp32-tc")
 TENSOR_CORE = tuple(name for name, f in FAMILIES.items() if f.precision == "fp32-tc")
 
-__all__ = ["BLOCKED", "FAMILIES", "NAIVE", "OZAKI", "OZAKIWG", "PRECISIONS", "SKINNY", "SPLITK", "STREAMK", "TAILSPLIT", "TALL", "TENSOR_CORE",
+__all__ = ["BLOCKED", "DEFAULT_ORDER", "FAMILIES", "NAIVE", "OZAKI", "OZAKIWG", "PRECISIONS", "SKINNY", "SPLITK", "STREAMK", "TAILSPLIT", "TALL", "TENSOR_CORE",
            "TF32X3", "TF32X3WG", "TILED", "config_of_row", "families_for", "precision_of"]
 
 

@@ -33,8 +33,9 @@ from autotune.search.fresh import Fresh
 from autotune.search.left import Left
 from autotune.search.measure import Evaluated, evaluate
 from autotune.search.plan import plan, stale_source
+from autotune.search.ranking import candidates, make_ranker
 from autotune.search.samplers import kind_of, make_sampler
-from autotune.search.starts import Starts, shape_starts
+from autotune.search.starts import shape_starts
 from autotune.search.study import (
     Storage,
     check_same_space,
@@ -46,7 +47,7 @@ from autotune.search.study import (
     trial_params,
     warm_start,
 )
-from autotune.space import Config, Family, Limits, at_shape, fitted, iter_valid, make_config, violations, within
+from autotune.space import Config, Family, Limits, at_shape, iter_valid
 from autotune.space.devices import for_device
 from autotune.store.claims import ServerClaims, claims_for
 
@@ -169,8 +170,7 @@ def run_search(db: sqlite_utils.Database, backends: Backend | Sequence[Backend],
     if grid:
         budget = _enqueue_grid(opt, families, limits, measured, trials, shared)
     elif start_from_defaults:
-        _enqueue_starts(opt, shape_starts(db, first, families, limits, measured, redo), families, limits, measured, shared,
-                        note, first.shape)
+        _enqueue_starts(opt, db, first, families, limits, measured, redo, shared, note)
     result = SearchResult(study=name, workers=len(workers))
     left = Left.of(families, first, limits, measured, trials)
     run = _Run(opt, families, limits, peak_tflops, result, trials, budget,
@@ -207,29 +207,20 @@ def _enqueue_grid(study: optuna.Study, families: list[Family], limits: Limits, m
     return len(todo)
 
 
-def _enqueue_starts(study: optuna.Study, starts: Starts, families: list[Family], limits: Limits, measured: set[str],
-                    shared: bool, note: Callable[[str], None] | None, shape: tuple[int, int, int]) -> None:
-    """The nearest shapes' winners, then the family defaults not among them."""
+def _enqueue_starts(study: optuna.Study, db: sqlite_utils.Database, first: Backend, families: list[Family],
+                    limits: Limits, measured: set[str], redo: store.Redo | None, shared: bool,
+                    note: Callable[[str], None] | None) -> None:
+    """The first trials: the nearest shapes' winners and each family's default (fitted to the shape where the
+    family has a fit, Family.fit: split-K's splits, skinny's rows, tall's columns; for blocked the best a
+    search found on the H200, see autotune/families/blocked.py), in the order search.ranking gives them (the
+    time model's where enough rows teach it), so the sampler starts from good kernels and looks around them
+    instead of finding that region by luck. In a family narrowed to one layout, the default is that layout's."""
+    starts = shape_starts(db, first, families, limits, measured, redo)
     if note:
         note(starts.line())
-    for config in starts.configs:
+    pool = candidates(db, first, families, limits, measured, starts)
+    for config in make_ranker(db, first, limits).rank(pool, first.shape):
         study.enqueue_trial(trial_params(config), skip_if_exists=shared)
-    _enqueue_defaults(study, families, limits, measured | {c.name for c in starts.configs}, shared, shape)
-
-
-def _enqueue_defaults(study: optuna.Study, families: list[Family], limits: Limits, measured: set[str],
-                      shared: bool, shape: tuple[int, int, int]) -> None:
-    """Each family's default config (for blocked: the best a search found on the H200, see
-    autotune/families/blocked.py) as the first trials, so the sampler starts from a good kernel and
-    looks around it instead of finding that region by luck; before it, the default fitted to the
-    shape where the family has a fit (Family.fit: split-K's splits, skinny's rows, tall's columns).
-    In a family narrowed to one layout, the default is that layout's (make_config)."""
-    for family in families:
-        default = make_config(family, {})
-        first = fitted(default, shape, limits)
-        for config in [first] + ([default] if default.name != first.name else []):
-            if within(family, config.values) and config.name not in measured and not violations(config, limits):
-                study.enqueue_trial(trial_params(config), skip_if_exists=shared)
 
 
 def _start_compiler(run: _Run, backends: list[Backend], jobs: int | None) -> None:

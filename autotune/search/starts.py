@@ -6,7 +6,7 @@ best tiling hardly depends on which operand is stored transposed), then at each 
 NEAREST_SHAPES recorded shapes nearest this one (store.nearest: same backend, same GPU model; the
 distance rule is in space.shapes), nearest shape first and, within a shape, fastest first; at
 most MAX_STARTS of them.
-Then each family's default (search.loop). A kernel's best tiling moves slowly with the shape, so
+search.ranking puts them in turns with the family defaults the shape moved. A kernel's best tiling moves slowly with the shape, so
 the neighbours' winners are the likeliest good kernels here, and measuring them first gives the
 sampler a good region to look around from its first trial.
 

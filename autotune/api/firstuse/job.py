@@ -3,7 +3,7 @@ tuning, in a process of its own (tuner.SubprocessTuner starts it; anyone may run
 
 It starts a measuring worker at the shape (backends.worker: kernels run in a process of their own,
 whose fault takes down neither this process nor the caller's), which times cuBLAS there (the
-baselines, and each row's cublas_ms), ranks the candidates (candidates.py) and measures them in that
+baselines, and each row's cublas_ms), ranks the candidates (search.ranking) and measures them in that
 order, each verified at the shape before it is timed and recorded as a search's trial is
 (search.measure.evaluate), until `--trials` new measurements or `--seconds`. Each row is committed on
 its own: a job killed midway leaves whole rows. It dies with the process that started it.
@@ -21,13 +21,13 @@ import time
 
 from autotune import store
 from autotune.api.commands import start_measuring
-from autotune.api.firstuse.candidates import candidates, make_ranker
 from autotune.api.firstuse.tuner import ENVIRONMENT_EXIT
 from autotune.backends.worker import WorkerSpec
 from autotune.errors import AutotuneError, EnvironmentFault
 from autotune.families import FAMILIES, families_for
 from autotune.families.layouts import layout_choices, layout_name, narrow_to
 from autotune.search.measure import evaluate
+from autotune.search.ranking import candidates, make_ranker
 from autotune.space import Shape, check_shape
 
 

@@ -1,39 +1,45 @@
-"""The candidates a first-use job measures at a shape, and the seam that ranks them.
+"""What a search or a first-use job measures first at a shape, and the seam that orders it.
 
 candidates(): the nearest recorded shapes' winners (search.starts.shape_starts: this shape's other
-layouts first, then the nearest shapes, fastest first within each, at most MAX_STARTS), then each
-family's default fitted to the shape (Family.fit) and the plain default, as a search's first trials
-are (fits() says in which order); those a constraint refuses at the shape, and those measured here already,
-left out. A Ranker orders them (the time model where enough rows teach it, make_ranker); the job
-measures the head of that order within its budget.
+layouts first, then the nearest shapes, fastest first within each, at most MAX_STARTS) taking turns
+with the defaults of the families whose fit moved them here (fits()), then the other defaults; those
+a constraint refuses at the shape, and those measured here already, left out. The turns are there
+because a small budget is spent on the head of the list: at the 40 random shapes of
+benchmarks/anyshape.py (seed 1), `autotune cover` with 8 trials a shape measured the neighbours'
+8 winners and nothing else, so no skinny or tall kernel was tried at 1x689x7472 or 3712x3x1235,
+the GEMV-like shapes those families are for (benchmarks/data/anyshape-covered-h200.json).
+
+A Ranker orders them (make_ranker: the time model where enough rows teach it, else as found); the
+search enqueues that order as its first trials (search.loop), a first-use job measures its head
+within its budget (api.firstuse.job).
 """
 from __future__ import annotations
 
+import itertools
 from typing import Protocol
 
 import sqlite_utils
 
 from autotune import store
-from autotune.api.dispatch import DEFAULT_ORDER
 from autotune.backends.base import Backend
 from autotune.backends.outcome import OK
 from autotune.errors import AutotuneError
 from autotune.explain.timemodel import TimeModel
-from autotune.families import FAMILIES
+from autotune.families import DEFAULT_ORDER, FAMILIES
 from autotune.search.plan import refusals
-from autotune.search.starts import shape_starts
+from autotune.search.starts import Starts, shape_starts
 from autotune.space import Config, Family, Limits, Shape, fitted, make_config, within
 
 
 class Ranker(Protocol):
     def rank(self, configs: list[Config], shape: Shape) -> list[Config]:
         """The configs likeliest to be fastest at `shape` first. Only configs given may come back (some
-        may be left out: those it expects to lose); the job measures the head of the list. Called once
-        per tuned shape, in the job's process, before anything is measured there."""
+        may be left out: those it expects to lose); the caller measures the head of the list. Called once
+        per shape, before anything is measured there."""
 
 
 class AsFound:
-    """The candidates' own order (neighbours' winners, nearest shape first, then the fits)."""
+    """The candidates' own order (candidates(): the neighbours' winners and the fits that moved in turn)."""
 
     def rank(self, configs: list[Config], shape: Shape) -> list[Config]:
         return list(configs)
@@ -72,21 +78,25 @@ def make_ranker(db: sqlite_utils.Database, backend: Backend, limits: Limits) -> 
 
 
 def candidates(db: sqlite_utils.Database, backend: Backend, families: list[Family], limits: Limits,
-               measured: set[str]) -> list[Config]:
-    """What the module's docstring says, at the backend's shape; `measured`: the kernels with a row here."""
-    starts = shape_starts(db, backend, families, limits, measured)
-    found = {c.name: c for c in starts.configs}
-    for config in fits(families, backend.shape, limits):
+               measured: set[str], starts: Starts | None = None) -> list[Config]:
+    """What the module's docstring says, at the backend's shape; `measured`: the kernels with a row here;
+    `starts`: the neighbours' winners where the caller found them already (shape_starts)."""
+    if starts is None:
+        starts = shape_starts(db, backend, families, limits, measured)
+    moved, others = fits(families, backend.shape, limits)
+    turns = [c for pair in itertools.zip_longest(starts.configs, moved) for c in pair if c is not None]
+    found: dict[str, Config] = {}
+    for config in turns + others:
         if within(config.family, config.values) and not refusals(backend, config, limits) and \
                 config.name not in measured:
             found.setdefault(config.name, config)
     return list(found.values())
 
 
-def fits(families: list[Family], shape: Shape, limits: Limits) -> list[Config]:
-    """Each family's default fitted to the shape, then its plain default. First the families whose fit
-    moved the default here (split-K's splits at a deep K, skinny's rows at a few): the fit says the
-    shape is of the kind the family is for; then in the dispatcher's order of defaults (blocked first)."""
+def fits(families: list[Family], shape: Shape, limits: Limits) -> tuple[list[Config], list[Config]]:
+    """Each family's default fitted to the shape, and its plain default, in the dispatcher's order of
+    defaults (blocked first): (the fits that moved the default here, everything else). A fit that moved
+    (split-K's splits at a deep K, skinny's rows at a few) says the shape is of the kind its family is for."""
     ordered = sorted(families, key=lambda f: DEFAULT_ORDER.index(f.name) if f.name in DEFAULT_ORDER else len(FAMILIES))
     moved: list[Config] = []
     others: list[Config] = []
@@ -95,4 +105,4 @@ def fits(families: list[Family], shape: Shape, limits: Limits) -> list[Config]:
         fit = fitted(default, shape, limits)
         (moved if fit.name != default.name else others).append(fit)
         others.append(default)
-    return moved + others
+    return moved, others
