@@ -108,7 +108,7 @@ def takes_short_way(config: Config, shape: Shape) -> bool:
     """Whether a plain torch call at the shape can run the config's kernel by the short way (api.shortcuts),
     which is what makes a host-bound call cheaper than torch.matmul: the plain signature, and no prologue there
     (a kernel with one takes the full path, its workspace and two launches: 16.9 us a call at 15782x11x12 with
-    streamk's, against torch.matmul's 15.4, benchmarks/data/anyshape-covered-h200.json)."""
+    streamk's, against torch.matmul's 15.4, benchmarks/data/anyshape-covered-neighbours-first-h200.json)."""
     return not config.values.get("BLAS") and config.prologue(*shape) is None
 
 

@@ -7,7 +7,8 @@ a constraint refuses at the shape, and those measured here already, left out. Th
 because a small budget is spent on the head of the list: at the 40 random shapes of
 benchmarks/anyshape.py (seed 1), `autotune cover` with 8 trials a shape measured the neighbours'
 8 winners and nothing else, so no skinny or tall kernel was tried at 1x689x7472 or 3712x3x1235,
-the GEMV-like shapes those families are for (benchmarks/data/anyshape-covered-h200.json).
+the GEMV-like shapes those families are for (benchmarks/data/anyshape-covered-neighbours-first-h200.json;
+with the turns, 12 trials a shape: anyshape-covered-h200.json).
 
 A Ranker orders them (make_ranker: the time model where enough rows teach it, else as found); the
 search enqueues that order as its first trials (search.loop), a first-use job measures its head
