@@ -25,6 +25,7 @@ from typing import Callable
 from autotune.families.blocked import (
     BLOCKED,
     MAX_ACCUMULATORS,
+    SMALL_TILE,
     accumulators,
     derive_tiles,
     shared_bytes,
@@ -123,9 +124,8 @@ SHORT_CHAIN = 4
 TREE_FROM = 32
 MIN_CHUNK_STEPS = 4  # a split's chunk of K keeps at least this many BK steps (shorter ones are all overhead)
 # Where even the most splits K allows leave more than half the SMs without a block (small squares), the
-# tile shrinks to 64 x 64 with 4 x 4 sub-tiles: at 512^3 on the H200 it ran 0.015 ms with 2-4 splits
+# tile shrinks to blocked's SMALL_TILE: at 512^3 on the H200 it ran 0.015 ms with 2-4 splits
 # against the wide tile's 0.027 with 8 (32 blocks), level with cuBLAS (docs/BENCHMARKS.md as of f793a29, "the launch path's share, AL=1, small tiles")
-SMALL_TILE = {"BM": 64, "BN": 64, "WM": 32, "WN": 32, "WNITER": 1, "TM": 4, "TN": 4}
 
 
 def usable_splits(p: Params, K: int) -> list[int]:

@@ -1,0 +1,68 @@
+"""blocked's fit takes a smaller tile where K is short and the default's tiles would leave SMs idle
+(families.blocked._smaller_tile), and the committed H200 measurements behind the rule agree with it."""
+import gzip
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from autotune.families import BLOCKED
+from autotune.families.blocked import SHORT_K, SMALL_TILE, SMALLER_TILE
+from autotune.space import Limits, fitted, make_config, shape_violations, violations
+
+DATA = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "h200-small-tiles.sqlite.gz"
+TILE = ("BM", "BN", "WM", "WN", "WNITER", "TM", "TN")
+
+
+def tile_of(values) -> dict:
+    return {k: values[k] for k in TILE}
+
+
+def fitted_tile(shape, limits=None) -> dict:
+    config = fitted(make_config(BLOCKED, {}), shape, limits or Limits())
+    assert not violations(config) and not shape_violations(config, shape[0], shape[1])
+    return tile_of(config.values)
+
+
+@pytest.mark.parametrize("shape, want", [
+    ((144, 10131, 4), SMALL_TILE),  # 80 tiles of 128 x 256 on 132 SMs; 477 of 64 x 64
+    ((432, 838, 158), SMALL_TILE),  # 98 of 64 x 64: at least half the SMs
+    ((43, 2170, 355), SMALLER_TILE),  # 34 of 64 x 64: fewer than half, so 32 x 64
+    ((2048, 2048, 2048), None),  # a long k-loop keeps the large tile
+    ((1024, 1024, SHORT_K + 1), None),
+    ((8192, 8192, 64), None),  # short K, but the tiles fill the SMs
+])
+def test_a_short_k_with_too_few_tiles_takes_a_smaller_tile(shape, want):
+    assert fitted_tile(shape) == (want and {**tile_of(make_config(BLOCKED, {}).values), **want}
+                                  or tile_of(make_config(BLOCKED, {}).values))
+
+
+def test_the_tiles_are_counted_against_the_devices_sms():
+    """A GPU of 16 SMs is filled by 80 tiles of 128 x 256 at 144x10131x4: no smaller tile there."""
+    assert fitted_tile((144, 10131, 4), Limits(sms=16)) == tile_of(make_config(BLOCKED, {}).values)
+
+
+def test_the_fits_tile_was_within_three_percent_of_the_fastest_measured_at_each_shape(tmp_path):
+    db_path = tmp_path / "tiles.sqlite"
+    with gzip.open(DATA) as src, open(db_path, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    db.row_factory = sqlite3.Row
+    rows = [dict(r) for r in db.execute("SELECT * FROM results WHERE status = 'ok'")]
+    shapes = {(r["M"], r["N"], r["K"]) for r in rows}
+    assert len(shapes) == 8
+    for shape in shapes:
+        here = [r for r in rows if (r["M"], r["N"], r["K"]) == shape]
+        chosen = [r for r in here if tile_of(r) == fitted_tile(shape)]
+        assert len(chosen) == 1, shape
+        assert chosen[0]["time_ms"] <= 1.03 * min(r["time_ms"] for r in here), shape
+
+
+def test_the_default_tile_is_the_familys_and_a_tile_the_caller_chose_stays():
+    from autotune.families.blocked import DEFAULT_TILE
+
+    assert tile_of(make_config(BLOCKED, {}).values) == DEFAULT_TILE
+    given = {"TN": 2, "TM": 8}
+    config = fitted(make_config(BLOCKED, given), (144, 10131, 4), Limits(), given)
+    assert (config.values["BM"], config.values["BN"]) == (128, 256) and not violations(config)
