@@ -1,5 +1,5 @@
 """blocked's fit takes a smaller tile where K is short and the default's tiles would leave SMs idle
-(families.blocked._smaller_tile), and the committed H200 measurements behind the rule agree with it."""
+(families.short_k), and the committed H200 measurements behind the rule agree with it."""
 import gzip
 import shutil
 import sqlite3
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from autotune.families import BLOCKED
-from autotune.families.blocked import SHORT_K, SMALL_TILE, SMALLER_TILE
+from autotune.families.short_k import SHORT_K, SMALL_TILE, SMALLER_TILE
 from autotune.space import Limits, fitted, make_config, shape_violations, violations
 
 DATA = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "h200-small-tiles.sqlite.gz"
@@ -60,7 +60,7 @@ def test_the_fits_tile_was_within_three_percent_of_the_fastest_measured_at_each_
 
 
 def test_the_default_tile_is_the_familys_and_a_tile_the_caller_chose_stays():
-    from autotune.families.blocked import DEFAULT_TILE
+    from autotune.families.short_k import DEFAULT_TILE
 
     assert tile_of(make_config(BLOCKED, {}).values) == DEFAULT_TILE
     given = {"TN": 2, "TM": 8}

@@ -49,6 +49,7 @@ vectors: a thread's four values are read as the one or two aligned float4s that 
 from __future__ import annotations
 
 from autotune.families.common import WAVE32, tile_intensity
+from autotune.families.short_k import smaller_tile
 from autotune.space import Constraint, Family, Launch, Limits, Param, Params, Prologue, Value, ceil_div, round_up
 
 MAX_ACCUMULATORS = 128  # per thread; beyond it the kernel cannot stay within 255 registers
@@ -224,42 +225,12 @@ PB_MIN_ROWS = 1024
 AL_MIN_ROWS = 1024
 
 
-# A tile of 64 x 64 with 4 x 4 sub-tiles (four warps), and one of 32 x 64 (two warps of 16 x 32). split-K shrinks to the
-# first where its splits leave SMs idle (splitk._shrunk); blocked's fit shrinks to them where K is short (_smaller_tile).
-SMALL_TILE = {"BM": 64, "BN": 64, "WM": 32, "WN": 32, "WNITER": 1, "TM": 4, "TN": 4}
-SMALLER_TILE = {**SMALL_TILE, "BM": 32, "WM": 16}
-DEFAULT_TILE = {"BM": 128, "BN": 256, "WM": 64, "WN": 64, "WNITER": 2, "TM": 8, "TN": 4}  # the Params' defaults below
-# At most this K, a tile's k-loop is short: its time is its loads and its stores, which more blocks on the SMs overlap,
-# rather than the FMAs that a large tile's reuse feeds. On the H200 at seven host-bound shapes of K 4-355
-# (benchmarks/release/small_tiles_check.sh, benchmarks/data/h200-small-tiles.sqlite.gz) the 64 x 64 tile took
-# 7.4 us at 144x10131x4 and 7.2 at 120x12437x16 where the default's 80 and 49 tiles of 128 x 256 took 10.5 and 10.5
-# (cuBLAS 7.5 and 8.0), 11.3 against 13.9 at 432x838x158; the 32 x 64 one 15.8 against 20.0 (64 x 64) at
-# 43x2170x355, whose 64 x 64 tiles were 34. Longer k-loops keep the large tile, for split-K and stream-K to spread.
-SHORT_K = 512
-
-
-def _tiles(p: Params, M: int, N: int) -> int:
-    return ceil_div(M, p["BM"]) * ceil_div(N, p["BN"])
-
-
-def _smaller_tile(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
-    """Where K is short (SHORT_K) and the default tile's tiles are fewer than the SMs: SMALL_TILE, or SMALLER_TILE
-    where even SMALL_TILE's would leave half the SMs idle; {} otherwise, where the constraints refuse it, or where
-    p's tile is not the default's (a tile the caller chose stays, whole)."""
-    M, N, K = shape
-    if K > SHORT_K or any(p[k] != v for k, v in DEFAULT_TILE.items()) or _tiles(p, M, N) >= limits.sms:
-        return {}
-    tile = SMALLER_TILE if _tiles({**p, **SMALL_TILE}, M, N) < limits.sms // 2 else SMALL_TILE
-    smaller = {k: v for k, v in tile.items() if p[k] != v}
-    return smaller if smaller and BLOCKED.allows({**p, **smaller}, limits) else {}
-
-
 def _fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
-    """The default at a shape: a smaller tile where K is short and the tiles would leave SMs idle (_smaller_tile);
+    """The default at a shape: a smaller tile where K is short and the tiles would leave SMs idle (smaller_tile);
     no prologue below PB_MIN_ROWS rows of C; copies to whole tiles (AL=2) of NN operands whose rows are not 16-byte
     aligned, from AL_MIN_ROWS rows; C staged (CS=1) where its rows are not 16-byte aligned (_stages_c_where_it_pays)."""
     M, N, K = shape
-    fit: dict[str, Value] = dict(_smaller_tile(p, shape, limits))
+    fit: dict[str, Value] = dict(smaller_tile(p, shape, limits, BLOCKED.allows))
     p = {**p, **fit}
     if p.get("PB", 0) and M < PB_MIN_ROWS:
         fit["PB"] = 0

@@ -25,13 +25,13 @@ from typing import Callable
 from autotune.families.blocked import (
     BLOCKED,
     MAX_ACCUMULATORS,
-    SMALL_TILE,
     accumulators,
     derive_tiles,
     shared_bytes,
     threads,
 )
 from autotune.families.chunked import chunked_constraints, chunked_params
+from autotune.families.short_k import SMALL_TILE
 from autotune.space import Constraint, Family, Launch, Limits, Param, Params, ceil_div
 
 MAX_TILES = 1 << 16  # turnstiles, one per output tile: 256 KiB of device memory
@@ -124,7 +124,7 @@ SHORT_CHAIN = 4
 TREE_FROM = 32
 MIN_CHUNK_STEPS = 4  # a split's chunk of K keeps at least this many BK steps (shorter ones are all overhead)
 # Where even the most splits K allows leave more than half the SMs without a block (small squares), the
-# tile shrinks to blocked's SMALL_TILE: at 512^3 on the H200 it ran 0.015 ms with 2-4 splits
+# tile shrinks to SMALL_TILE (families.short_k): at 512^3 on the H200 it ran 0.015 ms with 2-4 splits
 # against the wide tile's 0.027 with 8 (32 blocks), level with cuBLAS (docs/BENCHMARKS.md as of f793a29, "the launch path's share, AL=1, small tiles")
 
 
