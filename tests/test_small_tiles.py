@@ -59,10 +59,7 @@ def test_the_fits_tile_was_within_three_percent_of_the_fastest_measured_at_each_
         assert chosen[0]["time_ms"] <= 1.03 * min(r["time_ms"] for r in here), shape
 
 
-def test_the_default_tile_is_the_familys_and_a_tile_the_caller_chose_stays():
-    from autotune.families.short_k import DEFAULT_TILE
-
-    assert tile_of(make_config(BLOCKED, {}).values) == DEFAULT_TILE
+def test_a_tile_the_caller_chose_stays():
     given = {"TN": 2, "TM": 8}
     config = fitted(make_config(BLOCKED, given), (144, 10131, 4), Limits(), given)
     assert (config.values["BM"], config.values["BN"]) == (128, 256) and not violations(config)

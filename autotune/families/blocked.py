@@ -230,7 +230,7 @@ def _fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     no prologue below PB_MIN_ROWS rows of C; copies to whole tiles (AL=2) of NN operands whose rows are not 16-byte
     aligned, from AL_MIN_ROWS rows; C staged (CS=1) where its rows are not 16-byte aligned (_stages_c_where_it_pays)."""
     M, N, K = shape
-    fit: dict[str, Value] = dict(smaller_tile(p, shape, limits, BLOCKED.allows))
+    fit: dict[str, Value] = dict(smaller_tile(p, shape, limits, BLOCKED))
     p = {**p, **fit}
     if p.get("PB", 0) and M < PB_MIN_ROWS:
         fit["PB"] = 0

@@ -31,7 +31,7 @@ from autotune.families.blocked import (
     threads,
 )
 from autotune.families.chunked import chunked_constraints, chunked_params
-from autotune.families.short_k import SMALL_TILE
+from autotune.families.short_k import SMALL_TILE, tiles
 from autotune.space import Constraint, Family, Launch, Limits, Param, Params, ceil_div
 
 MAX_TILES = 1 << 16  # turnstiles, one per output tile: 256 KiB of device memory
@@ -44,10 +44,6 @@ def derive(p: Params) -> dict[str, int]:
     # PAIRS (RED=2): a counter per split of every tile that fits the workspace, at most WS_FLOATS / (BM*BN)
     return {**derive_tiles(p), "MAX_TILES": MAX_TILES, "WS_FLOATS": WS_FLOATS, "PAIRS": WS_FLOATS // (p["BM"] * p["BN"]),
             "WAVE": 0, "BLAS": 0}
-
-
-def tiles(p: Params, M: int, N: int) -> int:
-    return ceil_div(M, p["BM"]) * ceil_div(N, p["BN"])
 
 
 def _geometry(p: Params, M: int, N: int) -> Launch:

@@ -67,9 +67,14 @@ def make_ranker(db: sqlite_utils.Database, backend: Backend, limits: Limits) -> 
     """The time model fitted on the verified rows of this backend and GPU model in `db` and the shipped
     databases, with these limits; AsFound where they are too few (MIN_ROWS, MIN_SHAPES)."""
     gpu = backend.provenance.get("gpu_name")
-    dbs = [db, *(store.open_readonly(p) for p in store.shipped_databases())]
-    rows = [r for d in dbs for r in d.query("SELECT * FROM results WHERE backend = ? AND gpu_name = ? AND status = ?",
-                                            [backend.name, gpu, OK])]
+    shipped = [store.open_readonly(p) for p in store.shipped_databases()]
+    try:
+        rows = [r for d in [db, *shipped]
+                for r in d.query("SELECT * FROM results WHERE backend = ? AND gpu_name = ? AND status = ?",
+                                 [backend.name, gpu, OK])]
+    finally:
+        for d in shipped:  # a search calls this once per shape, and a cover runs a search per product
+            d.close()
     if len(rows) < MIN_ROWS or len({(r["M"], r["N"], r["K"]) for r in rows}) < MIN_SHAPES:
         return AsFound()
     try:
