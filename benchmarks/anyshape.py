@@ -12,6 +12,9 @@ with --suite the suite's shapes. Each shape is timed two ways, for both in the s
   latency and host time included.
 The host cost of one call at 64³ (2,000 calls back to back, wall clock, no synchronisation
 inside; the two in turn, 500 calls at a time) is reported beside. Every product is checked against torch's (relative Frobenius error).
+With --forced, at every random shape where load() runs cuBLAS although a kernel was measured there (after
+--cover), that kernel is also timed against torch.matmul both ways (`forced`: load(library=False)), beside its
+recorded GPU time and cuBLAS's: what running it would have given, the evidence for api.dispatch's margins.
 """
 from __future__ import annotations
 
@@ -70,7 +73,7 @@ def alone_ms(torch, ours, theirs, calls: int) -> tuple[float, float]:
 
 
 def measure(torch, mm, shape, trans_b: bool, kind: str, control: bool = False, rounds: int = 12,
-            alone: int = 100) -> dict:
+            alone: int = 100, forced=None) -> dict:
     M, N, K = shape
     A = torch.randn(M, K, device="cuda")
     B = torch.randn(N, K, device="cuda") if trans_b else torch.randn(K, N, device="cuda")
@@ -91,7 +94,34 @@ def measure(torch, mm, shape, trans_b: bool, kind: str, control: bool = False, r
     if control:  # the method's own bias: torch.matmul paired with itself (1.0 when unbiased)
         first, again = paired_ms(torch, theirs, lambda: torch.matmul(A, opB), reps, rounds)
         row["control"] = first / again
+    if forced is not None and row["kernel"].startswith("cuBLAS") and not trans_b:
+        row.update(forced_run(torch, forced, A, B, shape, theirs, reps, rounds, alone))
     return row
+
+
+def forced_run(torch, forced, A, B, shape, theirs, reps: int, rounds: int, alone: int) -> dict:
+    """The kernel measured at this very shape (load(library=False)'s exact choice) timed against torch.matmul
+    both ways, with the GPU times its row recorded (its own and cuBLAS's); {} where no row was measured here."""
+    choice = forced.choose(*shape, torch.cuda.current_device())
+    if choice.origin != "exact":
+        return {}
+    run = lambda: forced(A, B)  # noqa: E731
+    torch_alone, forced_alone = alone_ms(torch, run, theirs, alone)
+    torch_ms, forced_ms = paired_ms(torch, theirs, run, reps, rounds)
+    row = recorded(forced.dispatcher, shape, choice.kernel)
+    return {"forced_kernel": choice.kernel, "forced_torch_ms": torch_ms, "forced_ms": forced_ms,
+            "forced_torch_alone_ms": torch_alone, "forced_alone_ms": forced_alone,
+            "forced_row_ms": row.get("time_ms"), "forced_row_cublas_ms": row.get("cublas_ms")}
+
+
+def recorded(dispatcher, shape, kernel: str) -> dict:
+    """The fastest verified row of `kernel` at `shape` in the dispatcher's databases: its time and cuBLAS's."""
+    for db in dispatcher._dbs:
+        row = db.execute("SELECT time_ms, cublas_ms FROM results WHERE M=? AND N=? AND K=? AND kernel=? AND "
+                         "status='ok' ORDER BY time_ms LIMIT 1", (*shape, kernel)).fetchone()
+        if row is not None:
+            return {"time_ms": row[0], "cublas_ms": row[1]}
+    return {}
 
 
 def host_us(torch, runs, calls: int = 2000, chunk: int = 500) -> list[float]:
@@ -141,6 +171,8 @@ def main() -> int:
                         "this many seconds of searching, into --cover-db; load() then reads it beside the shipped one")
     parser.add_argument("--cover-db", default="cover.sqlite")
     parser.add_argument("--cover-trials", type=int, default=8)
+    parser.add_argument("--forced", action="store_true", help="also time, where cuBLAS runs, the kernel measured "
+                        "at that very shape (load(library=False))")
     parser.add_argument("-o", "--out", help="output JSON (default benchmarks/data/anyshape-<gpu>.json)")
     args = parser.parse_args()
     import torch
@@ -150,17 +182,21 @@ def main() -> int:
               "projection": [(s, True) for s in PROJECTIONS]}
     covered = cover(groups, args) if args.cover else None
     mm = autotune.load(db=args.db)
+    forced = autotune.load(db=args.db, library=False) if args.forced else None
     if args.suite:
         groups["suite"] = [((s["M"], s["N"], s["K"]), False) for s in tomllib.loads(Path(args.suite).read_text())["shapes"]]
     rows = []
     for kind, shapes in groups.items():
         for shape, trans_b in shapes:
             rows.append(measure(torch, mm, shape, trans_b, kind, kind == "random" and len(rows) < args.control,
-                                args.rounds, args.alone))
+                                args.rounds, args.alone, forced if kind == "random" and not trans_b else None))
             r = rows[-1]
             print(f"{kind:10s} {r['M']:>5}x{r['N']:>5}x{r['K']:>5} {r['layout']} torch/ours queued "
                   f"{r['torch_ms'] / r['ours_ms']:.3f} alone {r['torch_alone_ms'] / r['ours_alone_ms']:.3f} "
                   f"err {r['err']:.1e} {r['kernel'][:60]}", flush=True)
+            if "forced_ms" in r:
+                print(f"{'':10s} forced {r['forced_kernel'][:50]}: queued {r['forced_torch_ms'] / r['forced_ms']:.3f} "
+                      f"alone {r['forced_torch_alone_ms'] / r['forced_alone_ms']:.3f}", flush=True)
     a, b = torch.randn(64, 64, device="cuda"), torch.randn(64, 64, device="cuda")
     ours_us, torch_us = host_us(torch, [lambda: mm(a, b), lambda: torch.matmul(a, b)])
     host = {"shape": [64, 64, 64], "calls": 2000, "ours_us": ours_us, "torch_us": torch_us,
