@@ -452,8 +452,18 @@ def test_a_search_measures_the_fitted_default_before_the_default(db):
     ("skinny", (16, 4096, 14336), {"MR": 16, "KW": 16, "RED": 1}),  # 8 splits of 8 slices: 4 of 16
     ("skinny", (12, 100, 50), {"MR": 16, "SPLITK": 1}),  # K = 50: no split gives each slice a piece
     ("skinny", (64, 8192, 8192), {"MR": 16, "SPLITK": 1}),  # 4 block-rows x 64 tiles: 1.5 blocks a SM unsplit
+    # a long K on few columns: half the slices where that doubles the splits, until the blocks reach the SMs
+    ("skinny", (1, 689, 7472), {"MR": 1, "KW": 4, "SPLITK": 32, "RED": 1}),  # 6 tiles: 96 blocks at 8 slices
+    ("skinny", (2, 504, 3921), {"MR": 2, "KW": 2, "SPLITK": 32, "RED": 1}),
+    ("skinny", (2, 11427, 189), {"MR": 2, "SPLITK": 1}),  # 4 slices allow no more splits than 8: kept
     ("tall", (8192, 1, 8192), {"NR": 4}),  # one float4 of B per row beat NR=1 on the H200
-    ("tall", (8192, 16, 8192), {}),
+    ("tall", (8192, 16, 8192), {}),  # the default's 4 splits: 128 block-rows, 512 blocks
+    # splits only where each keeps two KT-row tiles of K; the fewest that reach 2 blocks an SM
+    ("tall", (11516, 4, 108), {"NR": 4, "SPLITK": 1}),
+    ("tall", (9954, 21, 61), {"SPLITK": 1}),
+    ("tall", (16230, 13, 3786), {"SPLITK": 2}),  # 254 block-rows
+    ("tall", (2076, 6, 2407), {"NR": 8, "SPLITK": 8}),  # 33 block-rows
+    ("tall", (4096, 4096, 4096), {}),  # 256 column blocks: not a shape of the family's kind, no splits set
 ])
 def test_gemv_like_defaults_fit_their_block_to_the_few_rows_or_columns(family, shape, expected):
     from autotune.space import Limits

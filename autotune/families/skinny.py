@@ -112,6 +112,11 @@ def tiles(p: Params, M: int, N: int) -> tuple[int, int]:
     return ceil_div(N, COLUMNS_PER_THREAD * p["THREADS"]), ceil_div(M, p["MR"])
 
 
+def usable_splits(p: Params, K: int) -> list[int]:
+    """At most as many splits as give each slice of a block one piece of K."""
+    return [s for s in SPLITS if s == 1 or s * p["KW"] * p["KT"] <= K]
+
+
 def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     """The default fitted to a shape. MR: the rows there are (M = 1: MR = 1), and with SA=1 up to 16 rows
     in one block-row, so that B is read once (16x8192x8192: MR=16 0.090 ms against two block-rows of 8,
@@ -127,8 +132,15 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
         grown = {**q, "MR": min(v for v in ROWS_PER_BLOCK if v >= min(M, ROWS_PER_BLOCK[-1]))}
         q = grown if staged_floats(grown) * 4 <= limits.max_static_shared else q
     tiles_n, tiles_m = tiles(q, M, N)
-    # at most as many splits as give each slice of a block one piece of K
-    usable = [s for s in SPLITS if s == 1 or s * q["KW"] * q["KT"] <= K]
+    usable = usable_splits(q, K)
+    # where even the most splits leave SMs without a block (few columns, a long K: 1 x 689 x 7472 had 6 column
+    # blocks and 16 splits, 96 blocks, 19.9 us against cuBLAS's 9.6, benchmarks/data/anyshape-covered-h200.json at
+    # 2b04d0b), half the slices a block where that allows twice the splits: the same warps over more SMs
+    while q["KW"] > 2 and tiles_n * tiles_m * usable[-1] < limits.sms:
+        halved = {**q, "KW": q["KW"] // 2}
+        if usable_splits(halved, K)[-1] < 2 * usable[-1] or not SKINNY.allows(halved, limits):
+            break
+        q, usable = halved, usable_splits(halved, K)
     q["SPLITK"] = next((s for s in usable if tiles_n * tiles_m * s * 2 >= 3 * limits.sms), usable[-1])
     wide = {**q, "KW": 16, "SPLITK": q["SPLITK"] // 2}
     if q["KW"] == 8 and q["SPLITK"] > 1 and SKINNY.allows(wide, limits):

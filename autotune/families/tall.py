@@ -19,8 +19,8 @@ so K is split (SPLITK) among blocks that add their partials in split order behin
 templates/_splitk.cu.j2, as the skinny and splitk families do (deterministic). The kernel is capped at
 128 registers a thread (16 warps an SM) to keep loads in flight; KT = 64 is the deepest tile at which
 the default's A values, partial sums and B stores fit that without spilling (sm_90, NVRTC 13).
-The B tile is double-buffered: one barrier a tile. A search first measures the default with NR cut
-to the columns there are, at least 4 (fit: NR=4 at N=1), then the default.
+The B tile is double-buffered: one barrier a tile. A search first measures the default fitted to the
+shape (fit: NR cut to the columns there are, at least 4; splits by K and the rows), then the default.
 
 ST > 0 (stages) replaces the loads into registers with a cp.async pipeline of ST stages in dynamic
 shared memory, each one tile: a thread's own float4s of A (As[s][r][tid]) and the tile's B in the
@@ -38,13 +38,14 @@ from dataclasses import replace
 
 from autotune.families.common import WAVE32
 from autotune.families.splitk import MAX_TILES, fit_block, split_grid
-from autotune.space import Constraint, Family, Launch, Param, Params, ceil_div
+from autotune.space import Constraint, Family, Launch, Limits, Param, Params, ceil_div
 
 MAX_A_IN_FLIGHT = 16  # float4s of A a lane loads per tile before using them (4 registers each)
 MAX_B_STAGED = 16  # floats of the B tile a thread holds between loading and storing it
 MAX_ACCUMULATORS = 64  # ROWS x NR partial sums a lane keeps in registers
 COLUMNS_PER_BLOCK = (1, 2, 4, 8, 16)  # NR
-STAGES = (0, 3, 4, 6)  # ST: 0 = A loaded into registers, B staged by plain loads (no pipeline)
+STAGES = (0, 3, 4, 6)
+SPLITS = (1, 2, 4, 8, 16, 32)  # ST: 0 = A loaded into registers, B staged by plain loads (no pipeline)
 
 
 def quads(p: Params) -> int:
@@ -95,6 +96,30 @@ def _geometry(p: Params, M: int, N: int) -> Launch:
     return replace(_split_geometry(p, M, N), shared_bytes=stages_bytes(p))
 
 
+# At most this many column blocks for the fit to set the splits: each reads all of A again, so beyond it the
+# shape is no longer of the family's kind (a blocked tile reads A once per 128 columns) and the fit stays NR's.
+MAX_COLUMN_BLOCKS = 4
+MIN_SPLIT_TILES = 2  # KT-row tiles of K a split keeps at least: shorter ones are a partial tile and a turnstile
+BLOCKS_PER_SM = 2  # the fit's splits stop where the grid reaches this many blocks an SM
+
+
+def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
+    """NR cut to the columns there are, at least 4 (NR=4 beat NR=1 by 13-17% at 8192x1x8192: docs/BENCHMARKS.md
+    as of f793a29). Where the shape is of the family's kind (at most MAX_COLUMN_BLOCKS column blocks), SPLITK: the
+    fewest splits whose grid reaches BLOCKS_PER_SM blocks an SM, among those that leave each split MIN_SPLIT_TILES
+    tiles of K. That is the default's 4 at its shape, 8192 x 16 x 8192 (128 block-rows), and 1 at K = 108 or 61,
+    where the default's 4 splits each took a part of one tile and waited on a turnstile: 11516x4x108 ran 10.9 us
+    with 4 splits against cuBLAS's 8.4 (benchmarks/data/anyshape-covered-h200.json, sources 2b04d0b)."""
+    M, N, K = shape
+    q = {**p, **fit_block(p, "NR", COLUMNS_PER_BLOCK, max(N, 4))}
+    tiles_n, tiles_m = tiles(q, M, N)
+    if tiles_n > MAX_COLUMN_BLOCKS:
+        return {k: v for k, v in q.items() if v != p[k]}
+    usable = [s for s in SPLITS if s == 1 or K >= s * MIN_SPLIT_TILES * q["KT"]]
+    q["SPLITK"] = next((s for s in usable if tiles_n * tiles_m * s >= BLOCKS_PER_SM * limits.sms), usable[-1])
+    return {k: v for k, v in q.items() if v != p[k]}
+
+
 TALL = Family(
     name="tall",
     doc="few columns of C per block (small N): A streamed once with 16-byte loads by groups of lanes "
@@ -107,7 +132,7 @@ TALL = Family(
         Param("ROWS", (1, 2, 4, 8), 2, "rows of C per group (each B value loaded serves ROWS rows)"),
         Param("NR", COLUMNS_PER_BLOCK, 16, "columns of C per block (a lane keeps ROWS x NR sums)"),
         Param("KT", (32, 64, 128, 256, 512), 64, "rows of B staged in shared memory per tile"),
-        Param("SPLITK", (1, 2, 4, 8, 16, 32), 4, "blocks per tile of C, each over its own chunk of K"),
+        Param("SPLITK", SPLITS, 4, "blocks per tile of C, each over its own chunk of K"),
         Param("ST", STAGES, 4, "stages of the cp.async pipeline in dynamic shared memory, each a tile of A and "
               "B (0: A loaded into registers a tile at a time, B staged with plain loads)", absent=0,
               named_at_absent=False),
@@ -138,8 +163,7 @@ TALL = Family(
     derive=derive,
     tags={"THREADS": "T", "LANES": "L", "ROWS": "R", "SPLITK": "SK"},
     shape_rules=_shape_rules,
-    # at least 4 columns: NR=4 beat NR=1 by 13-17% at 8192x1x8192 (docs/BENCHMARKS.md as of f793a29)
-    fit=lambda p, shape, limits: fit_block(p, "NR", COLUMNS_PER_BLOCK, max(shape[1], 4)),
+    fit=fit,
     hip=replace(WAVE32, no_cp_async="ST=0 (A is loaded into registers, B staged by plain loads)"),
     intensity=lambda p: p["NR"] / 2,  # per float4 of A (16 bytes) 4*NR FMAs (B is NR floats beside it)
     block_tile=lambda p: (rows_per_block(p), p["NR"]),
