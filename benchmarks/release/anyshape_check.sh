@@ -4,13 +4,20 @@
 # TRIALS trials a product (anyshape.py --cover --forced: where cuBLAS runs beside a kernel measured there, that
 # kernel timed too; the database tarred into $OUT), then through the shipped database
 # alone at the random shapes of SEED2 (default 2; none: not), which nothing was covered at. JSONs in $OUT.
+# COVER_DB=path: no new cover; the first part reads that database (one an earlier run tarred) beside the shipped one.
 # From the repository root with OUT set:
 #   OUT=out bash benchmarks/release/anyshape_check.sh
 source benchmarks/release/common.sh
 COMMIT="${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}"
-step "anyshape after cover (seed 1, ${BUDGET:=330} s, ${TRIALS:=12} trials a product)"
-timeout "$((BUDGET + 150))" python3 benchmarks/anyshape.py --seed 1 --count 40 --cover "$BUDGET" --cover-trials "$TRIALS" \
-  --cover-db "$WORK/cover.sqlite" --forced --commit "$COMMIT" -o "$OUT/anyshape-covered-h200.json" >"$WORK/covered.log" 2>&1
+if [ -n "${COVER_DB:-}" ]; then  # a cover made before (its database carried here): load() reads it, no new cover
+  step "anyshape through $COVER_DB and the shipped database (seed 1)"
+  AUTOTUNE_DB="$COVER_DB" timeout 300 python3 benchmarks/anyshape.py --seed 1 --count 40 --forced --commit "$COMMIT" \
+    -o "$OUT/anyshape-covered-h200.json" >"$WORK/covered.log" 2>&1
+else
+  step "anyshape after cover (seed 1, ${BUDGET:=330} s, ${TRIALS:=12} trials a product)"
+  timeout "$((BUDGET + 150))" python3 benchmarks/anyshape.py --seed 1 --count 40 --cover "$BUDGET" --cover-trials "$TRIALS" \
+    --cover-db "$WORK/cover.sqlite" --forced --commit "$COMMIT" -o "$OUT/anyshape-covered-h200.json" >"$WORK/covered.log" 2>&1
+fi
 echo "rc $?" | tee -a "$LOG"
 grep -v "it/s\]\|s/it\]" "$WORK/covered.log" | tail -75 | tee -a "$LOG"
 if [ "${SEED2:=2}" != none ]; then
