@@ -44,8 +44,8 @@ MAX_A_IN_FLIGHT = 16  # float4s of A a lane loads per tile before using them (4 
 MAX_B_STAGED = 16  # floats of the B tile a thread holds between loading and storing it
 MAX_ACCUMULATORS = 64  # ROWS x NR partial sums a lane keeps in registers
 COLUMNS_PER_BLOCK = (1, 2, 4, 8, 16)  # NR
-STAGES = (0, 3, 4, 6)
-SPLITS = (1, 2, 4, 8, 16, 32)  # ST: 0 = A loaded into registers, B staged by plain loads (no pipeline)
+STAGES = (0, 3, 4, 6)  # ST: 0 = A loaded into registers, B staged by plain loads (no pipeline)
+SPLITS = (1, 2, 4, 8, 16, 32)
 
 
 def quads(p: Params) -> int:
