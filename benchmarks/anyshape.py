@@ -94,7 +94,7 @@ def measure(torch, mm, shape, trans_b: bool, kind: str, control: bool = False, r
     if control:  # the method's own bias: torch.matmul paired with itself (1.0 when unbiased)
         first, again = paired_ms(torch, theirs, lambda: torch.matmul(A, opB), reps, rounds)
         row["control"] = first / again
-    if forced is not None and row["kernel"].startswith("cuBLAS") and not trans_b:
+    if forced is not None and row["kernel"].startswith("cuBLAS"):
         row.update(forced_run(torch, forced, A, B, shape, theirs, reps, rounds, alone))
     return row
 

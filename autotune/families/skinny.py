@@ -138,9 +138,10 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     # 2b04d0b), half the slices a block where that allows twice the splits: the same warps over more SMs
     while q["KW"] > 2 and tiles_n * tiles_m * usable[-1] < limits.sms:
         halved = {**q, "KW": q["KW"] // 2}
-        if usable_splits(halved, K)[-1] < 2 * usable[-1] or not SKINNY.allows(halved, limits):
+        more = usable_splits(halved, K)
+        if more[-1] < 2 * usable[-1] or not SKINNY.allows(halved, limits):
             break
-        q, usable = halved, usable_splits(halved, K)
+        q, usable = halved, more
     q["SPLITK"] = next((s for s in usable if tiles_n * tiles_m * s * 2 >= 3 * limits.sms), usable[-1])
     wide = {**q, "KW": 16, "SPLITK": q["SPLITK"] // 2}
     if q["KW"] == 8 and q["SPLITK"] > 1 and SKINNY.allows(wide, limits):

@@ -113,10 +113,9 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     M, N, K = shape
     q = {**p, **fit_block(p, "NR", COLUMNS_PER_BLOCK, max(N, 4))}
     tiles_n, tiles_m = tiles(q, M, N)
-    if tiles_n > MAX_COLUMN_BLOCKS:
-        return {k: v for k, v in q.items() if v != p[k]}
-    usable = [s for s in SPLITS if s == 1 or K >= s * MIN_SPLIT_TILES * q["KT"]]
-    q["SPLITK"] = next((s for s in usable if tiles_n * tiles_m * s >= BLOCKS_PER_SM * limits.sms), usable[-1])
+    if tiles_n <= MAX_COLUMN_BLOCKS:
+        usable = [s for s in SPLITS if s == 1 or K >= s * MIN_SPLIT_TILES * q["KT"]]
+        q["SPLITK"] = next((s for s in usable if tiles_n * tiles_m * s >= BLOCKS_PER_SM * limits.sms), usable[-1])
     return {k: v for k, v in q.items() if v != p[k]}
 
 

@@ -9,14 +9,14 @@
 #   OUT=out bash benchmarks/release/anyshape_check.sh
 source benchmarks/release/common.sh
 COMMIT="${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}"
+SEED1=(--seed 1 --count 40 --forced --commit "$COMMIT" -o "$OUT/anyshape-covered-h200.json")
 if [ -n "${COVER_DB:-}" ]; then  # a cover made before (its database carried here): load() reads it, no new cover
   step "anyshape through $COVER_DB and the shipped database (seed 1)"
-  AUTOTUNE_DB="$COVER_DB" timeout 300 python3 benchmarks/anyshape.py --seed 1 --count 40 --forced --commit "$COMMIT" \
-    -o "$OUT/anyshape-covered-h200.json" >"$WORK/covered.log" 2>&1
+  AUTOTUNE_DB="$COVER_DB" timeout 300 python3 benchmarks/anyshape.py "${SEED1[@]}" >"$WORK/covered.log" 2>&1
 else
   step "anyshape after cover (seed 1, ${BUDGET:=330} s, ${TRIALS:=12} trials a product)"
-  timeout "$((BUDGET + 150))" python3 benchmarks/anyshape.py --seed 1 --count 40 --cover "$BUDGET" --cover-trials "$TRIALS" \
-    --cover-db "$WORK/cover.sqlite" --forced --commit "$COMMIT" -o "$OUT/anyshape-covered-h200.json" >"$WORK/covered.log" 2>&1
+  timeout "$((BUDGET + 150))" python3 benchmarks/anyshape.py "${SEED1[@]}" --cover "$BUDGET" --cover-trials "$TRIALS" \
+    --cover-db "$WORK/cover.sqlite" >"$WORK/covered.log" 2>&1
 fi
 echo "rc $?" | tee -a "$LOG"
 grep -v "it/s\]\|s/it\]" "$WORK/covered.log" | tail -75 | tee -a "$LOG"
