@@ -116,6 +116,51 @@ def test_a_table_replaced_is_the_one_read(base):
     assert mm(A, B) == "full path"
 
 
+
+@pytest.mark.parametrize("base", BASES)
+def test_a_table_emptied_or_changed_is_the_one_read(base):
+    """The C steps keep a memo of the table's lookups (Python 3.12 on): it must never answer for a table changed."""
+    mm = recording(base)
+    A, B = torch.randn(5, 3), torch.randn(3, 4)
+    mm._fast[key(A, B)] = lambda a, b: "kernel"
+    assert mm(A, B) == mm(A, B) == "kernel"
+    mm._fast.clear()  # Matmul._remember empties a full table
+    assert mm(A, B) == "full path"
+    mm._fast[key(A, B)] = lambda a, b: "again"
+    assert mm(A, B) == "again"
+    del mm._fast[key(A, B)]
+    assert mm(A, B) == "full path"
+
+
+@pytest.mark.parametrize("base", BASES)
+def test_each_call_kind_finds_its_own_way_among_many(base):
+    """More kinds than the memo's slots, told apart by every part of the key: the sizes, transposes, device."""
+    mm = recording(base)
+    calls = []
+    for n in range(1, 41):
+        A, B = torch.randn(1 + n % 3, 3), torch.randn(3, n)
+        for trans_b in (False, True):
+            Bt = B.mT.contiguous() if trans_b else B
+            mm._fast[key(A, Bt, False, trans_b)] = lambda a, b, tag=(n, trans_b): tag
+            calls.append((A, Bt, trans_b, (n, trans_b)))
+    for _ in range(2):
+        for A, B, trans_b, tag in reversed(calls):
+            assert mm(A, B, trans_b=trans_b) == tag
+    S = torch.randn(3, 3)  # the same shapes, four ways: the transposes alone tell them apart
+    for trans_a in (False, True):
+        for trans_b in (False, True):
+            mm._fast[key(S, S, trans_a, trans_b)] = lambda a, b, tag=(trans_a, trans_b): tag
+    for _ in range(2):
+        for trans_a in (False, True):
+            for trans_b in (False, True):
+                assert mm(S, S, trans_a=trans_a, trans_b=trans_b) == (trans_a, trans_b)
+    # stand-ins of one shape on more devices than the memo has slots, so that some share one; the last unplanned
+    on = [SimpleNamespace(shape=S.shape, get_device=lambda d=d: d) for d in range(41)]
+    for d in range(40):
+        mm._fast[key(on[d], S)] = lambda a, b, d=d: f"device {d}"
+    for _ in range(2):
+        assert [mm(a, S) for a in on] == [f"device {d}" for d in range(40)] + ["full path"]
+
 def test_a_matmul_shows_its_calls_parameters_and_its_class_its_constructors():
     import inspect
 
