@@ -371,6 +371,15 @@ def test_the_pytorch_docs_libtorch_figures_are_the_committed_probe():
     assert us["key, lookup, at::mm in C++"] > us["torch.mm"] and us["at::mm from C++"] > us["torch.mm"]
 
 
+
+def test_the_pytorch_docs_memo_figures_are_the_committed_probe():
+    """docs/pytorch.md's host microseconds of the C first step with its memo and without (memo_probe.py on a CPU)."""
+    flat = " ".join((ROOT / "docs" / "pytorch.md").read_text().split())
+    [(shape, us)] = _probe_lines("memo-probe-cpu.txt")
+    assert shape == (2, 4, 3)
+    assert (f"torch.mm {us['torch.mm']:.2f} µs, torch.matmul {us['torch.matmul']:.2f}, the C first step "
+            f"{us['first step']:.2f} against {us['before']:.2f} without the memo") in flat
+
 def test_the_pytorch_docs_staged_store_figures_are_the_committed_runs():
     """docs/pytorch.md's CS=1 figures: staged_store.py's pairs and the odd-N cover's products."""
     flat = " ".join((ROOT / "docs" / "pytorch.md").read_text().split())
