@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Any, Callable
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, Callable, Iterable
 
 
 def time_ms(torch: Any, run: Callable[[], object], reps: int = 20, rounds: int = 5, warmup: int = 3) -> float:
@@ -85,3 +87,19 @@ def host_us(torch: Any, runs: dict[str, Callable[[], object]], calls: int = 4000
             spent[names[i]].append((time.perf_counter() - start) / chunk * 1e6)
             torch.cuda.synchronize()
     return {k: round(statistics.median(v), 2) for k, v in spent.items()}
+
+
+# host_us's stand-in for torch where the runs are on the CPU: nothing to wait for between chunks
+CPU_CLOCK = SimpleNamespace(cuda=SimpleNamespace(synchronize=lambda: None))
+
+
+def host_lines(clock: Any, header: str, cases: Iterable[tuple[tuple[int, ...], dict[str, Callable[[], object]]]],
+               out: str | None) -> None:
+    """A host probe's output: the header, then per case "(shape) {run: host us}" (host_us of 8,000 calls, the runs
+    in turn; clock: torch, or CPU_CLOCK), each line printed as it comes and all written to `out` if given."""
+    lines = [header]
+    for shape, runs in cases:
+        lines.append(f"{shape} {host_us(clock, runs, calls=8000)}")
+        print(lines[-1], flush=True)
+    if out:
+        Path(out).write_text("\n".join(lines) + "\n")

@@ -15,7 +15,6 @@ import argparse
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import torch
 import torch.utils.cpp_extension as cpp_extension
@@ -23,7 +22,7 @@ import torch.utils.cpp_extension as cpp_extension
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parents[1]))
-from cuda_events import host_us  # noqa: E402
+from cuda_events import CPU_CLOCK, host_lines  # noqa: E402
 
 from autotune.api import fastcall  # noqa: E402
 from autotune.api.shortcuts import to_torch  # noqa: E402
@@ -62,17 +61,12 @@ def main() -> int:
     if first_step is None:
         print("load()'s first step in C was not built (setup.py build_ext --inplace)")
         return 1
-    # host_us synchronises between chunks: nothing to wait for on the CPU
-    clock = torch if args.device == "cuda" else SimpleNamespace(cuda=SimpleNamespace(synchronize=lambda: None))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE).stdout.strip()
-    lines = [f"# python benchmarks/profiling/aten_direct.py --device {args.device}, sources {commit or '?'}, torch "
-             f"{torch.__version__}: host us a call, median chunk of 500 of 8,000 calls"]
-    for shape in GPU_SHAPES if args.device == "cuda" else CPU_SHAPES:
-        us = host_us(clock, runs_at(ext, first_step, shape, args.device), calls=8000)
-        lines.append(f"{shape} " + str({k: round(v, 3) for k, v in us.items()}))
-        print(lines[-1], flush=True)
-    if args.out:
-        Path(args.out).write_text("\n".join(lines) + "\n")
+    header = (f"# python benchmarks/profiling/aten_direct.py --device {args.device}, sources {commit or '?'}, torch "
+              f"{torch.__version__}: host us a call, median chunk of 500 of 8,000 calls")
+    shapes = GPU_SHAPES if args.device == "cuda" else CPU_SHAPES
+    host_lines(torch if args.device == "cuda" else CPU_CLOCK, header,
+               ((shape, runs_at(ext, first_step, shape, args.device)) for shape in shapes), args.out)
     return 0
 
 

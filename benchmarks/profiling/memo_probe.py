@@ -16,14 +16,13 @@ import sys
 import sysconfig
 import tempfile
 from pathlib import Path
-from types import SimpleNamespace
 
 import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parents[1]))
-from cuda_events import host_us  # noqa: E402
+from cuda_events import CPU_CLOCK, host_lines  # noqa: E402
 
 from autotune.api import fastcall  # noqa: E402
 from autotune.api.shortcuts import TorchProduct, to_torch  # noqa: E402
@@ -43,6 +42,17 @@ def build_before(source: Path, into: Path):
     spec.loader.exec_module(module)
     module.inline(TorchProduct)
     return module
+
+
+def runs_at(before, shape: tuple[int, int, int], device: str) -> dict:
+    M, N, K = shape
+    A, B = torch.randn(M, K, device=device), torch.randn(K, N, device=device)
+    ours, old = planned(fastcall.NATIVE.FastCall, A, B), planned(before.FastCall, A, B)
+    want = torch.mm(A, B)
+    assert torch.equal(ours(A, B), want) and torch.equal(old(A, B), want)
+    mm, matmul = torch.mm, torch.matmul
+    return {"torch.mm": lambda: mm(A, B), "torch.matmul": lambda: matmul(A, B), "first step": lambda: ours(A, B),
+            "before": lambda: old(A, B)}
 
 
 def planned(first_step: type, A, B):
@@ -66,24 +76,14 @@ def main() -> int:
     if fastcall.NATIVE is None:
         print("load()'s first step in C was not built (setup.py build_ext --inplace)")
         return 1
-    clock = torch if args.device == "cuda" else SimpleNamespace(cuda=SimpleNamespace(synchronize=lambda: None))
-    lines = [f"# python benchmarks/profiling/memo_probe.py --device {args.device} --before {args.before}, sources "
-             f"{args.commit or '?'}, Python {sys.version.split()[0]}, torch {torch.__version__}: host us a call, "
-             f"median chunk of 500 of 8,000 calls, the four in turn"]
+    header = (f"# python benchmarks/profiling/memo_probe.py --device {args.device} --before {args.before}, sources "
+              f"{args.commit or '?'}, Python {sys.version.split()[0]}, torch {torch.__version__}: host us a call, "
+              f"median chunk of 500 of 8,000 calls, the four in turn")
     with tempfile.TemporaryDirectory() as tmp:
         before = build_before(Path(args.before), Path(tmp))
-        for M, N, K in GPU_SHAPES if args.device == "cuda" else CPU_SHAPES:
-            A, B = torch.randn(M, K, device=args.device), torch.randn(K, N, device=args.device)
-            ours, old = planned(fastcall.NATIVE.FastCall, A, B), planned(before.FastCall, A, B)
-            want = torch.mm(A, B)
-            assert torch.equal(ours(A, B), want) and torch.equal(old(A, B), want)
-            mm, matmul = torch.mm, torch.matmul
-            us = host_us(clock, {"torch.mm": lambda: mm(A, B), "torch.matmul": lambda: matmul(A, B),
-                                 "first step": lambda: ours(A, B), "before": lambda: old(A, B)}, calls=8000)
-            lines.append(f"{(M, N, K)} {us}")
-            print(lines[-1], flush=True)
-    if args.out:
-        Path(args.out).write_text("\n".join(lines) + "\n")
+        shapes = GPU_SHAPES if args.device == "cuda" else CPU_SHAPES
+        host_lines(torch if args.device == "cuda" else CPU_CLOCK, header,
+                   ((shape, runs_at(before, shape, args.device)) for shape in shapes), args.out)
     return 0
 
 
