@@ -14,6 +14,14 @@ a user calls. --odd-n writes those of them whose N is one less, where C's rows a
 changes their stores, and only theirs):
 
     python scripts/host_bound_shapes.py --odd-n > benchmarks/host-bound-odd-n-shapes.toml
+
+--small writes a finer lattice (powers of 2 from 8, within 6 us by the same estimate), misaligned as --misaligned
+does: corners small enough that a kernel reading rows a float at a time may still run there in a few
+microseconds, where it hides behind the host time of our call. Of the 30 shapes of anyshape.py's three random
+draws (seeds 1-3) where torch.matmul took under 17 us a call, aligned alike, these corners hold 14; the rows
+that cover today (within 11 us, beating cuBLAS) hold 2:
+
+    python scripts/host_bound_shapes.py --small > benchmarks/host-bound-small-shapes.toml
 """
 from __future__ import annotations
 
@@ -29,8 +37,12 @@ def estimate_us(M: int, N: int, K: int) -> float:
     return max(moved / 3.5e12, 2 * M * N * K / 35e12) * 1e6 + 2
 
 
-def shapes() -> list[tuple[int, int, int]]:
-    kept = [s for s in itertools.product(SIDES, repeat=3) if estimate_us(*s) <= BUDGET_US]
+SMALL_SIDES = [2 ** p for p in range(3, 15)]
+SMALL_BUDGET_US = 6.0
+
+
+def shapes(sides: list[int] = SIDES, budget_us: float = BUDGET_US) -> list[tuple[int, int, int]]:
+    kept = [s for s in itertools.product(sides, repeat=3) if estimate_us(*s) <= budget_us]
     return sorted(s for s in kept if not any(t != s and all(a >= b for a, b in zip(t, s)) for t in kept))
 
 
@@ -41,12 +53,19 @@ def misaligned(kept: list[tuple[int, int, int]], odd_n: bool = False) -> list[tu
     return [(M, N - dn, K - dk) for M, N, K in kept for dn, dk in steps]
 
 
+def written(flag: str) -> list[tuple[int, int, int]]:
+    if flag == "--small":
+        return misaligned(shapes(SMALL_SIDES, SMALL_BUDGET_US))
+    return misaligned(shapes(), flag == "--odd-n") if flag else shapes()
+
+
 if __name__ == "__main__":
-    flag = next((a for a in sys.argv[1:] if a in ("--misaligned", "--odd-n")), "")
-    group = {"--misaligned": "host-bound-misaligned", "--odd-n": "host-bound-odd-n"}.get(flag, "host-bound")
+    flag = next((a for a in sys.argv[1:] if a in ("--misaligned", "--odd-n", "--small")), "")
+    group = {"--misaligned": "host-bound-misaligned", "--odd-n": "host-bound-odd-n",
+             "--small": "host-bound-small"}.get(flag, "host-bound")
     print(f"# written by scripts/host_bound_shapes.py{' ' + flag if flag else ''}: the shapes whose rows cover "
           f"host-bound calls")
     print("shapes = [")
-    for M, N, K in misaligned(shapes(), flag == "--odd-n") if flag else shapes():
+    for M, N, K in written(flag):
         print(f'  {{ group = "{group}", M = {M}, N = {N}, K = {K} }},')
     print("]")

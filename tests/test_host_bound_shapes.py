@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize("flag, name", [("", "host-bound-shapes.toml"),
+@pytest.mark.parametrize("flag, name", [("", "host-bound-shapes.toml"), ("--small", "host-bound-small-shapes.toml"),
                                         ("--misaligned", "host-bound-misaligned-shapes.toml"),
                                         ("--odd-n", "host-bound-odd-n-shapes.toml")])
 def test_the_committed_lattice_is_the_scripts_output(flag: str, name: str) -> None:
