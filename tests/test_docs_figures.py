@@ -379,6 +379,12 @@ def test_the_pytorch_docs_memo_figures_are_the_committed_probe():
     assert shape == (2, 4, 3)
     assert (f"torch.mm {us['torch.mm']:.2f} µs, torch.matmul {us['torch.matmul']:.2f}, the C first step "
             f"{us['first step']:.2f} against {us['before']:.2f} without the memo") in flat
+    gpu = [p for _, p in _probe_lines("memo-probe-h100.txt")]
+    assert len(gpu) == 5
+    memo = [p["first step"] - p["before"] for p in gpu]
+    same = [abs(p["torch.mm"] - p["torch.matmul"]) for p in gpu]
+    assert (f"took {min(memo):+.2f} to {max(memo):+.2f} µs more than without it, while torch.mm and torch.matmul, "
+            f"the same product, were {_span(same)} apart") in flat
 
 def test_the_pytorch_docs_staged_store_figures_are_the_committed_runs():
     """docs/pytorch.md's CS=1 figures: staged_store.py's pairs and the odd-N cover's products."""
