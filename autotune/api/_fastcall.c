@@ -16,7 +16,8 @@
 
 /* The memo of the table's lookups (Python 3.12 and later, where dicts can be watched). Building the table's
    key and hashing it (two torch.Size tuples) is a quarter of what these steps cost above torch.mm: on a CPU
-   (Python 3.12, torch 2.13, a 2x3 by 3x4 product) 0.47 us with the table's lookup, 0.36 with the memo's. A call
+   (Python 3.12, torch 2.13, a 2x3 by 3x4 product) 0.43 us with the table's lookup, 0.33 with the memo's
+   (benchmarks/data/memo-probe-cpu.txt); on an H100 lease's host the difference was within its noise. A call
    of 2-D operands finds its short way first in a few slots indexed by its sizes, its transposes and A's device,
    read as C integers. The slots hold what the table held: they are emptied whenever the table is replaced (forget())
    or any table the memo read from is changed (a dict watcher counts the changes), so the table stays the one
