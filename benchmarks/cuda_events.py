@@ -103,3 +103,17 @@ def host_lines(clock: Any, header: str, cases: Iterable[tuple[tuple[int, ...], d
         print(lines[-1], flush=True)
     if out:
         Path(out).write_text("\n".join(lines) + "\n")
+
+
+def planned(first_step: type, torch: Any, A: Any, B: Any) -> Any:
+    """An instance of a first step (api.fastcall's FastCall, or an older build's) whose table holds one call kind,
+    A times B, planned onto torch.mm; a call that would take the full path raises instead."""
+    from autotune.api.shortcuts import to_torch
+
+    class Planned(first_step):  # type: ignore[misc, valid-type]
+        def _call(self, *args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("the probe's call took the full path")
+
+    mm = Planned()
+    mm._fast = {(A.shape, B.shape, False, False, A.get_device()): to_torch(torch, False, False)}
+    return mm

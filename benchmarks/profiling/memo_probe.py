@@ -22,10 +22,10 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parents[1]))
-from cuda_events import CPU_CLOCK, host_lines  # noqa: E402
+from cuda_events import CPU_CLOCK, host_lines, planned  # noqa: E402
 
 from autotune.api import fastcall  # noqa: E402
-from autotune.api.shortcuts import TorchProduct, to_torch  # noqa: E402
+from autotune.api.shortcuts import TorchProduct  # noqa: E402
 
 CPU_SHAPES = [(2, 4, 3)]
 GPU_SHAPES = [(64, 64, 64), (22, 7853, 97), (144, 10131, 4), (9954, 21, 61), (2, 504, 3921)]
@@ -47,22 +47,12 @@ def build_before(source: Path, into: Path):
 def runs_at(before, shape: tuple[int, int, int], device: str) -> dict:
     M, N, K = shape
     A, B = torch.randn(M, K, device=device), torch.randn(K, N, device=device)
-    ours, old = planned(fastcall.NATIVE.FastCall, A, B), planned(before.FastCall, A, B)
+    ours, old = planned(fastcall.NATIVE.FastCall, torch, A, B), planned(before.FastCall, torch, A, B)
     want = torch.mm(A, B)
     assert torch.equal(ours(A, B), want) and torch.equal(old(A, B), want)
     mm, matmul = torch.mm, torch.matmul
     return {"torch.mm": lambda: mm(A, B), "torch.matmul": lambda: matmul(A, B), "first step": lambda: ours(A, B),
             "before": lambda: old(A, B)}
-
-
-def planned(first_step: type, A, B):
-    class Planned(first_step):  # type: ignore[misc, valid-type]
-        def _call(self, *args, **kwargs):
-            raise RuntimeError("the probe's call took the full path")
-
-    mm = Planned()
-    mm._fast = {(A.shape, B.shape, False, False, A.get_device()): to_torch(torch, False, False)}
-    return mm
 
 
 def main() -> int:
