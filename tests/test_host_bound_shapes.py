@@ -29,3 +29,32 @@ def test_odd_n_is_the_misaligned_lattice_where_c_rows_are_misaligned() -> None:
     every = misaligned(shapes())
     odd = misaligned(shapes(), odd_n=True)
     assert odd == [s for s in every if s[1] % 4] and len(odd) == 2 * len(shapes())
+
+
+def test_the_small_lattice_holds_what_its_docstring_says() -> None:
+    """--small's docstring: of the 30 host-bound random shapes of anyshape's three seeds (torch.matmul under 17 us),
+    its corners hold 14 aligned alike, while the shipped database's covering rows (api.dispatch.covers, beating
+    cuBLAS) hold 2."""
+    import json
+    import sqlite3
+
+    from autotune.api.dispatch import beats_library, covers, stored_rows_aligned
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        from host_bound_shapes import written
+    finally:
+        sys.path.pop(0)
+    shapes = []
+    for name in ("anyshape-h200.json", "anyshape-seed2-h200.json", "anyshape-seed3-h200.json"):
+        data = json.loads((ROOT / "benchmarks" / "data" / name).read_text())
+        shapes += [(s["M"], s["N"], s["K"]) for s in data["shapes"] if s["kind"] == "random" and s["torch_ms"] < 0.017]
+    corners = written("--small")
+    held = [s for s in shapes if any(all(c >= x for c, x in zip(corner, s)) and stored_rows_aligned(corner, False, False)
+                                     == stored_rows_aligned(s, False, False) for corner in corners)]
+    db = sqlite3.connect(ROOT / "autotune" / "store" / "tuned" / "h200.sqlite")
+    db.row_factory = sqlite3.Row
+    rows = [dict(r) for r in db.execute("SELECT * FROM results WHERE status = 'ok'")]
+    plain = [r for r in rows if not (r.get("TA") or r.get("TB") or r.get("BLAS"))]
+    covered = [s for s in shapes if any(covers(r, s) and beats_library(r) for r in plain)]
+    assert (len(shapes), len(held), len(covered)) == (30, 14, 2)
