@@ -1,0 +1,97 @@
+"""Rows at the small host-bound lattice's corners (benchmarks/host-bound-small-shapes.toml, written by
+scripts/host_bound_shapes.py --small), measured in one process: at each corner cuBLAS is timed (the baseline
+row), then a few kernels that take a plain torch call's short way there (api.dispatch.takes_short_way) are
+verified and timed, each recorded as a search records it (search.measure.evaluate), failures included.
+
+    python benchmarks/small_corners.py --db corners.sqlite [--shapes benchmarks/host-bound-small-shapes.toml]
+
+Why not `autotune cover`: cover starts a worker process per product (about 2.5 s with its cuBLAS baselines),
+so its 300 s budget over the lattice's 207 corners timed 120 baselines and no kernel (H100, 47356a1). Here
+one process holds the GPU, each kernel is compiled once (its source does not depend on the shape), and a
+corner costs its baselines and its kernels' runs. A kernel that breaks the CUDA context stops the run after
+its row is recorded, as an in-process search does.
+
+The kernels: the default of each plain FP32 family quick at small products, fitted to the corner (a search's
+first trial), and blocked at four small tiles without a prologue (misaligned rows read a float at a time:
+MA/MB), those that take the short way there.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import tomllib
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from autotune import store  # noqa: E402
+from autotune.api.commands import _record_baseline  # noqa: E402
+from autotune.api.dispatch import takes_short_way  # noqa: E402
+from autotune.backends.worker import WorkerSpec, build_backend  # noqa: E402
+from autotune.errors import SpaceError  # noqa: E402
+from autotune.families import FAMILIES  # noqa: E402
+from autotune.search.measure import evaluate  # noqa: E402
+from autotune.space import Config, Limits, fitted, make_config, shape_violations, violations  # noqa: E402
+
+# the plain FP32 families quick at small products (naive and tiled are slower everywhere; tailsplit and
+# streamk are for shapes of a wave of tiles or more)
+FAMILY_NAMES = ("blocked", "splitk", "skinny", "tall")
+# blocked without a prologue at small tiles: (BM, BN, BK, WM, WN, WNITER, TM, TN)
+SMALL_TILES = [(32, 32, 8, 16, 32, 1, 2, 4), (32, 64, 16, 16, 32, 1, 4, 4), (64, 32, 16, 32, 16, 1, 4, 2),
+               (64, 64, 16, 32, 32, 1, 4, 4)]
+
+
+def candidates(shape: tuple[int, int, int], limits: Limits) -> list[Config]:
+    """The kernels tried at a corner: those that launch there and take the short way, each once."""
+    found: dict[str, Config] = {}
+    for name in FAMILY_NAMES:
+        family = FAMILIES[name]
+        options = [fitted(make_config(family, {}), shape, limits)]
+        if name == "blocked":
+            for BM, BN, BK, WM, WN, WNITER, TM, TN in SMALL_TILES:
+                given = dict(BM=BM, BN=BN, BK=BK, WM=WM, WN=WN, WNITER=WNITER, TM=TM, TN=TN, AL=0,
+                             MA=int(shape[2] % 4 != 0), MB=int(shape[1] % 4 != 0))
+                try:
+                    options.append(make_config(family, given))
+                except SpaceError:
+                    continue
+        for config in options:
+            if (not violations(config) and not shape_violations(config, shape[0], shape[1])
+                    and takes_short_way(config, shape)):
+                found.setdefault(config.name, config)
+    return list(found.values())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shapes", default="benchmarks/host-bound-small-shapes.toml")
+    parser.add_argument("--db", required=True, help="results database to write (created)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--budget", type=float, default=400, help="seconds: no corner is started after this")
+    parser.add_argument("--kind", default="cuda", help="the backend (sim: the emulator, for a check without a GPU)")
+    args = parser.parse_args()
+    shapes = [(s["M"], s["N"], s["K"]) for s in tomllib.loads(Path(args.shapes).read_text())["shapes"]]
+    db = store.open_db(args.db)
+    started = time.monotonic()
+    for i, shape in enumerate(shapes, 1):
+        if time.monotonic() - started > args.budget:
+            print(f"budget of {args.budget:g} s spent after {i - 1} of {len(shapes)} corners", flush=True)
+            break
+        backend = build_backend(WorkerSpec(args.kind, shape, args.seed))
+        if backend.baseline:  # the emulator times no cuBLAS
+            _record_baseline(db, backend)
+        best = None
+        for config in candidates(shape, backend.limits):
+            done = evaluate(db, backend, config, backend.limits, backend.peak_tflops)
+            row = done.row if done else {}
+            if row.get("status") == "ok" and (best is None or row["time_ms"] < best["time_ms"]):
+                best = row
+        cublas_us = backend.baseline.median_ms * 1e3 if backend.baseline else float("nan")
+        ours = f"{best['time_ms'] * 1e3:6.2f} us {best['kernel']}" if best else "no kernel verified"
+        print(f"[{i}/{len(shapes)} {time.monotonic() - started:5.0f} s] {shape}: cuBLAS {cublas_us:6.2f} us, "
+              f"fastest {ours}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
