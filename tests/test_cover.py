@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from autotune import store
-from autotune.api.cover import Product, from_module, from_range, report
+from autotune.api.cover import Product, from_module, from_range, report, summary_lines
 from autotune.cli import cli
 from autotune.errors import AutotuneError
 from tests.test_dispatch_library import SMALL, timed
@@ -89,3 +89,21 @@ def test_cover_refuses_a_parameter_no_family_given_has_in_one_line(tmp_path):
                                       "-p", "CS=1", "--backend", "sim", "--db", str(tmp_path / "x.sqlite")])
     assert result.exit_code == 2 and "no family searched has a parameter 'CS'" in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_cover_refuses_a_budget_spent_on_starting_searches_in_one_line(tmp_path):
+    """Each product's search starts a worker before its first trial: a budget of less than MIN_SHARE_S a product
+    would measure nothing, so it is refused with the budget that would do."""
+    from autotune.api.cover import MIN_SHARE_S
+
+    args = ["cover", "--M-range", "1:64", "--N", "16", "--K", "32", "--backend", "sim", "--db", str(tmp_path / "x.sqlite")]
+    too_little = CliRunner().invoke(cli, [*args, "--budget", str(MIN_SHARE_S * 7 - 1)])  # 1, 2, 4, ..., 64: 7 products
+    assert too_little.exit_code == 2 and len(too_little.output.strip().splitlines()) == 1
+    assert f"give --budget {MIN_SHARE_S * 7:g} or more, or fewer products" in too_little.output
+    assert not (tmp_path / "x.sqlite").exists()
+
+
+def test_the_summary_says_at_how_many_products_no_kernel_was_verified():
+    rows = [{"M": 8, "N": 8, "K": 8, "layout": "NN", "kernel": None, "ms": None, "cublas_ms": None, "gain": None,
+             "runs": "cuBLAS"}]
+    assert summary_lines(rows)[-1].endswith("; no kernel verified at 1 (the budget spent, or every trial failed)")
