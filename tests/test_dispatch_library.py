@@ -153,12 +153,17 @@ def test_with_no_database_of_its_own_load_reads_the_tuned_database_the_package_s
                                                                                      launcher):
     monkeypatch.chdir(tmp_path)  # no db/autotune.sqlite here
     monkeypatch.delenv("AUTOTUNE_DB", raising=False)
-    [shipped] = store.shipped_databases()
-    rows = list(store.open_readonly(shipped).query("SELECT * FROM results"))
-    # each row one load() runs at its shape: faster than cuBLAS, or host-bound and made faster by the short way
-    assert rows and all(r["status"] == "ok" and (r["time_ms"] < r["cublas_ms"] or wins_at_its_shape(r)) for r in rows)
+    for shipped in store.shipped_databases():  # one a GPU model, each of that model's rows only
+        rows = list(store.open_readonly(shipped).query("SELECT * FROM results"))
+        # each row one load() runs at its shape: faster than cuBLAS, or host-bound and made faster by the short way
+        assert rows and all(r["status"] == "ok" and (r["time_ms"] < r["cublas_ms"] or wins_at_its_shape(r))
+                            for r in rows)
+        assert len({r["gpu_name"] for r in rows}) == 1
     on_h200 = autotune.load(launcher=launcher, gpu="NVIDIA H200")
     assert on_h200.choose(8192, 8192, 64).origin == "exact" and on_h200.choose(1000, 1000, 1000).library
+    # the H100's rows (small host-bound corners) run on an H100 only: 118x705x101 is held by one of them
+    on_h100 = autotune.load(launcher=launcher, gpu="NVIDIA H100 80GB HBM3")
+    assert on_h100.choose(118, 705, 101).origin == "covering" and on_h200.choose(118, 705, 101).library
     assert autotune.load(launcher=launcher).choose(8192, 8192, 64).library  # the fake GPU: nothing measured
     mine = tmp_path / "db" / "autotune.sqlite"
     mine.parent.mkdir()
