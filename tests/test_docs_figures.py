@@ -401,3 +401,28 @@ def test_the_pytorch_docs_staged_store_figures_are_the_committed_runs():
     assert (f"of the {len(products)} lattice shapes of odd N" in flat
             and f"found rows load() would run at {len(runs)} of them, {len(beat)} of which beat cuBLAS, all in "
                 f"{min(beat):.1f}-{max(beat):.1f} µs" in flat)
+
+
+def test_the_h100_docs_figures_are_the_committed_corners_and_anyshape_run():
+    """docs/results-h100.md: the small corners' rows (how many beat cuBLAS within 11 us, cuBLAS's least time), the
+    shipped H100 database's size, and anyshape's seed-4 figures through those rows."""
+    from autotune.api.dispatch import HOST_BOUND_MS, WIN_MARGIN
+
+    flat = " ".join((ROOT / "docs" / "results-h100.md").read_text().split())
+    with _committed_database("h100-host-bound-small.sqlite.gz") as db:
+        rows = db.execute("SELECT M, N, K, min(time_ms), cublas_ms FROM results WHERE status = 'ok' GROUP BY M, N, K")
+        best = list(rows)
+        total = db.execute("SELECT count(*) FROM results").fetchone()[0]
+        floor = db.execute("SELECT min(time_ms) FROM baselines").fetchone()[0]
+    won = [r for r in best if r[3] <= (1 - WIN_MARGIN) * r[4] and r[3] <= HOST_BOUND_MS]
+    assert "Every corner in 153 s" in flat and f"({total:,} rows, all verified)" in flat
+    assert (f"At {len(won)} of the {len(best)} a kernel beat cuBLAS by the 2% margin within 11 µs (cuBLAS took "
+            f"{floor * 1e3:.2f} µs or more at every corner)") in flat
+    shipped = sqlite3.connect(f"file:{ROOT / 'autotune' / 'store' / 'tuned' / 'h100.sqlite'}?immutable=1", uri=True)
+    assert f"{shipped.execute('SELECT count(*) FROM results').fetchone()[0]} rows)" in flat
+    run = json.loads((ROOT / "benchmarks" / "data" / "anyshape-seed4-corners-h100.json").read_text())
+    s = run["summary"]["random"]
+    assert (f"**{s['geomean_queued']:.3f}** queued, {s['geomean_alone']:.3f} alone, {s['below_0.95_queued']} shapes "
+            f"below 0.95 (worst {s['min_queued']:.3f}") in flat and f"read {s['control_geomean']:.3f}" in flat
+    kernels = [x for x in run["shapes"] if x["kind"] == "random" and not x["kernel"].startswith("cuBLAS")]
+    assert f"Covering rows ran at {len(kernels)} shapes" in flat and run["device"].startswith("NVIDIA H100")
