@@ -26,7 +26,7 @@ import tomllib
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from autotune import store  # noqa: E402
-from autotune.api.commands import _record_baseline  # noqa: E402
+from autotune.api.commands import record_baseline  # noqa: E402
 from autotune.api.dispatch import takes_short_way  # noqa: E402
 from autotune.backends.worker import WorkerSpec, build_backend  # noqa: E402
 from autotune.errors import SpaceError  # noqa: E402
@@ -80,7 +80,7 @@ def main() -> None:
             break
         backend = build_backend(WorkerSpec(args.kind, shape, args.seed))
         if backend.baseline:  # the emulator times no cuBLAS
-            _record_baseline(db, backend)
+            record_baseline(db, backend)
         best = None
         for config in candidates(shape, backend.limits):
             done = evaluate(db, backend, config, backend.limits, backend.peak_tflops)

@@ -85,7 +85,7 @@ def start_measuring(specs: list[WorkerSpec], db_path: str) -> tuple[list[WorkerB
         db = store.open_db(db_path)
         for w in workers:
             if w.baseline:
-                _record_baseline(db, w)
+                record_baseline(db, w)
     except BaseException:
         for w in workers:
             w.close()
@@ -209,7 +209,8 @@ def _header(o: SearchOptions, workers: list) -> str:
             f"families {', '.join(f.name for f in o.families)}, sampler {o.sampler}{cublas}")
 
 
-def _record_baseline(db, backend) -> None:
+def record_baseline(db, backend) -> None:
+    """The backend's cuBLAS time at its shape as a baselines row (a search's workers, benchmarks/small_corners.py)."""
     t, prov, (M, N, K) = backend.baseline, backend.provenance, backend.shape
     store.insert_baseline(db, {"backend": backend.name, "gpu_uuid": prov["gpu_uuid"], "gpu_name": prov["gpu_name"],
                                "M": M, "N": N, "K": K, "time_ms": t.median_ms, "time_ms_min": t.min_ms,
