@@ -38,7 +38,7 @@ def test_the_small_lattice_holds_what_its_docstring_says() -> None:
     import json
     import sqlite3
 
-    from autotune.api.dispatch import beats_library, covers, stored_rows_aligned
+    from autotune.api.dispatch import beats_library, covers, holds_alike
 
     sys.path.insert(0, str(ROOT / "scripts"))
     try:
@@ -50,8 +50,7 @@ def test_the_small_lattice_holds_what_its_docstring_says() -> None:
         data = json.loads((ROOT / "benchmarks" / "data" / name).read_text())
         shapes += [(s["M"], s["N"], s["K"]) for s in data["shapes"] if s["kind"] == "random" and s["torch_ms"] < 0.017]
     corners = written("--small")
-    held = [s for s in shapes if any(all(c >= x for c, x in zip(corner, s)) and stored_rows_aligned(corner, False, False)
-                                     == stored_rows_aligned(s, False, False) for corner in corners)]
+    held = [s for s in shapes if any(holds_alike(corner, s) for corner in corners)]
     db = sqlite3.connect(ROOT / "autotune" / "store" / "tuned" / "h200.sqlite")
     db.row_factory = sqlite3.Row
     rows = [dict(r) for r in db.execute("SELECT * FROM results WHERE status = 'ok'")]

@@ -37,11 +37,10 @@ def test_each_corner_gets_verified_rows_on_the_emulator(tmp_path) -> None:
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "small_corners.py"), "--kind", "sim", "--shapes",
                           str(shapes), "--db", str(db)], capture_output=True, text=True, check=True).stdout
     assert "[2/2" in out
-    rows = [dict(zip(("M", "N", "K", "status"), r[:4]), **{"family": r[4]})
-            for r in sqlite3.connect(db).execute("SELECT M, N, K, status, family FROM results")]
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    rows = [dict(r) for r in conn.execute("SELECT * FROM results")]
+    conn.close()
     assert {(r["M"], r["N"], r["K"]) for r in rows} == {(8, 7, 16), (16, 16, 15)}
     assert all(r["status"] == "ok" for r in rows) and {"blocked", "skinny"} <= {r["family"] for r in rows}
-    full = sqlite3.connect(db)
-    full.row_factory = sqlite3.Row
-    for row in full.execute("SELECT * FROM results"):
-        assert takes_short_way(config_of_row(dict(row)), (row["M"], row["N"], row["K"]))
+    assert all(takes_short_way(config_of_row(r), (r["M"], r["N"], r["K"])) for r in rows)

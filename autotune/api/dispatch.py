@@ -113,12 +113,16 @@ def takes_short_way(config: Config, shape: Shape) -> bool:
 
 
 def covers(row: dict, shape: Shape) -> bool:
-    """Whether a row is evidence at a shape it holds (the module's docstring says why), its operands'
-    rows aligned as the call's are (stored_rows_aligned)."""
-    M, N, K = shape
-    trans = _transposes(row)
-    return (row["M"] >= M and row["N"] >= N and row["K"] >= K and row["time_ms"] <= HOST_BOUND_MS
-            and stored_rows_aligned(shape, *trans) == stored_rows_aligned((row["M"], row["N"], row["K"]), *trans))
+    """Whether a row is evidence at a shape it holds (the module's docstring says why): measured in at most
+    HOST_BOUND_MS at a shape that holds the call's, read alike (holds_alike)."""
+    return row["time_ms"] <= HOST_BOUND_MS and holds_alike((row["M"], row["N"], row["K"]), shape, *_transposes(row))
+
+
+def holds_alike(outer: Shape, shape: Shape, trans_a: bool = False, trans_b: bool = False) -> bool:
+    """Whether a shape holds another (every one of M, N, K at least as large) with the operands' rows aligned
+    alike in that layout (stored_rows_aligned)."""
+    return (all(o >= s for o, s in zip(outer, shape))
+            and stored_rows_aligned(shape, trans_a, trans_b) == stored_rows_aligned(outer, trans_a, trans_b))
 
 
 def stored_rows_aligned(shape: Shape, trans_a: bool, trans_b: bool) -> tuple[bool, bool, bool]:
