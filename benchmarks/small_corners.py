@@ -3,7 +3,7 @@ scripts/host_bound_shapes.py --small), measured in one process: at each corner c
 row), then a few kernels that take a plain torch call's short way there (api.dispatch.takes_short_way) are
 verified and timed, each recorded as a search records it (search.measure.evaluate), failures included.
 
-    python benchmarks/small_corners.py --db corners.sqlite [--shapes benchmarks/host-bound-small-shapes.toml]
+    python benchmarks/small_corners.py --db corners.sqlite [--shapes benchmarks/host-bound-small-shapes.toml] [--backend sim]
 
 Why not `autotune cover`: cover starts a worker process per product (about 2.5 s with its cuBLAS baselines),
 so its 300 s budget over the lattice's 207 corners timed 120 baselines and no kernel (H100, 47356a1). Here
@@ -22,14 +22,13 @@ import sys
 import time
 from pathlib import Path
 
-import tomllib
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from autotune import store  # noqa: E402
 from autotune.api.commands import record_baseline  # noqa: E402
 from autotune.api.dispatch import takes_short_way  # noqa: E402
+from autotune.api.suite import read_shapes  # noqa: E402
 from autotune.backends.worker import WorkerSpec, build_backend  # noqa: E402
-from autotune.errors import SpaceError  # noqa: E402
+from autotune.errors import AutotuneError, SpaceError  # noqa: E402
 from autotune.families import FAMILIES  # noqa: E402
 from autotune.search.measure import evaluate  # noqa: E402
 from autotune.space import Config, Limits, fitted, make_config, shape_violations, violations  # noqa: E402
@@ -69,16 +68,26 @@ def main() -> None:
     parser.add_argument("--db", required=True, help="results database to write (created)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--budget", type=float, default=400, help="seconds: no corner is started after this")
-    parser.add_argument("--kind", default="cuda", help="the backend (sim: the emulator, for a check without a GPU)")
+    parser.add_argument("--backend", default="cuda", help="cuda, or sim: the emulator, for a check without a GPU")
     args = parser.parse_args()
-    shapes = [(s["M"], s["N"], s["K"]) for s in tomllib.loads(Path(args.shapes).read_text())["shapes"]]
-    db = store.open_db(args.db)
+    try:
+        shapes = [s.shape for s in read_shapes(args.shapes)]
+        measure(shapes, args)
+    except AutotuneError as exc:  # no device, a bad database path, a shape too large for the GPU: one line
+        print(f"small_corners.py: {exc}", file=sys.stderr)
+        sys.exit(2)
+
+
+def measure(shapes: list[tuple[int, int, int]], args: argparse.Namespace) -> None:
+    db = None  # opened once the first corner's backend stands: a machine without a GPU writes nothing
     started = time.monotonic()
     for i, shape in enumerate(shapes, 1):
         if time.monotonic() - started > args.budget:
             print(f"budget of {args.budget:g} s spent after {i - 1} of {len(shapes)} corners", flush=True)
             break
-        backend = build_backend(WorkerSpec(args.kind, shape, args.seed))
+        backend = build_backend(WorkerSpec(args.backend, shape, args.seed))
+        if db is None:
+            db = store.open_db(args.db)
         if backend.baseline:  # the emulator times no cuBLAS
             record_baseline(db, backend)
         best = None

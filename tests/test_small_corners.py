@@ -34,7 +34,7 @@ def test_each_corner_gets_verified_rows_on_the_emulator(tmp_path) -> None:
     shapes = tmp_path / "s.toml"
     shapes.write_text('shapes = [\n  { group = "t", M = 8, N = 7, K = 16 },\n  { group = "t", M = 16, N = 16, K = 15 },\n]\n')
     db = tmp_path / "c.sqlite"
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "small_corners.py"), "--kind", "sim", "--shapes",
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "small_corners.py"), "--backend", "sim", "--shapes",
                           str(shapes), "--db", str(db)], capture_output=True, text=True, check=True).stdout
     assert "[2/2" in out
     conn = sqlite3.connect(db)
@@ -44,3 +44,11 @@ def test_each_corner_gets_verified_rows_on_the_emulator(tmp_path) -> None:
     assert {(r["M"], r["N"], r["K"]) for r in rows} == {(8, 7, 16), (16, 16, 15)}
     assert all(r["status"] == "ok" for r in rows) and {"blocked", "skinny"} <= {r["family"] for r in rows}
     assert all(takes_short_way(config_of_row(r), (r["M"], r["N"], r["K"])) for r in rows)
+
+
+def test_a_bad_shapes_file_is_one_line_and_writes_nothing(tmp_path) -> None:
+    db = tmp_path / "c.sqlite"
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "small_corners.py"), "--shapes",
+                           str(tmp_path / "none.toml"), "--db", str(db)], capture_output=True, text=True)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "cannot read shapes file" in done.stderr
+    assert not db.exists()
