@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Rows at host-bound corners merged into the database the package ships for this GPU's model, and what that does
+# through load() at random shapes nobody tuned, in one call:
+#   1. benchmarks/small_corners.py over each of SHAPES (the budget shared), into one results database;
+#   2. scripts/slim_database.py, then scripts/ship_database.py: the shipped database of this model
+#      (autotune/store/tuned/<gpu>.sqlite) with the corners' winners merged, into $OUT/<gpu>.sqlite;
+#   3. benchmarks/anyshape.py at each of SEEDS through the shipped databases, first as the package ships them,
+#      then with the merged one installed in their place: before and after on the same lease.
+# SHAPES by default: the small lattice on an H200 (none of its corners is shipped there yet); on an H100, whose
+# shipped database holds the small lattice already, the three older lattices.
+# From the repository root with OUT set (COMMIT names the sources, as the device has no .git):
+#   OUT=out COMMIT=abc1234 bash benchmarks/release/corners_ship_check.sh
+source benchmarks/release/common.sh
+COMMIT="${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}"
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+case "$GPU" in
+  *H200*) TAG=h200; SHAPES="${SHAPES:-benchmarks/host-bound-small-shapes.toml}"; SEEDS="${SEEDS:-5 2}" ;;
+  *H100*) TAG=h100; SEEDS="${SEEDS:-1 4}"
+          SHAPES="${SHAPES:-benchmarks/host-bound-shapes.toml benchmarks/host-bound-misaligned-shapes.toml benchmarks/host-bound-odd-n-shapes.toml}" ;;
+  *) echo "no shipped database for $GPU" | tee -a "$LOG"; exit 1 ;;
+esac
+files=($SHAPES)
+share=$(( ${BUDGET:=230} / ${#files[@]} ))
+for f in "${files[@]}"; do
+  step "corners of $f ($share s)"
+  timeout "$((share + 120))" python3 benchmarks/small_corners.py --shapes "$f" --budget "$share" \
+    --db "$WORK/corners.sqlite" >"$WORK/corners.log" 2>&1
+  echo "rc $?" | tee -a "$LOG"
+  tail -3 "$WORK/corners.log" | tee -a "$LOG"
+done
+step "merge into autotune/store/tuned/$TAG.sqlite"
+python3 scripts/slim_database.py "$WORK/corners.sqlite" "$WORK/slim.sqlite" | tee -a "$LOG"
+python3 scripts/ship_database.py "autotune/store/tuned/$TAG.sqlite" "$WORK/slim.sqlite" "$OUT/$TAG.sqlite" | tee -a "$LOG"
+INSTALLED=$(python3 -c "import autotune, pathlib; print(pathlib.Path(autotune.__file__).parent / 'store/tuned')")
+anyshape() {  # anyshape SEED WHEN
+  step "anyshape seed $1 through the shipped databases ($2)"
+  timeout 150 python3 benchmarks/anyshape.py --seed "$1" --count 40 --commit "$COMMIT" \
+    -o "$OUT/anyshape-seed$1-$2-$TAG.json" >"$WORK/seed.log" 2>&1
+  echo "rc $?" | tee -a "$LOG"
+  sed -n "/\"summary\"/,\$p" "$WORK/seed.log" | tee -a "$LOG"
+}
+for s in $SEEDS; do anyshape "$s" shipped; done
+cp "$OUT/$TAG.sqlite" "$INSTALLED/$TAG.sqlite"
+for s in $SEEDS; do anyshape "$s" merged; done
+gzip -c "$WORK/slim.sqlite" >"$OUT/$TAG-corners.sqlite.gz"
+step "done"
