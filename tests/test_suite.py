@@ -323,7 +323,7 @@ def test_a_gpu_suite_records_the_gpus_it_used(monkeypatch, tmp_path):
 
     monkeypatch.setattr(suite_api, "visible_devices", lambda: (0, 1))
     seen = []
-    monkeypatch.setattr(suite_api, "tune_shape", lambda o, s, timeout, stop: seen.append(o.devices))
+    monkeypatch.setattr(suite_api, "tune_shape", lambda o, s, timeout, stop, kept: seen.append(o.devices))
 
     def write(o, *rest):
         seen.append(o.budget()["devices"])

@@ -21,6 +21,7 @@ from autotune.space import Config, Family, Limits, combinations, count_valid, en
 if TYPE_CHECKING:
     import sqlite_utils
 
+    from autotune.backends.pool import KeptWorkers
     from autotune.backends.verify import Runner
     from autotune.backends.worker import WorkerBackend, WorkerSpec
 
@@ -72,14 +73,15 @@ class SearchOptions:
                      batch=self.batch)
 
 
-def start_measuring(specs: list[WorkerSpec], db_path: str) -> tuple[list[WorkerBackend], sqlite_utils.Database]:
+def start_measuring(specs: list[WorkerSpec], db_path: str,
+                    kept: KeptWorkers | None = None) -> tuple[list[WorkerBackend], sqlite_utils.Database]:
     """Workers first, the database second: a machine without a GPU, or a shape too large
     for it, writes nothing. The workers' cuBLAS times are recorded (baselines); the caller closes the
-    workers."""
+    workers (kept: `kept`'s, moved to the specs' shape, which its owner closes)."""
     from autotune.backends.pool import start_workers
 
     store.check_path(db_path)
-    workers = start_workers(specs)
+    workers = kept.at(specs) if kept is not None else start_workers(specs)
     try:
         check_kernel_timeout(workers)
         db = store.open_db(db_path)
@@ -113,8 +115,9 @@ def measure_command(shape: tuple[int, int, int], configs: list[Config], seed: in
     return "\n".join(lines)
 
 
-def search_command(o: SearchOptions, stop: threading.Event | None = None) -> TuneResult:
-    """Run the search; print the summary; return its figures and exit status (see pool.exit_status)."""
+def search_command(o: SearchOptions, stop: threading.Event | None = None, kept: KeptWorkers | None = None) -> TuneResult:
+    """Run the search; print the summary; return its figures and exit status (see pool.exit_status).
+    kept: workers kept across the searches of several shapes, which its owner closes (pool.KeptWorkers)."""
     from autotune.search.loop import open_storage, run_search
     from autotune.search.samplers import require
     from autotune.search.study import check_same_space
@@ -127,7 +130,7 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None) -> Tun
     storage = open_storage(o.storage)  # before any worker starts: a wrong URL costs nothing
     if o.study:  # a default name says its space, so only a name given can meet a study of another space
         check_same_space(storage, o.study, o.families)
-    workers, db = start_measuring(specs, o.db_path)
+    workers, db = start_measuring(specs, o.db_path, kept)
     first = workers[0]
     bar = None
     try:
@@ -143,7 +146,7 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None) -> Tun
     finally:
         if bar:
             bar.close()
-        for w in workers:
+        for w in workers if kept is None else []:
             w.close()
     print(summary(db, first, result), flush=True)
     return TuneResult.of(result, exit_status(stop, result.interrupted))

@@ -25,6 +25,7 @@ from autotune.api.commands import SearchOptions, search_command
 from autotune.api.dispatch import wins_at_its_shape
 from autotune.api.suite import read_shapes
 from autotune.backends.outcome import OK
+from autotune.backends.pool import KeptWorkers
 from autotune.errors import AutotuneError, NoDeviceError
 from autotune.families.layouts import layout_choices, layout_name, narrow_to
 from autotune.space import Family, Shape, check_shape, shape_text
@@ -116,6 +117,15 @@ def run_cover(o: CoverOptions, stop: threading.Event | None = None) -> list[dict
                             f"before its first trial; give --budget {math.ceil(MIN_SHARE_S * len(o.products))} or "
                             f"more, or fewer products")
     stop = stop or threading.Event()
+    kept = KeptWorkers()  # one child per GPU for all the products: its start is paid once
+    try:
+        _search_each(o, stop, kept)
+    finally:
+        kept.close()
+    return report(o.db_path, o.products, o.kind)
+
+
+def _search_each(o: CoverOptions, stop: threading.Event, kept: KeptWorkers) -> None:
     started = time.monotonic()
     for i, p in enumerate(o.products):
         left = o.budget_s - (time.monotonic() - started)
@@ -128,12 +138,11 @@ def run_cover(o: CoverOptions, stop: threading.Event | None = None) -> list[dict
         options = SearchOptions(shape=p.shape, families=families, db_path=o.db_path, trials=o.trials,
                                 timeout=share, seed=o.seed, kind=o.kind, devices=o.devices)
         try:
-            search_command(options, stop)
+            search_command(options, stop, kept)
         except NoDeviceError:
             raise
         except AutotuneError as exc:
             print(f"autotune: cover: {p.label}: {exc}", file=sys.stderr, flush=True)
-    return report(o.db_path, o.products, o.kind)
 
 
 def report(db_path: str, products: list[Product], kind: str = "cuda") -> list[dict[str, Any]]:

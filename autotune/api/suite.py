@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 from autotune import store
 from autotune.api.commands import SearchOptions, check_replay_db, search_command
 from autotune.backends.kinds import backend_kind
-from autotune.backends.pool import exit_status, stop_on_signals, visible_devices
+from autotune.backends.pool import KeptWorkers, exit_status, stop_on_signals, visible_devices
 from autotune.errors import AutotuneError, NoDeviceError
 from autotune.explain.model import PRESETS
 from autotune.explain.report import check_folder
@@ -173,7 +174,8 @@ def write(o: SuiteOptions, shapes: list[SuiteShape], seconds: dict, errors: dict
     return suite
 
 
-def tune_shape(o: SuiteOptions, s: SuiteShape, timeout: float, stop: threading.Event) -> str | None:
+def tune_shape(o: SuiteOptions, s: SuiteShape, timeout: float, stop: threading.Event,
+               kept: KeptWorkers | None = None) -> str | None:
     """One shape's search; returns why it failed (None when it ran)."""
     print(f"autotune: suite: {s.label} ({s.group}), {o.trials} new trials, at most {timeout:.0f} s",
           file=sys.stderr, flush=True)
@@ -181,7 +183,7 @@ def tune_shape(o: SuiteOptions, s: SuiteShape, timeout: float, stop: threading.E
                             trials=o.trials, timeout=timeout, seed=o.seed, kind=o.kind, devices=o.devices,
                             replay_db=o.replay_db, remeasure=o.remeasure)
     try:
-        search_command(options, stop)
+        search_command(options, stop, kept)
     except NoDeviceError:
         raise  # the same for every shape: stop now
     except AutotuneError as exc:
@@ -204,7 +206,8 @@ def run_suite(o: SuiteOptions, stop: threading.Event | None = None) -> int:
         check_backend(o, shapes)
         if backend_kind(o.kind).on_gpus and o.devices is None:  # every visible GPU: say which, in the outputs' budget
             o = dataclasses.replace(o, devices=visible_devices())
-        with stop_on_signals(stop):
+        kept = KeptWorkers()  # one child per GPU for every shape: its start is paid once
+        with stop_on_signals(stop), closing(kept):
             for i, s in enumerate(shapes):
                 timeout = shape_timeout(o, started, len(shapes) - i)
                 if stop.is_set() or timeout is None:
@@ -212,8 +215,8 @@ def run_suite(o: SuiteOptions, stop: threading.Event | None = None) -> int:
                                                  else "the suite's --total-timeout was spent")
                     continue
                 t0 = time.monotonic()
-                error = tune_shape(o, s, timeout, stop)
-                seconds[s] = round(time.monotonic() - t0, 1)
+                error = tune_shape(o, s, timeout, stop, kept)
+                seconds[s] = round(time.monotonic() - t0, 2)  # a shape on a kept worker can take 0.05 s
                 if error:
                     errors[s], failed = error, True
                 write(o, shapes, seconds, errors, round(time.monotonic() - started, 1))

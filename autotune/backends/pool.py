@@ -7,6 +7,7 @@ import signal
 import sys
 import threading
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Iterator
 
 from autotune.backends.cuda.device import NO_GPU
@@ -116,6 +117,38 @@ def exit_status(stop: threading.Event, interrupted: bool) -> int:
     if not interrupted:
         return 0
     return 128 + int(getattr(stop, "signum", signal.SIGINT))
+
+
+class KeptWorkers:
+    """Workers kept across the searches of several shapes in turn (autotune cover, the suite): the first search
+    starts them; each later one moves them to its shape (WorkerBackend.reshape), in the same child processes.
+    A child's start (a process, its imports, a CUDA context, loading cuBLAS) is then paid once, not at every
+    shape. The owner closes them at the end."""
+
+    def __init__(self) -> None:
+        self.workers: list[WorkerBackend] = []
+
+    def at(self, specs: list[WorkerSpec]) -> list[WorkerBackend]:
+        """Workers for these specs: the kept ones moved to the specs' shape where the specs differ in
+        shape alone, else new ones (the kept closed)."""
+        moved = [replace(w.spec, shape=s.shape) for w, s in zip(self.workers, specs)]
+        if len(self.workers) == len(specs) and moved == specs:
+            try:
+                for w, s in zip(self.workers, specs):
+                    if w.spec != s:
+                        w.reshape(s.shape)
+            except BaseException:
+                self.close()
+                raise
+        else:
+            self.close()
+            self.workers = start_workers(specs)
+        return self.workers
+
+    def close(self) -> None:
+        workers, self.workers = self.workers, []
+        for w in workers:
+            w.close()
 
 
 def start_workers(specs: list[WorkerSpec], names: list[str] | None = None, **kw) -> list[WorkerBackend]:

@@ -5,6 +5,8 @@ The search (the parent) never touches CUDA. Each WorkerBackend starts a child pr
 (CudaBackend for one shape and device, or SimBackend) and answers one request at a time
 over a pipe. The whole protocol:
   parent -> child  ("measure", Job, source)  Job: the kernel's name and its launch geometries
+                   ("shape", (M, N, K))      build the backend again at another shape in this process
+                                             (its CUDA context and loaded libraries kept), then ready
                    ("stop",)                 exit now
   child -> parent  ("ready", Ready)          once, when the backend is built
                    ("error", message)        the environment is at fault (AutotuneError): instead of
@@ -19,9 +21,13 @@ Past that the parent kills the child's process group and records `timeout`. A ch
 dies records `launch_error` with how it died; a fault records `launch_error` with its
 message. The next request starts a fresh child, so the search goes on. A child whose parent
 is gone (killed) exits quietly.
+
+A search of many shapes in turn (autotune cover, the suite) keeps its workers (pool.KeptWorkers): each
+later shape is a "shape" request to the same child (WorkerBackend.reshape), not a new process.
 """
 from __future__ import annotations
 
+import gc
 import importlib
 import multiprocessing as mp
 import os
@@ -29,7 +35,7 @@ import signal
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 
@@ -116,17 +122,27 @@ def child_main(conn, spec: WorkerSpec) -> None:
     os.setsid()  # own process group: Ctrl-C in the terminal reaches the search, not the kernel in flight
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _leave_with_parent()
+    backend = _built(conn, spec)
+    while backend is not None:
+        backend.tick = lambda: _send(conn, ("beat",))
+        _send(conn, ("ready", ready_of(backend)))
+        shape = _serve(conn, backend)
+        if shape is None:
+            return
+        spec, backend = replace(spec, shape=shape), None
+        gc.collect()  # the old shape's device buffers are freed before the new shape's are allocated
+        backend = _built(conn, spec)
+
+
+def _built(conn, spec: WorkerSpec):
+    """The spec's backend; None once the parent is told why there is none (it turns that into one line)."""
     try:
-        backend = build_backend(spec)
-    except AutotuneError as exc:
+        return build_backend(spec)
+    except AutotuneError as exc:  # the machine, or a shape too large for the device
         _send(conn, ("error", str(exc)))
-        return
-    except Exception as exc:  # the parent turns it into one line and stops
+    except Exception as exc:
         _send(conn, ("error", f"{type(exc).__name__}: {exc}"))
-        return
-    backend.tick = lambda: _send(conn, ("beat",))
-    _send(conn, ("ready", ready_of(backend)))
-    _serve(conn, backend)
+    return None
 
 
 def _send(conn, message: tuple) -> None:
@@ -136,26 +152,29 @@ def _send(conn, message: tuple) -> None:
         os._exit(0)
 
 
-def _serve(conn, backend) -> None:
+def _serve(conn, backend) -> tuple[int, int, int] | None:
+    """Answer measurements until the parent asks for another shape (returned) or to stop (None)."""
     while True:
         try:
             message = conn.recv()
         except (EOFError, OSError):
-            return  # the parent is gone
+            return None  # the parent is gone
+        if message[0] == "shape":
+            return message[1]
         if message[0] != "measure":
-            return
+            return None
         _, job, source = message
         try:
             reply = ("outcome", backend.measure(job, source))
         except Fault as fault:
             _send(conn, ("fault", str(fault)))
-            return  # the context is poisoned: the parent starts a fresh child
+            return None  # the context is poisoned: the parent starts a fresh child
         except AutotuneError as exc:  # the environment's fault (errors.EnvironmentFault), not the kernel's
             _send(conn, ("error", str(exc)))
-            return
+            return None
         except Exception as exc:  # unexpected: report it as this kernel's failure and start afresh
             _send(conn, ("fault", f"{job.name}: {type(exc).__name__}: {exc}"))
-            return
+            return None
         _send(conn, reply)
 
 
@@ -277,6 +296,18 @@ class WorkerBackend(Backend):
                                  name=f"autotune-{self.worker}")
         self._proc.start()
         theirs.close()
+
+    def reshape(self, shape: tuple[int, int, int]) -> "WorkerBackend":
+        """Measure at another shape from now on: the same child builds its backend there (no new process,
+        imports or CUDA context); a child that is gone (a kernel's fault ended it) starts afresh at the shape.
+        Raises AutotuneError as wait_ready does (the worker is then closed)."""
+        self.spec, self.info = replace(self.spec, shape=shape), None
+        try:
+            self._pipe()[1].send(("shape", shape))
+        except (RuntimeError, OSError):  # no child, or its pipe is closed
+            self._kill()
+            self.start()
+        return self.wait_ready()
 
     def wait_ready(self) -> "WorkerBackend":
         message = self._receive(self.start_s)

@@ -9,7 +9,8 @@
 #   OUT=out bash benchmarks/release/anyshape_check.sh
 source benchmarks/release/common.sh
 COMMIT="${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}"
-SEED1=(--seed 1 --count 40 --forced --commit "$COMMIT" -o "$OUT/anyshape-covered-h200.json")
+case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in *H100*) TAG=h100 ;; *) TAG=h200 ;; esac
+SEED1=(--seed 1 --count 40 --forced --commit "$COMMIT" -o "$OUT/anyshape-covered-$TAG.json")
 if [ -n "${COVER_DB:-}" ]; then  # a cover made before (its database carried here): load() reads it, no new cover
   step "anyshape through $COVER_DB and the shipped database (seed 1)"
   AUTOTUNE_DB="$COVER_DB" timeout 300 python3 benchmarks/anyshape.py "${SEED1[@]}" >"$WORK/covered.log" 2>&1
@@ -23,7 +24,7 @@ grep -v "it/s\]\|s/it\]" "$WORK/covered.log" | tail -75 | tee -a "$LOG"
 if [ "${SEED2:=2}" != none ]; then
   step "anyshape through the shipped database (seed $SEED2)"
   timeout 150 python3 benchmarks/anyshape.py --seed "$SEED2" --count 40 --commit "$COMMIT" \
-    -o "$OUT/anyshape-seed$SEED2-h200.json" >"$WORK/seed.log" 2>&1
+    -o "$OUT/anyshape-seed$SEED2-$TAG.json" >"$WORK/seed.log" 2>&1
   echo "rc $?" | tee -a "$LOG"
   tail -60 "$WORK/seed.log" | tee -a "$LOG"
 fi

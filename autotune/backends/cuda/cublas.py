@@ -59,6 +59,14 @@ class Cublas:
         lib.cublasDgemm_v2.argtypes = _gemm_argtypes(ctypes.c_double)
         lib.cublasSgemmStridedBatched.argtypes = _strided_argtypes()
 
+    def __del__(self) -> None:
+        """The handle, and the workspace cuBLAS keeps with it, go with the backend: a worker that moves to
+        another shape (backends.worker) builds a new one in the same process."""
+        handle = getattr(self, "_handle", None)  # None: __init__ failed before it was made
+        if handle is not None and handle.value:
+            self._lib.cublasDestroy_v2(handle)
+            handle.value = None
+
     def set_stream(self, stream_handle: int) -> None:
         _check(self._lib.cublasSetStream_v2(self._handle, ctypes.c_void_p(stream_handle)), "set stream")
 
