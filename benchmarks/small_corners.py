@@ -27,7 +27,7 @@ from autotune import store  # noqa: E402
 from autotune.api.commands import record_baseline  # noqa: E402
 from autotune.api.dispatch import takes_short_way  # noqa: E402
 from autotune.api.suite import read_shapes  # noqa: E402
-from autotune.backends.worker import WorkerSpec, build_backend  # noqa: E402
+from autotune.backends.child import WorkerSpec, build_backend  # noqa: E402
 from autotune.errors import AutotuneError, SpaceError  # noqa: E402
 from autotune.families import FAMILIES  # noqa: E402
 from autotune.search.measure import evaluate  # noqa: E402

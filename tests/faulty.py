@@ -105,13 +105,13 @@ class FaultyBackend:
 
 
 def faulty_sim(spec):
-    from autotune.backends.worker import WorkerSpec, build_backend
+    from autotune.backends.child import WorkerSpec, build_backend
 
     return FaultyBackend(build_backend(WorkerSpec("sim", spec.shape, spec.seed, 0, spec.kernel_timeout)))
 
 
 def faulty_cuda(spec):
-    from autotune.backends.worker import WorkerSpec, build_backend
+    from autotune.backends.child import WorkerSpec, build_backend
 
     return FaultyBackend(build_backend(WorkerSpec("cuda", spec.shape, spec.seed, spec.device, spec.kernel_timeout)))
 
@@ -119,7 +119,7 @@ def faulty_cuda(spec):
 def logging_sim(spec):
     """A healthy emulator backend that appends each kernel it measures to $AUTOTUNE_TEST_LOG,
     so that a test can count measurements across processes."""
-    from autotune.backends.worker import WorkerSpec, build_backend
+    from autotune.backends.child import WorkerSpec, build_backend
 
     inner = build_backend(WorkerSpec("sim", spec.shape, spec.seed, 0, spec.kernel_timeout))
     log = os.environ["AUTOTUNE_TEST_LOG"]

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from autotune.backends.base import Job
+from autotune.backends.child import Ready, WorkerSpec
 from autotune.backends.outcome import Timing
 from autotune.backends.pool import check_kernel_timeout, start_workers
 from autotune.backends.sim.backend import SimBackend
-from autotune.backends.worker import Ready, WorkerBackend, WorkerSpec
+from autotune.backends.worker import WorkerBackend
 from autotune.errors import AutotuneError, EnvironmentFault
 from autotune.search.loop import run_search
 from autotune.space import Limits, make_config

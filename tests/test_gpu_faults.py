@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from autotune import store
+from autotune.backends.child import WorkerSpec
 from autotune.backends.pool import start_workers
-from autotune.backends.worker import WorkerSpec
 from autotune.search.loop import run_search
 from tests.faulty import faulty_family, faulty_render
 

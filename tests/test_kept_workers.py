@@ -7,8 +7,9 @@ import pytest
 from click.testing import CliRunner
 
 from autotune import store
+from autotune.backends.child import WorkerSpec
 from autotune.backends.pool import KeptWorkers
-from autotune.backends.worker import WorkerBackend, WorkerSpec
+from autotune.backends.worker import WorkerBackend
 from autotune.cli import cli
 from autotune.errors import AutotuneError
 from autotune.families import NAIVE

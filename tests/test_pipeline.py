@@ -293,7 +293,7 @@ SEARCH = textwrap.dedent("""
     from autotune.backends.pool import exit_status, start_workers, stop_on_signals
     from autotune.api.commands import summary
     from autotune.search.loop import run_search
-    from autotune.backends.worker import WorkerSpec
+    from autotune.backends.child import WorkerSpec
 
     if __name__ == "__main__":
         [worker] = start_workers([WorkerSpec("tests.fakes:compiling_fake", (256, 256, 256))])

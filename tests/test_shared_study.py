@@ -16,8 +16,8 @@ import optuna
 from click.testing import CliRunner
 
 from autotune import store
+from autotune.backends.child import WorkerSpec
 from autotune.backends.pool import start_workers
-from autotune.backends.worker import WorkerSpec
 from autotune.cli import cli
 from autotune.families import TILED
 from autotune.search.loop import run_search

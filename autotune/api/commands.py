@@ -21,9 +21,10 @@ from autotune.space import Config, Family, Limits, combinations, count_valid, en
 if TYPE_CHECKING:
     import sqlite_utils
 
+    from autotune.backends.child import WorkerSpec
     from autotune.backends.pool import KeptWorkers
     from autotune.backends.verify import Runner
-    from autotune.backends.worker import WorkerBackend, WorkerSpec
+    from autotune.backends.worker import WorkerBackend
 
 
 def format_row(row: dict) -> str:
@@ -97,7 +98,7 @@ def start_measuring(specs: list[WorkerSpec], db_path: str,
 
 def measure_command(shape: tuple[int, int, int], configs: list[Config], seed: int, device: int,
                     db_path: str, kind: str = "cuda", kernel_timeout: float | None = None) -> str:
-    from autotune.backends.worker import WorkerSpec
+    from autotune.backends.child import WorkerSpec
     from autotune.search.measure import evaluate
 
     [worker], db = start_measuring([WorkerSpec(kind, shape, seed, device, kernel_timeout)], db_path)

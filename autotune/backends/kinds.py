@@ -11,7 +11,7 @@ from autotune.errors import registered
 
 
 class WorkerSpec(Protocol):
-    """What building a backend reads of a worker's spec (backends.worker.WorkerSpec, which imports this
+    """What building a backend reads of a worker's spec (backends.child.WorkerSpec, which imports this
     module: the protocol keeps the two out of an import cycle)."""
 
     @property
@@ -32,7 +32,7 @@ class WorkerSpec(Protocol):
 class BackendKind:
     name: str
     doc: str
-    build: Callable[[WorkerSpec], Any]  # the backend a worker runs (backends.worker.build_backend)
+    build: Callable[[WorkerSpec], Any]  # the backend a worker runs (backends.child.build_backend)
     # It times kernels on GPUs, one worker per device (--device/--devices choose them); its times are GPU times.
     on_gpus: bool = False
     # It runs the kernels in the CPU emulator: small shapes only (sim.backend.MAX_WORK).

@@ -10,9 +10,10 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Iterator
 
+from autotune.backends.child import WorkerSpec
 from autotune.backends.cuda.device import NO_GPU
 from autotune.backends.kinds import backend_kind
-from autotune.backends.worker import WorkerBackend, WorkerSpec, worker_name
+from autotune.backends.worker import WorkerBackend, worker_name
 from autotune.errors import AutotuneError, NoDeviceError
 
 

@@ -1,7 +1,7 @@
 """Kernel runs in a child process: a fault, a hang or a crash costs one row, never the search.
 
 The search (the parent) never touches CUDA. Each WorkerBackend starts a child process
-(multiprocessing, "spawn": no CUDA state is ever inherited) that builds one backend
+(multiprocessing, "spawn": no CUDA state is ever inherited; backends.child) that builds one backend
 (CudaBackend for one shape and device, or SimBackend) and answers one request at a time
 over a pipe. The whole protocol:
   parent -> child  ("measure", Job, source)  Job: the kernel's name and its launch geometries
@@ -27,21 +27,19 @@ later shape is a "shape" request to the same child (WorkerBackend.reshape), not 
 """
 from __future__ import annotations
 
-import gc
-import importlib
 import multiprocessing as mp
 import os
 import signal
 import socket
-import threading
 import time
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 
 from autotune.backends.base import Backend, Job
+from autotune.backends.child import Ready, WorkerSpec, child_main
 from autotune.backends.kinds import REGISTRY
-from autotune.backends.outcome import LAUNCH_ERROR, TIMEOUT, Fault, Outcome, Timing
+from autotune.backends.outcome import LAUNCH_ERROR, TIMEOUT, Outcome, Timing
 from autotune.backends.spawn import MAIN_GUARD_HINT, REIMPORTED_MAIN
 from autotune.errors import AutotuneError, EnvironmentFault
 from autotune.space import Config, Limits
@@ -53,132 +51,6 @@ LAUNCHES_PER_BEAT = 3  # the most launches between two beats (a warm-up and a ti
 START_S = 600.0  # building a backend: cuBLAS handle, inputs, the reference and its timing
 STOP_S = 5.0  # a child asked to stop gets this long before it is killed
 
-
-@dataclass(frozen=True)
-class WorkerSpec:
-    """What a child builds. kind: "cuda", "sim", "replay", or "module:function" (a factory taking the
-    spec; tests use it to wrap a backend with injected faults)."""
-
-    kind: str
-    shape: tuple[int, int, int]
-    seed: int = 0
-    device: int = 0
-    kernel_timeout: float | None = None  # seconds per launch; None: derived (see launch_s)
-    replay_db: str | None = None  # kind "replay": the recorded results database it answers from
-    batch: int = 1  # products per measurement, a strided batch (space.blas)
-
-
-@dataclass(frozen=True)
-class Ready:
-    """A child's backend, as the parent sees it."""
-
-    name: str
-    shape: tuple[int, int, int]
-    baseline: Timing | None
-    baseline_clock: int | None
-    provenance: dict
-    explain: bool
-    limits: Limits
-    peak_tflops: float | None
-    launch_shapes: tuple[tuple[int, int, int], ...]
-    device: str  # the CUDA device index, or the backend's name where there is no GPU
-    launch_limit_s: float | None = None  # the backend's own limit per launch (the emulator's), if any
-    compile_ahead: bool = False  # it compiles with NVRTC per trial: the search compiles ahead (pipeline.py)
-    min_launch_s: float | None = None  # what a known-good launch takes (Backend.min_launch_s)
-    layout_baselines: dict[str, Timing] | None = None  # cuBLAS per layout (Backend.layout_baselines)
-
-
-def build_backend(spec: WorkerSpec):
-    kind = REGISTRY.get(spec.kind)
-    if kind is not None:
-        return kind.build(spec)
-    module, _, function = spec.kind.partition(":")
-    return getattr(importlib.import_module(module), function)(spec)
-
-
-def ready_of(backend: Backend) -> Ready:
-    return Ready(backend.name, tuple(backend.shape), backend.baseline, backend.baseline_clock,  # type: ignore[arg-type]
-                 dict(backend.provenance), backend.explain, backend.limits, backend.peak_tflops,
-                 tuple(tuple(s) for s in backend.launch_shapes), backend.device or backend.name,  # type: ignore[misc]
-                 backend.launch_limit_s, backend.compile_ahead, backend.min_launch_s, backend.layout_baselines)
-
-
-# --------------------------------------------------------------------------- the child
-
-def _leave_with_parent() -> None:
-    """Die with the parent, even one killed by SIGKILL: a kernel stuck in an endless loop must
-    not hold the GPU forever. Kills the child's own process group (the emulator's runs too)."""
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os.killpg(os.getpgrp(), signal.SIGKILL)
-
-    threading.Thread(target=watch, daemon=True).start()
-
-
-def child_main(conn, spec: WorkerSpec) -> None:
-    os.setsid()  # own process group: Ctrl-C in the terminal reaches the search, not the kernel in flight
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _leave_with_parent()
-    backend = _built(conn, spec)
-    while backend is not None:
-        backend.tick = lambda: _send(conn, ("beat",))
-        _send(conn, ("ready", ready_of(backend)))
-        shape = _serve(conn, backend)
-        if shape is None:
-            return
-        spec, backend = replace(spec, shape=shape), None
-        gc.collect()  # the old shape's device buffers are freed before the new shape's are allocated
-        backend = _built(conn, spec)
-
-
-def _built(conn, spec: WorkerSpec):
-    """The spec's backend; None once the parent is told why there is none (it turns that into one line)."""
-    try:
-        return build_backend(spec)
-    except AutotuneError as exc:  # the machine, or a shape too large for the device
-        _send(conn, ("error", str(exc)))
-    except Exception as exc:
-        _send(conn, ("error", f"{type(exc).__name__}: {exc}"))
-    return None
-
-
-def _send(conn, message: tuple) -> None:
-    try:
-        conn.send(message)
-    except OSError:  # the parent is gone (killed): nobody is left to answer, nor to read a traceback
-        os._exit(0)
-
-
-def _serve(conn, backend) -> tuple[int, int, int] | None:
-    """Answer measurements until the parent asks for another shape (returned) or to stop (None)."""
-    while True:
-        try:
-            message = conn.recv()
-        except (EOFError, OSError):
-            return None  # the parent is gone
-        if message[0] == "shape":
-            return message[1]
-        if message[0] != "measure":
-            return None
-        _, job, source = message
-        try:
-            reply = ("outcome", backend.measure(job, source))
-        except Fault as fault:
-            _send(conn, ("fault", str(fault)))
-            return None  # the context is poisoned: the parent starts a fresh child
-        except AutotuneError as exc:  # the environment's fault (errors.EnvironmentFault), not the kernel's
-            _send(conn, ("error", str(exc)))
-            return None
-        except Exception as exc:  # unexpected: report it as this kernel's failure and start afresh
-            _send(conn, ("fault", f"{job.name}: {type(exc).__name__}: {exc}"))
-            return None
-        _send(conn, reply)
-
-
-# --------------------------------------------------------------------------- the parent
 
 def worker_name(index: int) -> str:
     return f"{socket.gethostname()}:{os.getpid()}:w{index}"

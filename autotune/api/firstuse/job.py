@@ -22,7 +22,7 @@ import time
 from autotune import store
 from autotune.api.commands import start_measuring
 from autotune.api.firstuse.tuner import ENVIRONMENT_EXIT
-from autotune.backends.worker import WorkerSpec
+from autotune.backends.child import WorkerSpec
 from autotune.errors import AutotuneError, EnvironmentFault
 from autotune.families import FAMILIES, families_for
 from autotune.families.layouts import layout_choices, layout_name, narrow_to
