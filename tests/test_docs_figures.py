@@ -449,3 +449,55 @@ def test_the_h100_docs_shipped_table_is_the_committed_anyshape_runs():
     assert (f"ran at {fresh['geomean_queued']:.3f}x torch.matmul queued and {fresh['geomean_alone']:.3f}x alone "
             f"(seed 5)") in " ".join(README.read_text().split())
     assert f"the call was {min(q):.2f}-{max(q):.2f}x torch.matmul queued and {min(a):.2f}-{max(a):.2f}x alone" in flat
+
+
+def test_the_h100_docs_cover_figures_are_the_committed_runs():
+    """docs/results-h100.md, after `autotune cover`: the cover-rate table (one row a tree) and the figures of
+    anyshape after the cover, from their JSONs."""
+    text = (ROOT / "docs" / "results-h100.md").read_text()
+    part = section(text, "## After `autotune cover`")
+    rate = json.loads((ROOT / "benchmarks" / "data" / "cover-rate-12-trials-h100.json").read_text())
+    assert rate["device"].startswith("NVIDIA H100") and f"--budget {rate['budget_s']:g} --trials {rate['trials']}" in part
+    for row, run in zip(table_rows(part), rate["runs"], strict=True):
+        runs_kernel = int(run["summary"].split("runs a tuned kernel at ")[1].split(";")[0])
+        assert [row[0].split(",")[0], row[1], row[2], row[3]] == [
+            run["code"], f"{run['seconds']:.1f}", str(run["verified_rows"]), str(runs_kernel)]
+    flat = " ".join(part.split())
+    covered = json.loads((ROOT / "benchmarks" / "data" / "anyshape-covered-h100.json").read_text())
+    r, p, cover = covered["summary"]["random"], covered["summary"]["projection"], covered["cover"]
+    assert covered["commit"] in flat and f"The cover took {cover['took_s']:.1f} s" in flat
+    assert (f"**{r['geomean_queued']:.3f}** queued, {r['geomean_alone']:.3f} alone, none below 0.95 (worst "
+            f"{r['min_queued']:.3f}). torch.matmul against itself read {r['control_geomean']:.3f}") in flat
+    random = [s for s in covered["shapes"] if s["kind"] == "random"]
+    ours = [s for s in random if not s["kernel"].startswith("cuBLAS")]
+    theirs = [s["torch_ms"] / s["ours_ms"] for s in random if s["kernel"].startswith("cuBLAS")]
+    q, a = ([s["torch_ms"] / s["ours_ms"] for s in ours], [s["torch_alone_ms"] / s["ours_alone_ms"] for s in ours])
+    assert (f"Our kernels ran at {len(ours)} of the {len(random)}: {min(q):.2f}-{max(q):.2f}x queued, "
+            f"{min(a):.2f}-{max(a):.2f}x alone. cuBLAS ran at the other {len(theirs)}") in flat
+    assert f"{min(theirs):.3f}-{max(theirs):.3f} queued" in flat
+    assert f"At the projections: {p['geomean_queued']:.3f} queued, our kernel at {p['kernels']} of 8" in flat
+    old = json.loads((ROOT / "benchmarks" / "data" / "anyshape-covered-h200.json").read_text())
+    assert f"on the H200 at `{old['commit']}`, with a worker per product, took {old['cover']['took_s']:.1f} s" in flat
+
+
+def test_the_h100_docs_start_cost_figures_are_the_committed_one_trial_run():
+    """docs/results-h100.md: what a cover of one trial a product took, with a worker per product and kept."""
+    from autotune.api.cover import MIN_SHARE_S
+
+    flat = " ".join(section((ROOT / "docs" / "results-h100.md").read_text(), "## After `autotune cover`").split())
+    rate = json.loads((ROOT / "benchmarks" / "data" / "cover-rate-1-trial-h100.json").read_text())
+    old, new = rate["runs"]
+    n = new["products_with_baseline"]
+    assert rate["trials"] == 1 and rate["device"].startswith("NVIDIA H100") and f"sources `{new['code']}`" in flat
+    assert (f"{old['seconds']:.1f} s for the {n} products with a worker each ({old['seconds'] / n:.1f} s a product), "
+            f"{new['seconds']:.1f} s with the worker kept ({new['seconds'] / n:.1f} s a product)") in flat
+    assert f"refuses a budget under {MIN_SHARE_S:g} s a product" in flat
+
+
+def test_the_readmes_h100_cover_figures_are_the_committed_run():
+    covered = json.loads((ROOT / "benchmarks" / "data" / "anyshape-covered-h100.json").read_text())
+    r, cover = covered["summary"]["random"], covered["cover"]
+    assert covered["seed"] == 1 and r["below_0.95_queued"] == 0
+    assert (f"after `autotune cover` of 40 others (seed 1, {cover['trials']} trials a product, {cover['took_s']:.0f} s), "
+            f"{r['geomean_queued']:.3f}x queued and {r['geomean_alone']:.3f}x alone, none below 0.95"
+            ) in " ".join(README.read_text().split())

@@ -88,11 +88,11 @@ def from_module(spec: str, batches: list[int], training: bool) -> list[Product]:
     return list(out.values())
 
 
-# Each product's search starts a worker process and times cuBLAS before its first trial: about 2.5 s (an H100
-# spent a 300 s budget over 207 products on 120 of those starts, with no trial). 5.2 s a product measured 5.4
-# kernels each (h200-host-bound-misaligned-pairs.sqlite.gz: 420 s, 81 products). A budget that gives a product
-# less than this is refused rather than spent on starts.
-MIN_SHARE_S = 4.0
+# Each product's search builds its worker's backend at the shape and times cuBLAS there before its first trial.
+# With the worker kept from product to product, a search of one trial took 1.5 s a product on an H100 (27 products
+# in 40.9 s; 78.6 s when each product started a worker of its own: benchmarks/data/cover-rate-1-trial-h100.json).
+# A budget that gives a product less than this is refused rather than spent on those starts.
+MIN_SHARE_S = 2.5
 
 
 @dataclass(frozen=True)
@@ -113,8 +113,8 @@ def run_cover(o: CoverOptions, stop: threading.Event | None = None) -> list[dict
         raise AutotuneError(f"--budget {o.budget_s} must be a positive number of seconds")
     if o.budget_s < MIN_SHARE_S * len(o.products):
         raise AutotuneError(f"--budget {o.budget_s:g} gives each of the {len(o.products)} products "
-                            f"{o.budget_s / len(o.products):.1f} s, and a product's search takes about 2.5 s to start "
-                            f"before its first trial; give --budget {math.ceil(MIN_SHARE_S * len(o.products))} or "
+                            f"{o.budget_s / len(o.products):.1f} s, and a product's search takes about 1.5 s to time "
+                            f"cuBLAS and its first trial; give --budget {math.ceil(MIN_SHARE_S * len(o.products))} or "
                             f"more, or fewer products")
     stop = stop or threading.Event()
     kept = KeptWorkers()  # one child per GPU for all the products: its start is paid once
