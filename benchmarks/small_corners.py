@@ -5,9 +5,9 @@ verified and timed, each recorded as a search records it (search.measure.evaluat
 
     python benchmarks/small_corners.py --db corners.sqlite [--shapes benchmarks/host-bound-small-shapes.toml] [--backend sim]
 
-Why not `autotune cover`: cover starts a worker process per product (about 2.5 s with its cuBLAS baselines),
-so its 300 s budget over the lattice's 207 corners timed 120 baselines and no kernel (H100, 47356a1). Here
-one process holds the GPU, each kernel is compiled once (its source does not depend on the shape), and a
+Why not `autotune cover`: each product's search there costs about 1.5 s before its trials (its backend built
+at the shape, cuBLAS timed, a study opened; 2.5 s when cover started a worker per product, whose 300 s budget
+over the lattice's 207 corners timed 120 baselines and no kernel: H100, 47356a1). Here one process holds the GPU, each kernel is compiled once (its source does not depend on the shape), and a
 corner costs its baselines and its kernels' runs. A kernel that breaks the CUDA context stops the run after
 its row is recorded, as an in-process search does.
 

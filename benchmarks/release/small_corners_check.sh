@@ -3,7 +3,7 @@
 # --small, benchmarks/host-bound-small-shapes.toml) measured in one process by benchmarks/small_corners.py within
 # BUDGET seconds, into $OUT/host-bound-small.sqlite.gz with the per-corner lines in the log. What the corners'
 # fastest kernels take says whether rows within our call's host time can cover anyshape's host-bound shapes.
-# (`autotune cover` starts a search per corner: 207 of them would need --budget 828 or more.) From the repository
+# (`autotune cover` runs a search per corner: 207 of them would need --budget 518 or more.) From the repository
 # root with OUT set:
 #   OUT=out bash benchmarks/release/small_corners_check.sh
 source benchmarks/release/common.sh
