@@ -414,3 +414,52 @@ def test_a_compile_that_fails_in_the_pool_is_a_compile_error_row(db, monkeypatch
     assert result.new == 3 and result.statuses[COMPILE_ERROR] == 3
     rows = list(db.query("select status, reason from results where status != 'invalid'"))
     assert [r["status"] for r in rows] == [COMPILE_ERROR] * 3
+
+
+# --------------------------------------------------------------------------- a pool kept across searches
+
+def test_a_kept_pool_serves_several_searches_and_only_its_owner_closes_it(db):
+    """autotune cover and the suite keep one pool for all their shapes (api.commands.Kept): a search given the
+    pool uses it and leaves it open; its children are those of the first search."""
+    warm_nvrtc()
+    before = set(mp.active_children())
+    compiler = Compiler(2)
+    try:
+        for shape in [(256, 256, 256), (128, 64, 32)]:
+            backend = SlowGpu(0.2)
+            backend.shape = shape
+            result = run_search(db, backend, [NAIVE], Limits(), sampler="random", trials=3, seed=5, compiler=compiler)
+            assert result.new == 3 and backend.cached_at_measure[1:] == [True] * 2
+            children = set(mp.active_children()) - before
+            if shape == (256, 256, 256):
+                first = children
+            assert children == first and children
+    finally:
+        compiler.close()
+    assert set(mp.active_children()) <= before
+
+
+def test_drop_pending_cancels_only_what_no_child_has_taken():
+    compiler = Compiler(1)
+    config = make_config(TILED, {})
+    jobs = [BuildJob(f"k{i}", render(config).replace(config.name, f"k{i}"), "sm_90", False) for i in range(12)]
+    try:
+        works = [compiler.submit(job) for job in jobs]
+        compiler.drop_pending()
+        cancelled = [w for w in works if w.cancelled()]
+        assert cancelled and not works[0].cancelled()  # the first was taken by the child
+        again = compiler.submit(jobs[-1])
+        assert again is not works[-1] and not again.cancelled()  # submitted anew, not the cancelled work
+    finally:
+        compiler.close()
+
+
+def test_kept_starts_one_pool_for_gpu_workers_only_and_closes_it():
+    from autotune.api.commands import Kept
+
+    kept = Kept()
+    assert kept.compiler_for([FakeBackend()], None) is None  # no NVRTC step to hide
+    pool = kept.compiler_for([SlowGpu()], 1)
+    assert pool is not None and kept.compiler_for([SlowGpu()], 1) is pool
+    kept.close()
+    assert kept.compiler is None and pool.submit(BuildJob("x", "", "sm_90", False)) is None  # closed

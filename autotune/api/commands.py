@@ -12,7 +12,14 @@ from autotune.api.checks import check_search
 from autotune.api.result import TuneResult
 from autotune.backends.kinds import backend_kind
 from autotune.backends.outcome import FAILED, OK, Fault
-from autotune.backends.pool import check_kernel_timeout, check_same_model, exit_status, stop_on_signals, worker_specs
+from autotune.backends.pool import (
+    KeptWorkers,
+    check_kernel_timeout,
+    check_same_model,
+    exit_status,
+    stop_on_signals,
+    worker_specs,
+)
 from autotune.backends.reference import contract_text
 from autotune.codegen.render import render
 from autotune.errors import AutotuneError
@@ -22,9 +29,9 @@ if TYPE_CHECKING:
     import sqlite_utils
 
     from autotune.backends.child import WorkerSpec
-    from autotune.backends.pool import KeptWorkers
     from autotune.backends.verify import Runner
     from autotune.backends.worker import WorkerBackend
+    from autotune.search.pipeline import Compiler
 
 
 def format_row(row: dict) -> str:
@@ -116,9 +123,32 @@ def measure_command(shape: tuple[int, int, int], configs: list[Config], seed: in
     return "\n".join(lines)
 
 
-def search_command(o: SearchOptions, stop: threading.Event | None = None, kept: KeptWorkers | None = None) -> TuneResult:
+class Kept:
+    """What the searches of many shapes in turn (autotune cover, the suite) keep from one to the next, each started
+    once: one worker per GPU, moved to each shape (pool.KeptWorkers), and the processes that compile ahead
+    (pipeline.Compiler). Its owner closes it at the end."""
+
+    def __init__(self) -> None:
+        self.workers = KeptWorkers()
+        self.compiler: Compiler | None = None
+
+    def compiler_for(self, workers: list[WorkerBackend], jobs: int | None) -> Compiler | None:
+        from autotune.search.loop import start_compiler
+
+        if self.compiler is None:
+            self.compiler = start_compiler(workers, jobs)
+        return self.compiler
+
+    def close(self) -> None:
+        compiler, self.compiler = self.compiler, None
+        if compiler is not None:
+            compiler.close()
+        self.workers.close()
+
+
+def search_command(o: SearchOptions, stop: threading.Event | None = None, kept: Kept | None = None) -> TuneResult:
     """Run the search; print the summary; return its figures and exit status (see pool.exit_status).
-    kept: workers kept across the searches of several shapes, which its owner closes (pool.KeptWorkers)."""
+    kept: what searches of several shapes keep from one to the next, which its owner closes (Kept)."""
     from autotune.search.loop import open_storage, run_search
     from autotune.search.samplers import require
     from autotune.search.study import check_same_space
@@ -131,7 +161,7 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None, kept: 
     storage = open_storage(o.storage)  # before any worker starts: a wrong URL costs nothing
     if o.study:  # a default name says its space, so only a name given can meet a study of another space
         check_same_space(storage, o.study, o.families)
-    workers, db = start_measuring(specs, o.db_path, kept)
+    workers, db = start_measuring(specs, o.db_path, kept.workers if kept else None)
     first = workers[0]
     bar = None
     try:
@@ -143,7 +173,8 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None, kept: 
                                 timeout=o.timeout, seed=o.seed, peak_tflops=first.peak_tflops,
                                 progress=bar.update_with, storage=storage, study=o.study, stop=stop,
                                 compile_jobs=o.compile_jobs, remeasure=FAILED if o.remeasure == "failed" else (),
-                                remeasure_stale=o.remeasure == "stale", note=bar.note)
+                                remeasure_stale=o.remeasure == "stale", note=bar.note,
+                                compiler=kept.compiler_for(workers, o.compile_jobs) if kept else None)
     finally:
         if bar:
             bar.close()

@@ -21,11 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from autotune import store
-from autotune.api.commands import SearchOptions, search_command
+from autotune.api.commands import Kept, SearchOptions, search_command
 from autotune.api.dispatch import wins_at_its_shape
 from autotune.api.suite import read_shapes
 from autotune.backends.outcome import OK
-from autotune.backends.pool import KeptWorkers
 from autotune.errors import AutotuneError, NoDeviceError
 from autotune.families.layouts import layout_choices, layout_name, narrow_to
 from autotune.space import Family, Shape, check_shape, shape_text
@@ -117,7 +116,7 @@ def run_cover(o: CoverOptions, stop: threading.Event | None = None) -> list[dict
                             f"cuBLAS and its first trial; give --budget {math.ceil(MIN_SHARE_S * len(o.products))} or "
                             f"more, or fewer products")
     stop = stop or threading.Event()
-    kept = KeptWorkers()  # one child per GPU for all the products: its start is paid once
+    kept = Kept()  # one worker per GPU and one compile pool for all the products: their starts are paid once
     try:
         _search_each(o, stop, kept)
     finally:
@@ -125,7 +124,7 @@ def run_cover(o: CoverOptions, stop: threading.Event | None = None) -> list[dict
     return report(o.db_path, o.products, o.kind)
 
 
-def _search_each(o: CoverOptions, stop: threading.Event, kept: KeptWorkers) -> None:
+def _search_each(o: CoverOptions, stop: threading.Event, kept: Kept) -> None:
     started = time.monotonic()
     for i, p in enumerate(o.products):
         left = o.budget_s - (time.monotonic() - started)

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from autotune import store
-from autotune.api.commands import SearchOptions, check_replay_db, search_command
+from autotune.api.commands import Kept, SearchOptions, check_replay_db, search_command
 from autotune.backends.kinds import backend_kind
-from autotune.backends.pool import KeptWorkers, exit_status, stop_on_signals, visible_devices
+from autotune.backends.pool import exit_status, stop_on_signals, visible_devices
 from autotune.errors import AutotuneError, NoDeviceError
 from autotune.explain.model import PRESETS
 from autotune.explain.report import check_folder
@@ -175,7 +175,7 @@ def write(o: SuiteOptions, shapes: list[SuiteShape], seconds: dict, errors: dict
 
 
 def tune_shape(o: SuiteOptions, s: SuiteShape, timeout: float, stop: threading.Event,
-               kept: KeptWorkers | None = None) -> str | None:
+               kept: Kept | None = None) -> str | None:
     """One shape's search; returns why it failed (None when it ran)."""
     print(f"autotune: suite: {s.label} ({s.group}), {o.trials} new trials, at most {timeout:.0f} s",
           file=sys.stderr, flush=True)
@@ -206,7 +206,7 @@ def run_suite(o: SuiteOptions, stop: threading.Event | None = None) -> int:
         check_backend(o, shapes)
         if backend_kind(o.kind).on_gpus and o.devices is None:  # every visible GPU: say which, in the outputs' budget
             o = dataclasses.replace(o, devices=visible_devices())
-        kept = KeptWorkers()  # one child per GPU for every shape: its start is paid once
+        kept = Kept()  # one worker per GPU and one compile pool for every shape: their starts are paid once
         with stop_on_signals(stop), closing(kept):
             for i, s in enumerate(shapes):
                 timeout = shape_timeout(o, started, len(shapes) - i)

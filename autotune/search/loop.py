@@ -134,7 +134,8 @@ def run_search(db: sqlite_utils.Database, backends: Backend | Sequence[Backend],
                study: str | None = None, stop: threading.Event | None = None,
                compile_jobs: int | None = None, start_from_defaults: bool = True,
                remeasure: tuple[str, ...] = (), remeasure_stale: bool = False,
-               note: Callable[[str], None] | None = None, fresh: bool = True) -> SearchResult:
+               note: Callable[[str], None] | None = None, fresh: bool = True,
+               compiler: Compiler | None = None) -> SearchResult:
     """Search until `trials` new measurements, `timeout` seconds, or `stop` is set (the
     trials in flight finish first). KeyboardInterrupt ends it at once, marked interrupted.
     compile_jobs: processes compiling ahead for GPU workers (default pipeline.default_jobs(): 8 per GPU).
@@ -144,7 +145,8 @@ def run_search(db: sqlite_utils.Database, backends: Backend | Sequence[Backend],
     measured again when proposed, rather than reused (outcome.FAILED). remeasure_stale: so are rows
     measured from a source other than today's rendering (plan.stale_source). note: receives the line
     that says where the search starts. fresh: enqueue a new valid config next to each wasted
-    proposal (search.fresh; the sampler benchmark turns it off, as the defaults)."""
+    proposal (search.fresh; the sampler benchmark turns it off, as the defaults). compiler: compile processes
+    the caller keeps across searches (start_compiler) and closes; None: this search starts and closes its own."""
     families, refused = for_device(families, limits)  # the device's own space: its waves, its architecture's families
     for line in refused:
         if note:
@@ -180,13 +182,18 @@ def run_search(db: sqlite_utils.Database, backends: Backend | Sequence[Backend],
                else None)
     start = time.monotonic()
     try:
-        _start_compiler(run, workers, compile_jobs)
+        ahead = sum(b.compile_ahead for b in workers)  # GPU workers: the pool compiles their next trials
+        run.compiler = (compiler or start_compiler(workers, compile_jobs)) if ahead else None
+        if run.compiler:
+            run.depth = -(-run.compiler.jobs // ahead)
         _run_workers(run, db, workers)
     except KeyboardInterrupt:
         run.stop.set()
         result.interrupted = True
     finally:
-        if run.compiler:
+        if run.compiler is not None and run.compiler is compiler:
+            run.compiler.drop_pending()
+        elif run.compiler is not None:
             run.compiler.close()
         if not isinstance(storage, Storage):  # opened here: closed here
             where.close()
@@ -223,16 +230,15 @@ def _enqueue_starts(study: optuna.Study, db: sqlite_utils.Database, first: Backe
         study.enqueue_trial(trial_params(config), skip_if_exists=shared)
 
 
-def _start_compiler(run: _Run, backends: list[Backend], jobs: int | None) -> None:
+def start_compiler(backends: Sequence[Backend], jobs: int | None = None) -> Compiler | None:
     """GPU workers (compile_ahead) share one pool of compile processes; each keeps its share
-    of the jobs asked ahead. The emulator and replay have no NVRTC step worth hiding."""
+    of the jobs asked ahead. The emulator and replay have no NVRTC step worth hiding: None."""
     ahead = sum(b.compile_ahead for b in backends)
     if not ahead:
-        return
+        return None
     from autotune.search.pipeline import Compiler, default_jobs
 
-    run.compiler = Compiler(jobs or default_jobs(ahead))
-    run.depth = -(-run.compiler.jobs // ahead)
+    return Compiler(jobs or default_jobs(ahead))
 
 
 def _run_workers(run: _Run, db: sqlite_utils.Database, backends: list[Backend]) -> None:

@@ -134,6 +134,14 @@ class Compiler:
                 self._work[key] = self._submit(job)
             return self._work[key]
 
+    def drop_pending(self) -> None:
+        """Cancel the jobs no child has taken yet (a search that ends leaves its trials asked ahead): a pool kept
+        for the next search (autotune cover, the suite) starts on that search's jobs, not on these."""
+        with self._lock:
+            for key, work in list(self._work.items()):
+                if work.cancel():
+                    del self._work[key]
+
     def close(self) -> None:
         """Cancel what has not started, stop the children (mid-job too) and reap them."""
         with self._lock:
