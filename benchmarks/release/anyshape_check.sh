@@ -9,7 +9,6 @@
 #   OUT=out bash benchmarks/release/anyshape_check.sh
 source benchmarks/release/common.sh
 COMMIT="${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}"
-case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in *H100*) TAG=h100 ;; *) TAG=h200 ;; esac
 SEED1=(--seed 1 --count 40 --forced --commit "$COMMIT" -o "$OUT/anyshape-covered-$TAG.json")
 if [ -n "${COVER_DB:-}" ]; then  # a cover made before (its database carried here): load() reads it, no new cover
   step "anyshape through $COVER_DB and the shipped database (seed 1)"

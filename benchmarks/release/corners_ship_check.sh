@@ -12,12 +12,11 @@
 #   OUT=out COMMIT=abc1234 bash benchmarks/release/corners_ship_check.sh
 source benchmarks/release/common.sh
 COMMIT="${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}"
-GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-case "$GPU" in
-  *H200*) TAG=h200; SHAPES="${SHAPES:-benchmarks/host-bound-small-shapes.toml}"; SEEDS="${SEEDS:-5 2}" ;;
-  *H100*) TAG=h100; SEEDS="${SEEDS:-1 4}"
-          SHAPES="${SHAPES:-benchmarks/host-bound-shapes.toml benchmarks/host-bound-misaligned-shapes.toml benchmarks/host-bound-odd-n-shapes.toml}" ;;
-  *) echo "no shipped database for $GPU" | tee -a "$LOG"; exit 1 ;;
+case "$TAG" in
+  h200) SHAPES="${SHAPES:-benchmarks/host-bound-small-shapes.toml}"; SEEDS="${SEEDS:-5 2}" ;;
+  h100) SEEDS="${SEEDS:-1 4}"
+        SHAPES="${SHAPES:-benchmarks/host-bound-shapes.toml benchmarks/host-bound-misaligned-shapes.toml benchmarks/host-bound-odd-n-shapes.toml}" ;;
+  *) echo "no shipped database for $GPU_NAME" | tee -a "$LOG"; exit 1 ;;
 esac
 files=($SHAPES)
 share=$(( ${BUDGET:=230} / ${#files[@]} ))
