@@ -346,6 +346,9 @@ def verify_command(kind: str, families: list[Family], limit: int, shapes: list[t
     run: Runner
     if backend_kind(kind).emulated:
         from autotune.backends.sim import run
+        from autotune.backends.sim.backend import check_emulated
+
+        check_emulated(shapes)
     else:
         from autotune.backends.cuda.backend import GpuRunner
 

@@ -62,16 +62,35 @@ def from_range(m_range: str, N: int, K: int, layout: str = "NN") -> list[Product
     return out
 
 
-def from_module(spec: str, batches: list[int], training: bool) -> list[Product]:
-    """The nn.Linear layers of the module that `pkg.mod:factory` returns (called with no arguments)."""
+def _model_of(spec: str) -> Any:
+    """The torch.nn.Module that `pkg.mod:factory` returns. The user's code may fail in any way while it is
+    imported or called (a syntax error, an exception of its own): that is one line naming it, not our traceback."""
     module_name, _, attr = spec.partition(":")
+    hint = "pass MODULE:FACTORY, a function of no arguments returning the model"
     try:
         factory = getattr(importlib.import_module(module_name), attr or "model")
-    except (ImportError, AttributeError) as exc:
-        raise AutotuneError(f"--module {spec}: {exc}; pass MODULE:FACTORY, a function returning the model") from None
+    except Exception as exc:  # noqa: BLE001  (ImportError, AttributeError, or the module's own error)
+        raise AutotuneError(f"--module {spec}: {type(exc).__name__}: {exc}; {hint}") from None
+    if not callable(factory):
+        raise AutotuneError(f"--module {spec}: {attr or 'model'} is a {type(factory).__name__}, not a function; {hint}")
+    try:
+        model = factory()
+    except Exception as exc:  # noqa: BLE001
+        raise AutotuneError(f"--module {spec}: calling {attr or 'model'}() raised {type(exc).__name__}: {exc}; "
+                            f"{hint}") from None
     import torch
 
-    model = factory()
+    if not isinstance(model, torch.nn.Module):
+        raise AutotuneError(f"--module {spec}: {attr or 'model'}() returned a {type(model).__name__}, not a "
+                            f"torch.nn.Module; {hint}")
+    return model
+
+
+def from_module(spec: str, batches: list[int], training: bool) -> list[Product]:
+    """The nn.Linear layers of the module that `pkg.mod:factory` returns (called with no arguments)."""
+    import torch
+
+    model = _model_of(spec)
     layers = [(name, m) for name, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
     if not layers:
         raise AutotuneError(f"--module {spec}: the model has no torch.nn.Linear layer")

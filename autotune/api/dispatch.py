@@ -50,7 +50,17 @@ from autotune.codegen.render import render, sha256
 from autotune.errors import AutotuneError, SpaceError
 from autotune.families import DEFAULT_ORDER, FAMILIES, config_of_row, families_for
 from autotune.families.layouts import PLAIN_ONLY, layout_name
-from autotune.space import Config, Limits, Shape, fitted, make_config, shape_text, shape_violations, violations
+from autotune.space import (
+    Config,
+    Limits,
+    Shape,
+    check_shape,
+    fitted,
+    make_config,
+    shape_text,
+    shape_violations,
+    violations,
+)
 
 TILING = " tiling"  # the suffix of an origin whose row was measured with the plain signature
 LIBRARY = "cublas"  # the origin of the library's choice
@@ -199,6 +209,7 @@ class Dispatcher:
         key = (self.gpu or gpu_name, shape, layout)
         choice = self._chosen.get(key)
         if choice is None:
+            check_shape(*shape)  # once per shape: a caller of Matmul.choose may pass anything
             with self._lock:
                 choice = self._chosen[key] = self._decide(key[0], shape, layout, limits or Limits())
         return choice

@@ -186,22 +186,25 @@ def export_command(db_path: str, shape: tuple[int, int, int], config: Config | N
     """Write the best kernel for the shape under the contract `precision` (or the named config), its
     manifest and launchers, in CUDA or (lang "hip") translated to HIP."""
     paths = output_paths(output, lang)  # a path that cannot be written is refused before anything is read
-    db = store.open_readonly(db_path)
+    # A named config needs no database: it only lends the config's measurement at this shape, if it has one.
+    db = store.open_readonly(db_path) if config is None or gpu or Path(db_path).exists() else None
     row = None
     if config is None:
+        assert db is not None
         row = find_best(db, db_path, shape, backend, gpu, precision=precision)
         config = config_of_row(row)
     elif gpu:
+        assert db is not None
         check_gpu(db, db_path, gpu)
     # The measured source as it was stored, not today's render of the config: the templates
     # evolve, and the numbers in the manifest belong to the code that was timed.
-    source = store.source(db, row["source_hash"]) if row else None
+    source = store.source(db, row["source_hash"]) if row and db is not None else None
     if source is None:
         source = render(config)
         if row is not None and sha256(source) != row["source_hash"]:
             row = None  # not stored, and the template has changed since: export it unmeasured
     source_hash = row["source_hash"] if row else sha256(source)
-    if row is None:  # a named config: attach its measurement at this shape if there is one
+    if row is None and db is not None:  # a named config: attach its measurement at this shape if there is one
         row = next((r for r in store.results(db, shape, backend, gpu, OK) if r["source_hash"] == source_hash), None)
     kernel = row["kernel"] if row else config.name
     launch = config.geometry(shape[0], shape[1])

@@ -24,6 +24,7 @@ from autotune.api.firstuse.attach import attach, tuning_db
 from autotune.api.firstuse.tuner import Budget
 from autotune.api.matmul import Launcher, Matmul
 from autotune.api.result import TuneResult
+from autotune.backends.kinds import backend_kind
 from autotune.backends.spawn import leave_if_reimporting_main
 from autotune.errors import AutotuneError
 from autotune.families import FAMILIES, families_for
@@ -45,12 +46,14 @@ def shape_of(M: int, N: int | None = None, K: int | None = None) -> Shape:
 
 def families_of(family: str | Sequence[str | Family] | None) -> list[Family]:
     """The families named; by default the FP32 ones (a tensor-core family only when named)."""
+    if family is not None and not isinstance(family, (str, list, tuple)):
+        raise AutotuneError(f"family={family!r}: pass family names, comma-separated (\"blocked,splitk\") or as a list")
     names = family.split(",") if isinstance(family, str) else list(family or families_for("fp32"))
     out = []
     for f in names:
         if isinstance(f, Family):
             out.append(f)
-        elif f.strip() in FAMILIES:
+        elif isinstance(f, str) and f.strip() in FAMILIES:
             out.append(FAMILIES[f.strip()])
         else:
             raise AutotuneError(f"unknown family {f!r}; known: {', '.join(FAMILIES)}")
@@ -96,6 +99,9 @@ def best(M: int, N: int | None = None, K: int | None = None, *, db: str | None =
     the nearest recorded shape's fastest valid at this one (said in one line on stderr); none at
     all is an AutotuneError. The database is only read."""
     path = default_db() if db is None else db
+    backend_kind(backend)
+    if family is not None and family not in FAMILIES:
+        raise AutotuneError(f"unknown family {family!r}; known: {', '.join(FAMILIES)}")
     return find_best(store.open_readonly(path), path, shape_of(M, N, K), backend, gpu, family, precision)
 
 
@@ -147,6 +153,10 @@ def load(db: str | os.PathLike[str] | None = None, gpu: str | None = None, *, ba
     at most tune_seconds, into `db` (default: AUTOTUNE_DB, else db/autotune.sqlite; created; never a shipped
     one); the calls after it run the winner where it beat cuBLAS (autotune.api.firstuse, docs/first-use.md)."""
     db = database_path(db)
+    backend_kind(backend)  # an unknown name is one line naming the known ones
+    if gpu is not None and not isinstance(gpu, str):
+        raise AutotuneError(f"load(gpu={gpu!r}): pass a GPU's name or UUID as a str (e.g. \"NVIDIA H200\"), or None "
+                            f"for the operands' device")
     budget = Budget(tune_trials, tune_seconds)
     tuned = tuning_db(tune, default_db() if db is None else db, budget, backend=backend, gpu=gpu,
                       library=library, defaults_only=defaults_only)

@@ -77,6 +77,8 @@ def _load_toml(path: Path) -> dict[str, Any]:
         raise AutotuneError(f"cannot read shapes file {path}: {exc.strerror}; pass --shapes with a TOML file") from None
     except tomllib.TOMLDecodeError as exc:
         raise AutotuneError(f"shapes file {path} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError:  # TOML is UTF-8 text; tomllib raises this, not TOMLDecodeError, for other bytes
+        raise AutotuneError(f"shapes file {path} is not UTF-8 text; pass --shapes with a TOML file") from None
 
 
 def _shape(path: Path, i: int, entry: Any) -> SuiteShape:
@@ -145,12 +147,9 @@ def check_backend(o: SuiteOptions, shapes: list[SuiteShape]) -> None:
         visible_devices()  # no GPU: one error now, not one per shape
     check_replay_db(o.kind, o.replay_db, o.db_path)
     if backend_kind(o.kind).emulated:
-        from autotune.backends.sim.backend import MAX_WORK
+        from autotune.backends.sim.backend import check_emulated
 
-        big = [s.label for s in shapes if s.M * s.N * s.K > MAX_WORK]
-        if big:
-            raise AutotuneError(f"{len(big)} shape(s) are too large for the emulator (M*N*K at most 2**27), "
-                                f"first {big[0]}: use a smaller shapes file or --backend cuda")
+        check_emulated([s.shape for s in shapes])
 
 
 def shape_timeout(o: SuiteOptions, started: float, left: int) -> float | None:

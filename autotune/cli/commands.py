@@ -140,7 +140,7 @@ def measure(M, N, K, family, params, result_id, layout, seed, device, backend, k
     shape, as a search's first trial has them)."""
     from autotune.api.commands import measure_command
 
-    params, shape = with_layout(params, layout), resolve_shape(M, N, K)
+    params, shape = with_layout(params, layout, family), resolve_shape(M, N, K)
     if family and result_id is None:
         choices = parse_choices(params)
         configs = [fitted(c, shape, Limits(), {k: c.values[k] for k in choices}) for c in expand(FAMILIES[family], choices)]

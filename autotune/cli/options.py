@@ -15,7 +15,7 @@ from autotune import store
 from autotune.api import checks
 from autotune.errors import AutotuneError
 from autotune.families import FAMILIES, PRECISIONS, config_of_row, families_for
-from autotune.families.layouts import LAYOUTS, layout_choices, narrow_to
+from autotune.families.layouts import LAYOUTS, families_with_transposes, layout_choices, narrow_to
 from autotune.space import Config, check_shape, make_config
 
 DB_HELP = "SQLite results database (default: $AUTOTUNE_DB or db/autotune.sqlite)"
@@ -48,11 +48,15 @@ class OneLineUsageError(click.UsageError):
         click.echo(f"error: {self.format_message()} (see `{command} --help`)", err=True)
 
 
+# click 8.2 and later: a group called with nothing shows its help on stderr and exits 2 (earlier: exits 0 after it)
+NoArgsIsHelp = getattr(click.exceptions, "NoArgsIsHelpError", OneLineUsageError)
+
+
 @contextmanager
 def _one_line() -> Iterator[None]:
     try:
         yield
-    except OneLineUsageError:
+    except (OneLineUsageError, NoArgsIsHelp):  # the latter: a bare `autotune`, whose help is the answer
         raise
     except click.UsageError as exc:
         raise OneLineUsageError(" ".join(exc.format_message().split()), exc.ctx) from None
@@ -135,11 +139,21 @@ def narrow_families(families: list, params: tuple[str, ...]) -> list:
     return narrow_to(families, parse_choices(params))
 
 
-def with_layout(params: tuple[str, ...], layout: str | None) -> tuple[str, ...]:
-    """--layout NT is -p TA=0 -p TB=1."""
+def with_layout(params: tuple[str, ...], layout: str | None, family: str | None = None) -> tuple[str, ...]:
+    """--layout NT is -p TA=0 -p TB=1 (a -p that says the same is kept once; one that says otherwise is refused).
+    With the family named (measure), one that reads A and B only as stored is refused a transposed layout."""
     if layout is None:
         return params
-    return (*params, *(f"{name}={values[0]}" for name, values in layout_choices(layout).items()))
+    given, wanted = parse_choices(params), layout_choices(layout)
+    for name, values in wanted.items():
+        if name in given and given[name] != values:
+            raise AutotuneError(f"--layout {layout} means -p {name}={values[0]}, and -p {name}={','.join(given[name])} "
+                                f"says otherwise; give one of them")
+    if family in FAMILIES and layout != "NN" and "TA" not in {p.name for p in FAMILIES[family].params}:
+        raise AutotuneError(f"family {family} reads A and B as stored (--layout NN) only; the register-blocked "
+                            f"families read transposed operands: --family "
+                            f"{','.join(f.name for f in families_with_transposes())}")
+    return (*params, *(f"{name}={values[0]}" for name, values in wanted.items() if name not in given))
 
 
 def layout_option(fn):
@@ -171,7 +185,7 @@ def parse_families(text: str | None, precision: str = "fp32") -> list:
     is refused under the fp32 contract: its error is FP32-class, its arithmetic is not FP32."""
     if text is None:
         return [FAMILIES[n] for n in families_for(precision)]
-    names = [n.strip() for n in text.split(",") if n.strip()]
+    names = list(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))  # each once, in order
     unknown = [n for n in names if n not in FAMILIES]
     if unknown or not names:
         raise AutotuneError(f"unknown family {','.join(unknown) or text!r}; choose from {', '.join(FAMILIES)}")

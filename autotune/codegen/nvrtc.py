@@ -6,7 +6,9 @@ a changed template never reuses a stale cubin.
 """
 from __future__ import annotations
 
+import math
 import os
+import re
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
@@ -14,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from autotune.codegen.render import sha256
-from autotune.errors import EnvironmentFault
+from autotune.errors import AutotuneError, EnvironmentFault
 
 OPTIONS_VERSION = "std=c++17;O3"  # part of the cache key: change it when the options change
 # The longest one compile may take. The spaces' kernels compile in 0.1-17 s (docs/measuring.md,
@@ -34,7 +36,17 @@ class Compiled:
 
 
 def compile_limit_s() -> float:
-    return float(os.environ.get("AUTOTUNE_COMPILE_LIMIT_S") or COMPILE_LIMIT_S)
+    text = os.environ.get("AUTOTUNE_COMPILE_LIMIT_S") or ""
+    if not text:
+        return COMPILE_LIMIT_S
+    try:
+        limit = float(text)
+    except ValueError:
+        limit = math.nan
+    if not limit > 0 or math.isinf(limit):  # nan too: every compile would count as too slow, or none ever
+        raise EnvironmentFault(f"AUTOTUNE_COMPILE_LIMIT_S={text!r} is not a positive number of seconds; unset it "
+                               f"(default {COMPILE_LIMIT_S:g}) or set e.g. 120")
+    return limit
 
 
 def too_slow(limit_s: float) -> str:
@@ -55,11 +67,20 @@ def nvrtc_version() -> str:
     return f"{major}.{minor}"
 
 
+def cache_root() -> Path:
+    """AUTOTUNE_CACHE, else $XDG_CACHE_HOME/autotune, else ~/.cache/autotune; always absolute, as the emulator's
+    compiler and the workers run in other folders. An empty or relative XDG_CACHE_HOME is ignored, as the XDG
+    base directory specification says; a relative AUTOTUNE_CACHE is taken from the current folder."""
+    named = os.environ.get("AUTOTUNE_CACHE")
+    if named:
+        return Path(os.path.abspath(named))
+    xdg = os.environ.get("XDG_CACHE_HOME") or ""
+    base = xdg if os.path.isabs(xdg) else os.path.expanduser("~/.cache")
+    return Path(os.path.abspath(base)) / "autotune"
+
+
 def cache_dir() -> Path:
-    root = os.environ.get("AUTOTUNE_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "autotune"
-    )
-    return usable_folder(Path(root) / "cubins")
+    return usable_folder(cache_root() / "cubins")
 
 
 def usable_folder(path: Path) -> Path:
@@ -90,6 +111,31 @@ def arch_specific(source: str) -> bool:
 def arch_for(source: str, arch: str) -> str:
     """The target a source is compiled for on a device of `arch` (sm_90 -> sm_90a where it needs it)."""
     return arch + "a" if arch_specific(source) and not arch.endswith("a") else arch
+
+
+ARCH_FORMAT = re.compile(r"sm_(\d+)a?")  # sm_90, or sm_90a: the architecture-specific target
+
+
+@lru_cache(maxsize=1)
+def supported_archs() -> tuple[int, ...]:
+    """The compute capabilities this NVRTC compiles for (75, 80, ..., 120 for NVRTC 13); none where cuda-python
+    is not installed (the report's reading of a database needs no compiler)."""
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError:
+        return ()
+    _, archs = nvrtc.nvrtcGetSupportedArchs()
+    return tuple(archs)
+
+
+def check_arch(arch: str) -> None:
+    """Refuse, in one line naming the choices, an architecture NVRTC would reject with INVALID_OPTION."""
+    match = ARCH_FORMAT.fullmatch(arch)
+    known = supported_archs()
+    if match is None or (known and int(match.group(1)) not in known):
+        choices = f"one of {', '.join(f'sm_{a}' for a in known)}" if known else "a name like sm_80 or sm_90"
+        raise AutotuneError(f"--arch {arch!r} is not an architecture to compile for; choose {choices} (sm_90 for "
+                            f"an H100 or H200)")
 
 
 def cache_key(source: str, arch: str) -> str:

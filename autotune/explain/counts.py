@@ -16,6 +16,7 @@ import sqlite_utils
 
 from autotune import store
 from autotune.backends.outcome import COMPILE_ERROR, INVALID, LAUNCH_ERROR, OK
+from autotune.codegen.nvrtc import check_arch
 from autotune.codegen.render import render, sha256
 from autotune.errors import AutotuneError
 from autotune.explain.model import PRESETS, DeviceSpec, Prediction, predict
@@ -216,6 +217,7 @@ def sass_command(config: Config, arch: str, preset: str, full: bool = False) -> 
     """Compile, disassemble and count one config. Nothing is stored: `sass` only reads the
     results database (for --id), which may be a committed dataset or a read-only file."""
     find_nvdisasm()  # a missing tool is an error here, with the install hint
+    check_arch(arch)
     report = analyze_source(config, render(config), arch)
     counts = count_columns(report)
     text = format_counts(report, model_columns(config, counts, PRESETS[preset]))

@@ -22,13 +22,13 @@ import sqlite_utils
 
 from autotune import store
 from autotune.backends.outcome import OK, per_watt, tflops
+from autotune.codegen.nvrtc import check_arch
 from autotune.codegen.render import render, sha256
 from autotune.errors import AutotuneError
 from autotune.explain import counts as ex
 from autotune.explain.ladder import Line, ReportData
 from autotune.explain.model import PRESETS, DeviceSpec
 from autotune.explain.page import write_page
-from autotune.explain.plots import write_plots
 from autotune.explain.tally import Dims, FamilyTally, improvements, progress, searched, tallies, trial_rows
 from autotune.families import FAMILIES, NAIVE, TILED, config_of_row
 from autotune.space import Config, make_config
@@ -190,9 +190,12 @@ def report_command(db_path: str, dims: Dims, output: str | None, preset: str, gp
         raise AutotuneError(f"unknown device preset {preset!r}; choose from {', '.join(sorted(PRESETS))}")
     folder = Path(output or f"report-{Path(db_path).stem}")
     check_folder(folder)  # before the database is read: a bad -o costs nothing
+    check_arch(arch)
     sections = build_all(db_path, dims, preset, gpu, arch)
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        from autotune.explain.plots import write_plots  # matplotlib (0.2 s) only for a report, not for suite or cover
+
         for data in sections:
             write_plots(data, folder)
         return write_page(sections, folder)

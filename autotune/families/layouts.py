@@ -35,7 +35,8 @@ def narrow_to(families: list[Family], choices: dict[str, list[str]]) -> list[Fam
     """Restrict each family to the chosen values of the parameters it has (search a sub-space)."""
     for name in choices:
         # TA=0 or TB=0 alone is what a family without transposes computes (an NN layout: cover's products)
-        if not any(name in names(f) for f in families) and not (name in TRANSPOSES and choices[name] == ["0"]):
+        # TA or TB that no family has: the check below says which families read transposed operands
+        if not any(name in names(f) for f in families) and name not in TRANSPOSES:
             raise AutotuneError(f"no family searched has a parameter {name!r}; "
                                 f"see `autotune space` for each family's parameters")
     # A family without TA or TB computes C = A * B only (both 0): it has no kernel of the other layouts.

@@ -83,10 +83,17 @@ def _patiently(step, seconds: float = BUSY_TIMEOUT_MS / 1000) -> None:
             time.sleep(0.05)
 
 
+def as_path(path: str | Path) -> Path:
+    """A database path as given from Python too, where anything may be passed: one line for what is no path."""
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
+        raise AutotuneError(f"db={path!r} is not a path; pass a file name (str or pathlib.Path)")
+    return Path(path)
+
+
 def check_path(path: str | Path) -> None:
     """Refuse a database path that cannot work, creating nothing (so that a command that fails
     later, e.g. with no GPU, leaves no file behind)."""
-    path = Path(path)
+    path = as_path(path)
     if path.exists():
         if not path.is_file() or not os.access(path, os.R_OK | os.W_OK):
             raise AutotuneError(f"database {path} is not a readable and writable file; pass --db with another path")
@@ -164,10 +171,13 @@ def _create_tables(db: sqlite_utils.Database) -> None:
 def open_readonly(path: str | Path) -> sqlite_utils.Database:
     """Open an existing results database for reading only: nothing is created, converted or
     written, so `best` on a committed dataset leaves it byte-identical."""
-    path = Path(path)
+    path = as_path(path)
     if path.is_dir():
         raise AutotuneError(f"database {path} is a folder; pass --db (or set AUTOTUNE_DB) with the results file "
                             f"a search wrote")
+    if path.exists() and not path.is_file():  # a device, a pipe
+        raise AutotuneError(f"database {path} is not a regular file; pass --db (or set AUTOTUNE_DB) with the results "
+                            f"file a search wrote")
     if not path.is_file():
         raise AutotuneError(f"database {path} does not exist; pass --db (or set AUTOTUNE_DB) with the file "
                             f"a search wrote")

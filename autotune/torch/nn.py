@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from autotune.errors import AutotuneError
 from autotune.torch.ops import current, mm
 
 
@@ -18,8 +19,9 @@ class Linear(torch.nn.Linear):
     """y = x W^T + b, as torch.nn.Linear (same parameters, same state_dict)."""
 
     def forward(self, x: Tensor) -> Tensor:
-        rows = x.reshape(-1, self.in_features)
-        if not x.is_cuda or _runs_library(rows, self.weight):
+        # an input of the wrong width goes to F.linear too: its error is nn.Linear's own, word for word
+        if not x.is_cuda or x.shape[-1] != self.in_features or _runs_library(rows := x.reshape(-1, self.in_features),
+                                                                             self.weight):
             return torch.nn.functional.linear(x, self.weight, self.bias)
         y = mm(rows, self.weight, trans_b=True)
         if self.bias is not None:
@@ -45,6 +47,8 @@ def _library_at(M: int, N: int, K: int, device: int) -> bool:
 def swap_linear(model: torch.nn.Module) -> torch.nn.Module:
     """Replace every torch.nn.Linear in the model (the model itself included) by a Linear that holds the
     same weight and bias Parameters, so optimizers and state_dicts see no change; returns the model."""
+    if not isinstance(model, torch.nn.Module):
+        raise AutotuneError(f"swap_linear takes a torch.nn.Module, not a {type(model).__name__}")
     if type(model) is torch.nn.Linear:
         return _swapped(model)
     for name, child in model.named_children():

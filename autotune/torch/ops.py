@@ -44,7 +44,8 @@ def current() -> Matmul:
 @torch.library.custom_op("autotune::mm", mutates_args=())
 def mm_op(a: Tensor, b: Tensor, trans_a: bool = False, trans_b: bool = False) -> Tensor:
     if a.is_cuda:
-        return current()(a, b, trans_a=trans_a, trans_b=trans_b)
+        return current()(a, b, trans_a=trans_a, trans_b=trans_b)  # checks its operands itself
+    _check(a, b, trans_a, trans_b)
     return torch.matmul(a.mT if trans_a else a, b.mT if trans_b else b)  # the CPU stand-in
 
 
@@ -80,10 +81,28 @@ mm_op.register_autograd(_backward, setup_context=_setup)
 
 def mm(a: Tensor, b: Tensor, *, trans_a: bool = False, trans_b: bool = False) -> Tensor:
     """op(a) @ op(b) for 2-D tensors (trans_b=True: a @ b.T with b stored N x K, nn.Linear's weight)."""
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise AutotuneError(f"autotune.torch.mm takes torch tensors, not {type(a).__name__} and {type(b).__name__} "
+                            f"(autotune.load() returns a matmul that takes any DLPack or CUDA-array-interface array)")
     if a.dim() != 2 or b.dim() != 2:
         raise AutotuneError(f"autotune.torch.mm takes 2-D tensors; got {tuple(a.shape)} and {tuple(b.shape)} "
                             f"(reshape a batch of rows to one matrix, as autotune.torch.Linear does)")
     eager = not torch.compiler.is_compiling()
     if eager and a.is_cuda and not (torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)):
-        return current()(a, b, trans_a=trans_a, trans_b=trans_b)
+        return current()(a, b, trans_a=trans_a, trans_b=trans_b)  # checks its operands itself
+    if eager:  # once here, not deep in the operator's dispatch (traced, the fake implementation sees the shapes)
+        _check(a, b, trans_a, trans_b)
     return torch.ops.autotune.mm(a, b, trans_a, trans_b)
+
+
+def _check(a: Tensor, b: Tensor, trans_a: Any, trans_b: Any) -> None:
+    """What torch would refuse deep in its dispatch, or the operator's schema cast, as one line."""
+    if not isinstance(trans_a, bool) or not isinstance(trans_b, bool):
+        raise AutotuneError(f"trans_a and trans_b are True or False, not {trans_a!r} and {trans_b!r}")
+    k_a, k_b = a.shape[0 if trans_a else 1], b.shape[1 if trans_b else 0]
+    if k_a != k_b:
+        raise AutotuneError(f"op(a) is {a.shape[int(trans_a)]}x{k_a} and op(b) {k_b}x{b.shape[1 - trans_b]} "
+                            f"(trans_a={trans_a}, trans_b={trans_b}): their inner sizes must be equal")
+    if a.dtype != b.dtype or a.device != b.device:
+        raise AutotuneError(f"a is {a.dtype} on {a.device} and b {b.dtype} on {b.device}: pass both of one dtype "
+                            f"on one device")

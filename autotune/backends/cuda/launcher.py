@@ -15,13 +15,18 @@ from autotune.backends.cuda.device import device_info
 from autotune.backends.cuda.fastlaunch import PreparedLaunch
 from autotune.backends.cuda.launch import kernel_function, launch_function
 from autotune.backends.cuda.workspaces import Workspaces
-from autotune.errors import AutotuneError
+from autotune.errors import AutotuneError, NoDeviceError
 from autotune.space import Launch, Limits, Operands
 
 
 class CudaLauncher:
     def __init__(self) -> None:
-        device_info(0)  # no GPU (or no driver) is one clear error now, not a failure at the first call
+        try:  # no GPU (or no driver) is one clear error now, not a failure at the first call
+            device_info(0)
+        except NoDeviceError:  # NO_GPU's advice is the command line's (--backend sim): none of it fits here
+            raise NoDeviceError("no CUDA device found: load() runs its kernels on an NVIDIA GPU (its `backend` "
+                                "only picks whose recorded rows to read); run it on a machine with a GPU and "
+                                "driver") from None
         self._functions: dict[tuple[int, int], Any] = {}  # (device, CUkernel) -> its CUfunction there
         self._primary: dict[int, Any] = {}
         self._workspaces: dict[int, Workspaces] = {}  # per device: prologues' workspaces, one per stream

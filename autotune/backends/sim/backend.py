@@ -43,6 +43,15 @@ STATUS_OF_KIND = {"compile": COMPILE_ERROR, "timeout": TIMEOUT, "barrier": LAUNC
                   "out_of_bounds": LAUNCH_ERROR, "crash": LAUNCH_ERROR}
 
 
+def check_emulated(shapes: list[tuple[int, int, int]], batch: int = 1) -> None:
+    """Refuse, in one line, shapes the emulator would take minutes a variant over (MAX_WORK)."""
+    big = ["x".join(map(str, s)) for s in shapes if s[0] * s[1] * s[2] * batch > MAX_WORK]
+    if big:
+        what = f"{batch} x {big[0]}" if batch > 1 else big[0]
+        raise AutotuneError(f"{what}{f' and {len(big) - 1} other shape(s)' if len(big) > 1 else ''} too large for "
+                            f"the emulator (batch*M*N*K at most 2**27, about 512^3): use smaller shapes or --backend cuda")
+
+
 class SimBackend(Backend):
     name = "sim"
     baseline = None  # no cuBLAS on the CPU
@@ -50,9 +59,7 @@ class SimBackend(Backend):
 
     def __init__(self, M: int, N: int, K: int, seed: int = 0, timeout: float = DEFAULT_TIMEOUT_S, batch: int = 1,
                  limits: Limits = Limits()):
-        if M * N * K * batch > MAX_WORK:
-            raise AutotuneError(f"{batch} x {M}x{N}x{K} is too large for the emulator (batch*M*N*K must be at most "
-                                f"2**27, about 512^3): use a smaller shape or --backend cuda")
+        check_emulated([(M, N, K)], batch)
         self.shape, self.batch, self.seed = (M, N, K), batch, seed
         # the device it stands in for: Limits(sms=4) gives a persistent grid (streamk) of a few blocks, so that
         # the emulator's small shapes run it as a GPU runs large ones
