@@ -85,8 +85,8 @@ class FakeTorch:
 
 def test_torch_tensors_on_their_current_stream_are_read_without_dlpack(mm, launcher, monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", FakeTorch)
-    a, b, c = (FakeTorch.Tensor(s, p, st) for s, p, st in (((8, 3), 0x1000, (4, 1)), ((3, 5), 0x2000, (5, 1)),
-                                                          ((8, 5), 0x3000, (5, 1))))
+    a, b, c = (FakeTorch.Tensor(s, p, st) for s, p, st in (((8, 3), 0x100000, (4, 1)), ((3, 5), 0x200000, (5, 1)),
+                                                          ((8, 5), 0x300000, (5, 1))))
     mm(a, b, out=c)  # the tensors' current stream: their attributes are read
     assert launcher.launches[-1]["stream"] == 5 and launcher.launches[-1]["ops"].lda == 4
     assert a.streams == b.streams == c.streams == []
@@ -111,10 +111,10 @@ def test_wrong_dtype_dimensions_and_shapes_are_refused_before_anything_runs(mm, 
     a = np.ones((4, 3), np.float32)
     assert "A is float64; the kernels are FP32 only" in refused(mm, a.astype(np.float64), a.T)
     assert "B must be a 2-D matrix or a 3-D batch of them (batch, rows, cols); it has shape (3,)" in refused(mm, a, np.ones(3, np.float32))
-    message = refused(mm, DeviceArray((4, 3), 0x1000), DeviceArray((4, 5), 0x2000))
+    message = refused(mm, DeviceArray((4, 3), 0x100000), DeviceArray((4, 5), 0x200000))
     assert message.startswith("shapes do not match: A is 4x3 and B is 4x5")
-    assert "out is 5x4 but the product is 4x5" in refused(mm, DeviceArray((4, 3), 0x1000), DeviceArray((3, 5), 0x2000),
-                                                          out=DeviceArray((5, 4), 0x3000))
+    assert "out is 5x4 but the product is 4x5" in refused(mm, DeviceArray((4, 3), 0x100000), DeviceArray((3, 5), 0x200000),
+                                                          out=DeviceArray((5, 4), 0x300000))
     assert launcher.launches == [] and launcher.loads == []
 
 
@@ -125,10 +125,10 @@ def test_non_contiguous_operands_are_refused_with_what_to_pass(mm):
 
 
 def test_a_call_launches_on_the_callers_pointers_and_stream(mm, launcher):
-    a, b, c = DeviceArray((33, 17), 0x1000), DeviceArray((17, 9), 0x2000), DeviceArray((33, 9), 0x3000)
+    a, b, c = DeviceArray((33, 17), 0x100000), DeviceArray((17, 9), 0x200000), DeviceArray((33, 9), 0x300000)
     assert mm(a, b, out=c, stream=7) is c
     [call] = launcher.launches
-    assert call["ptrs"] == (0x1000, 0x2000, 0x3000) and call["shape"] == (33, 9, 17) and call["stream"] == 7
+    assert call["ptrs"] == (0x100000, 0x200000, 0x300000) and call["shape"] == (33, 9, 17) and call["stream"] == 7
     assert a.streams == [7]  # the producer is told which stream reads it
     mm(a, b, out=c)  # no stream, no library that has one: the legacy default stream
     assert launcher.launches[-1]["stream"] == 0 and a.streams[-1] == 1  # DLPack's name for it
@@ -137,19 +137,19 @@ def test_a_call_launches_on_the_callers_pointers_and_stream(mm, launcher):
 
 
 def test_cuda_array_interface_operands_and_their_byte_strides(mm, launcher):
-    a = CaiArray((16, 8), 0x1000, strides=(32, 4))  # bytes: contiguous rows of 8 floats
-    mm(a, CaiArray((8, 4), 0x2000), out=CaiArray((16, 4), 0x3000))
-    assert launcher.launches[-1]["ptrs"] == (0x1000, 0x2000, 0x3000) and launcher.launches[-1]["ops"] is None
-    mm(CaiArray((16, 8), 0x1000, strides=(64, 4)), CaiArray((8, 4), 0x2000), out=CaiArray((16, 4), 0x3000))
+    a = CaiArray((16, 8), 0x100000, strides=(32, 4))  # bytes: contiguous rows of 8 floats
+    mm(a, CaiArray((8, 4), 0x200000), out=CaiArray((16, 4), 0x300000))
+    assert launcher.launches[-1]["ptrs"] == (0x100000, 0x200000, 0x300000) and launcher.launches[-1]["ops"] is None
+    mm(CaiArray((16, 8), 0x100000, strides=(64, 4)), CaiArray((8, 4), 0x200000), out=CaiArray((16, 4), 0x300000))
     assert launcher.launches[-1]["ops"].lda == 16  # 64 bytes: a slice of a 16-column matrix
 
 
 def test_an_output_is_allocated_only_by_a_known_library(mm):
-    assert "pass out=" in refused(mm, DeviceArray((4, 3), 0x1000), DeviceArray((3, 5), 0x2000))
+    assert "pass out=" in refused(mm, DeviceArray((4, 3), 0x100000), DeviceArray((3, 5), 0x200000))
 
 
 def test_the_choice_and_the_loaded_kernel_are_cached(mm, launcher):
-    a, b, c = DeviceArray((64, 64), 0x1000), DeviceArray((64, 64), 0x2000), DeviceArray((64, 64), 0x3000)
+    a, b, c = DeviceArray((64, 64), 0x100000), DeviceArray((64, 64), 0x200000), DeviceArray((64, 64), 0x300000)
     for _ in range(3):
         mm(a, b, out=c)
     assert len(launcher.launches) == 3 and len(launcher.loads) == 1
@@ -157,13 +157,13 @@ def test_the_choice_and_the_loaded_kernel_are_cached(mm, launcher):
 
 
 def test_a_repeated_call_reuses_its_plan_but_never_its_pointers(mm, launcher):
-    b, c = DeviceArray((64, 64), 0x2000), DeviceArray((64, 64), 0x3000)
-    mm(DeviceArray((64, 64), 0x1000), b, out=c)
-    mm(DeviceArray((64, 64), 0x5000), DeviceArray((64, 64), 0x6000), out=DeviceArray((64, 64), 0x7000))
-    assert launcher.launches[-1]["ptrs"] == (0x5000, 0x6000, 0x7000) and len(mm._plans) == 1
+    b, c = DeviceArray((64, 64), 0x200000), DeviceArray((64, 64), 0x300000)
+    mm(DeviceArray((64, 64), 0x100000), b, out=c)
+    mm(DeviceArray((64, 64), 0x500000), DeviceArray((64, 64), 0x600000), out=DeviceArray((64, 64), 0x700000))
+    assert launcher.launches[-1]["ptrs"] == (0x500000, 0x600000, 0x700000) and len(mm._plans) == 1
     # the same shapes with what the plan did not check: checked and planned afresh
-    assert "A is float64" in refused(mm, DeviceArray((64, 64), 0x1000, bits=64), b, out=c)
-    mm(DeviceArray((64, 64), 0x1000), b, out=c, alpha=2.0)
+    assert "A is float64" in refused(mm, DeviceArray((64, 64), 0x100000, bits=64), b, out=c)
+    mm(DeviceArray((64, 64), 0x100000), b, out=c, alpha=2.0)
     assert launcher.launches[-1]["ops"].alpha == 2.0 and len(mm._plans) == 2
 
 
@@ -198,16 +198,16 @@ def test_transposed_operands_run_kernels_of_their_layout(tmp_path, launcher):
     nt = record(db, (64, 64, 32), "blocked", 2.0, backend="cuda", gpu=GPU, TB=1, PB=0, **small)  # no prologue
     record(db, (64, 64, 32), "tiled", 0.5, backend="cuda", gpu=GPU, T=16)  # fastest, but NN only
     mm = autotune.load(db=str(path), launcher=launcher, library=False)
-    x, w, y = DeviceArray((64, 32), 0x1000), DeviceArray((64, 32), 0x2000), DeviceArray((64, 64), 0x3000)
+    x, w, y = DeviceArray((64, 32), 0x100000), DeviceArray((64, 32), 0x200000), DeviceArray((64, 64), 0x300000)
     mm(x, w, out=y, trans_b=True)  # nn.Linear: x * W^T, W stored N x K
     assert launcher.launches[-1]["kernel"] == f"loaded {nt}" and launcher.launches[-1]["shape"] == (64, 64, 32)
-    assert launcher.launches[-1]["ptrs"] == (0x1000, 0x2000, 0x3000)  # W as it is, no copy
-    mm(x, DeviceArray((32, 64), 0x2000), out=y)
+    assert launcher.launches[-1]["ptrs"] == (0x100000, 0x200000, 0x300000)  # W as it is, no copy
+    mm(x, DeviceArray((32, 64), 0x200000), out=y)
     assert launcher.launches[-1]["kernel"] != f"loaded {nt}" and nn != nt
-    nearest = mm(DeviceArray((60, 32), 0x1000), w, out=DeviceArray((60, 64), 0x3000), trans_b=True)
+    nearest = mm(DeviceArray((60, 32), 0x100000), w, out=DeviceArray((60, 64), 0x300000), trans_b=True)
     assert nearest is not None and launcher.launches[-1]["kernel"] == f"loaded {nt}"
     tn = autotune.load(launcher=launcher, defaults_only=True)
-    tn(DeviceArray((32, 64), 0x1000), DeviceArray((32, 64), 0x2000), out=y, trans_a=True)  # nothing recorded
+    tn(DeviceArray((32, 64), 0x100000), DeviceArray((32, 64), 0x200000), out=y, trans_a=True)  # nothing recorded
     assert "TA1" in tags(launcher.launches[-1]["kernel"])  # blocked's default, transposed A
 
 

@@ -18,7 +18,7 @@ from tests.test_starts import record
 
 SMALL = {"BM": 32, "BN": 32, "BK": 8, "WM": 16, "WN": 32, "WNITER": 1, "TM": 2, "TN": 4}
 SHAPE = (64, 64, 32)
-PA, PB, PC = 0x1000, 0x2000, 0x3000
+PA, PB, PC = 0x100000, 0x200000, 0x300000  # 1 MiB apart: operands that never share memory
 
 
 def arguments(call: dict) -> dict:

@@ -71,7 +71,7 @@ def test_more_workers_than_gpus(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("where, words", [
     ("dir", "is not a readable and writable file"),
-    ("under-a-file", "is not writable"),
+    ("under-a-file", "is a file, not a folder"),
     ("not-sqlite", "is not an SQLite file"),
 ])
 def test_unusable_database_paths(where, words, tmp_path):

@@ -138,14 +138,14 @@ def test_a_tensor_core_row_runs_only_under_its_precision_and_where_it_beats_the_
 def test_library_calls_pass_the_operands_as_they_lie_to_cublas(recorded, launcher):
     path, _ = recorded
     mm = autotune.load(db=path, launcher=launcher)
-    x, w, y = DeviceArray((300, 64), 0x1000), DeviceArray((80, 64), 0x2000), DeviceArray((300, 80), 0x3000)
+    x, w, y = DeviceArray((300, 64), 0x100000), DeviceArray((80, 64), 0x200000), DeviceArray((300, 80), 0x300000)
     mm(x, w, out=y, trans_b=True, stream=5)
     call = launcher.launches[-1]
     assert (call["kernel"], call["ptrs"], call["stream"], call["shape"], call["trans"]) == (
-        "cublas", (0x1000, 0x2000, 0x3000), 5, (300, 80, 64), (False, True))
+        "cublas", (0x100000, 0x200000, 0x300000), 5, (300, 80, 64), (False, True))
     assert (call["ops"].lda, call["ops"].ldb, call["ops"].ldc, call["ops"].batch) == (64, 64, 80, 1)
     assert launcher.loads == []  # nothing compiled for a call cuBLAS computes
-    mm(DeviceArray((300, 64), 0x1000, strides=(128, 1)), w, out=y, trans_b=True, alpha=2.0)
+    mm(DeviceArray((300, 64), 0x100000, strides=(128, 1)), w, out=y, trans_b=True, alpha=2.0)
     assert launcher.launches[-1]["ops"].lda == 128 and launcher.launches[-1]["ops"].alpha == 2.0
 
 

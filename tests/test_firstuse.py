@@ -52,10 +52,10 @@ def path(tmp_path):
 
 def operands(shape, trans_b=False):
     M, N, K = shape
-    return DeviceArray((M, K), 0x10000), DeviceArray((N, K) if trans_b else (K, N), 0x20000)
+    return DeviceArray((M, K), 0x1000000), DeviceArray((N, K) if trans_b else (K, N), 0x2000000)
 
 
-def call(mm, shape, out=0x30000):
+def call(mm, shape, out=0x3000000):
     A, B = operands(shape)
     return mm(A, B, out=DeviceArray(shape[:2], out))
 
@@ -69,11 +69,11 @@ def test_a_shape_seen_first_runs_cublas_at_once_and_is_queued_once(path, launche
     mm = autotune.load(db=path, launcher=launcher)
     background = Background(mm, tuner)
     A, B = operands(SHAPE)
-    mm(A, B, out=DeviceArray(SHAPE[:2], 0x30000))
-    mm(A, B, out=DeviceArray(SHAPE[:2], 0x30000))
+    mm(A, B, out=DeviceArray(SHAPE[:2], 0x3000000))
+    mm(A, B, out=DeviceArray(SHAPE[:2], 0x3000000))
     mm(A, B, out=DeviceArray(SHAPE[:2], 0x40000, strides=(SHAPE[1] + 1, 1)))  # another call kind, same shape
     A, Bt = operands(SHAPE, trans_b=True)
-    mm(A, Bt, out=DeviceArray(SHAPE[:2], 0x30000), trans_b=True)  # another layout: a job of its own
+    mm(A, Bt, out=DeviceArray(SHAPE[:2], 0x3000000), trans_b=True)  # another layout: a job of its own
     assert kernels(launcher) == ["cublas"] * 4  # none waited for the tuner, which is still held
     tuner.release.set()
     assert background.wait(5)

@@ -124,14 +124,14 @@ def test_the_matmul_runs_the_prologue_into_a_workspace_first():
     launcher = FakeLauncher()
     mm = autotune.load(defaults_only=True, launcher=launcher)
     M, N, K = PB_MIN_ROWS, 80, 40  # rows enough for the default to transpose B first (the fit)
-    x, w, out = DeviceArray((M, K), 0x1000), DeviceArray((N, K), 0x2000), DeviceArray((M, N), 0x3000)
+    x, w, out = DeviceArray((M, K), 0x100000), DeviceArray((N, K), 0x200000), DeviceArray((M, N), 0x300000)
     mm(x, w, out=out, trans_b=True, stream=77)
     name = mm.choose(M, N, K, trans_b=True).config.name
     (work,) = launcher.workspaces
     pre, own = launcher.launches
     assert work["bytes"] == 4 * K * N and work["stream"] == 77 and work["freed_after"] == 2
     assert pre["kernel"] == f"loaded {name}{PROLOGUE_SUFFIX}" and own["kernel"] == f"loaded {name}"
-    assert pre["ptrs"] == (0x1000, 0x2000, work["ptr"]) and own["ptrs"] == (0x1000, work["ptr"], 0x3000)
+    assert pre["ptrs"] == (0x100000, 0x200000, work["ptr"]) and own["ptrs"] == (0x100000, work["ptr"], 0x300000)
     assert pre["stream"] == own["stream"] == 77 and pre["launch"].shared_bytes == 0
     mm(x, w, out=out, trans_b=True, stream=77)
     assert len(launcher.loads) == 2  # both kernels loaded once per process

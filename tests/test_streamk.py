@@ -383,7 +383,7 @@ def test_load_launches_the_persistent_grid_of_the_calls_device(tmp_path):
     launcher = FakeLauncher(a100)
     mm = autotune.load(db=str(tmp_path / "r.sqlite"), launcher=launcher, library=False)
     M, N, K = shape
-    mm(DeviceArray((M, K), 0x1000), DeviceArray((K, N), 0x2000), out=DeviceArray((M, N), 0x3000))
+    mm(DeviceArray((M, K), 1 << 40), DeviceArray((K, N), 2 << 40), out=DeviceArray((M, N), 3 << 40))  # apart
     config = mm.choose(*shape).config
     assert config is not None and config.family.name == "streamk"
     assert launcher.launches[-1]["launch"].grid[0] == config.values["SKB"] * a100.sms == config.values["SKB"] * 108

@@ -49,6 +49,14 @@ def signature(v: ArrayView) -> tuple:
     return v.shape, v.strides, v.dtype, v.device, v.where
 
 
+def span(v: ArrayView) -> tuple[int, int]:
+    """The bytes an operand's elements lie in, first to one past the last (4-byte elements; negative strides
+    reach below the pointer)."""
+    reach = [(n - 1) * s for n, s in zip(v.shape, v.strides) if n > 0]
+    low, high = sum(r for r in reach if r < 0), sum(r for r in reach if r > 0)
+    return v.ptr + 4 * low, v.ptr + 4 * (high + 1)
+
+
 def library_of(x: Any) -> str:
     return type(x).__module__.partition(".")[0]
 
@@ -149,14 +157,23 @@ def _from_dlpack(x: Any, name: str, stream: int) -> ArrayView:
 
 
 def _from_cai(x: Any, name: str, device_of: Callable[[int], int | None]) -> ArrayView:
+    from autotune.errors import AutotuneError
+
     cai = x.__cuda_array_interface__
     shape = tuple(int(n) for n in cai["shape"])
     typestr = cai["typestr"]
     itemsize = int(typestr[2:])
     dtype = f"{TYPESTR_KINDS.get(typestr[1], typestr[1])}{8 * itemsize}"
-    strides = (tuple(int(s) // itemsize for s in cai["strides"]) if cai.get("strides") is not None
-               else contiguous_strides(shape))
-    ptr = int(cai["data"][0])
+    if cai.get("strides") is not None:
+        given = tuple(int(s) for s in cai["strides"])
+        if any(s % itemsize for s in given):  # a stride between elements: no kernel can read that
+            raise AutotuneError(f"{name}'s strides {given} (bytes) are not whole elements of {itemsize} bytes")
+        strides = tuple(s // itemsize for s in given)
+    else:
+        strides = contiguous_strides(shape)
+    ptr, readonly = int(cai["data"][0]), bool(cai["data"][1])
+    if readonly and name == "out":
+        raise AutotuneError("out is read-only (its __cuda_array_interface__ says so); pass a writable array")
     device = device_of(ptr) if ptr else None
     where = "device memory" if device is not None else "host memory (the driver knows no device for its pointer)"
     return ArrayView(name, ptr, shape, strides, dtype, device, library_of(x), where)

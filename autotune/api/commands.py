@@ -5,7 +5,7 @@ import random
 import sys
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from autotune import store
 from autotune.api.checks import check_search
@@ -149,7 +149,7 @@ class Kept:
 def search_command(o: SearchOptions, stop: threading.Event | None = None, kept: Kept | None = None) -> TuneResult:
     """Run the search; print the summary; return its figures and exit status (see pool.exit_status).
     kept: what searches of several shapes keep from one to the next, which its owner closes (Kept)."""
-    from autotune.search.loop import open_storage, run_search
+    from autotune.search.loop import open_storage
     from autotune.search.samplers import require
     from autotune.search.study import check_same_space
 
@@ -161,6 +161,16 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None, kept: 
     storage = open_storage(o.storage)  # before any worker starts: a wrong URL costs nothing
     if o.study:  # a default name says its space, so only a name given can meet a study of another space
         check_same_space(storage, o.study, o.families)
+    with stop_on_signals(stop):  # from before the workers start: a Ctrl-C while they start stops the search too
+        result, db, first = _measure(o, stop, kept, specs, storage)
+    print(summary(db, first, result), flush=True)
+    return TuneResult.of(result, exit_status(stop, result.interrupted))
+
+
+def _measure(o: SearchOptions, stop: threading.Event, kept: Kept | None, specs: list, storage: Any):
+    """Start (or take the kept) workers and run the search on them; (its result, the database, the first worker)."""
+    from autotune.search.loop import run_search
+
     workers, db = start_measuring(specs, o.db_path, kept.workers if kept else None)
     first = workers[0]
     bar = None
@@ -168,20 +178,18 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None, kept: 
         check_same_model(workers)
         print(_header(o, workers), file=sys.stderr)
         bar = _progress_bar(o.trials)
-        with stop_on_signals(stop):
-            result = run_search(db, workers, o.families, first.limits, sampler=o.sampler, trials=o.trials,
-                                timeout=o.timeout, seed=o.seed, peak_tflops=first.peak_tflops,
-                                progress=bar.update_with, storage=storage, study=o.study, stop=stop,
-                                compile_jobs=o.compile_jobs, remeasure=FAILED if o.remeasure == "failed" else (),
-                                remeasure_stale=o.remeasure == "stale", note=bar.note,
-                                compiler=kept.compiler_for(workers, o.compile_jobs) if kept else None)
+        result = run_search(db, workers, o.families, first.limits, sampler=o.sampler, trials=o.trials,
+                            timeout=o.timeout, seed=o.seed, peak_tflops=first.peak_tflops,
+                            progress=bar.update_with, storage=storage, study=o.study, stop=stop,
+                            compile_jobs=o.compile_jobs, remeasure=FAILED if o.remeasure == "failed" else (),
+                            remeasure_stale=o.remeasure == "stale", note=bar.note,
+                            compiler=kept.compiler_for(workers, o.compile_jobs) if kept else None)
     finally:
         if bar:
             bar.close()
         for w in workers if kept is None else []:
             w.close()
-    print(summary(db, first, result), flush=True)
-    return TuneResult.of(result, exit_status(stop, result.interrupted))
+    return result, db, first
 
 
 def check_replay(o: SearchOptions) -> SearchOptions:
@@ -219,12 +227,16 @@ def check_replay_db(kind: str, replay_db: str | None, db_path: str) -> None:
         raise AutotuneError("--replay-db and --db are the same file: a replay must not write into its dataset")
 
 
-def preflight(families: list[Family]) -> None:
+def preflight(families: list[Family], kind: str | None = None) -> None:
     """Render each family's default config once, so that a broken template is one error
     before anything starts rather than a failure in the middle of a search. A family narrowed
-    (-p) to no valid config at all is one error too: every trial would be refused."""
+    (-p) to no valid config at all is one error too: every trial would be refused. With the backend's
+    kind (suite, cover: before their first shape), an unusable kernel cache too, where it compiles."""
+    from autotune.codegen.nvrtc import cache_dir
     from autotune.space import iter_valid, make_config
 
+    if kind is not None and not backend_kind(kind).replays:
+        cache_dir()  # EnvironmentFault: one line before the first shape's header, not after it
     for family in families:
         if next(iter_valid(family), None) is None:
             raise AutotuneError(f"no config of family {family.name} is valid with these -p values: each combination "

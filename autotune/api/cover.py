@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import os
 import sys
 import threading
 import time
@@ -21,11 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from autotune import store
-from autotune.api.commands import Kept, SearchOptions, search_command
+from autotune.api.commands import Kept, SearchOptions, preflight, search_command
 from autotune.api.dispatch import wins_at_its_shape
 from autotune.api.suite import read_shapes
 from autotune.backends.outcome import OK
-from autotune.errors import AutotuneError, NoDeviceError
+from autotune.backends.pool import stop_on_signals
+from autotune.errors import AutotuneError, EnvironmentFault
 from autotune.families.layouts import layout_choices, layout_name, narrow_to
 from autotune.space import Family, Shape, check_shape, shape_text
 
@@ -60,6 +62,34 @@ def from_range(m_range: str, N: int, K: int, layout: str = "NN") -> list[Product
     for p in out:
         check_shape(*p.shape)
     return out
+
+
+def check_workload(shapes_path: str | None, m_range: str | None, module_spec: str | None, **options: Any) -> None:
+    """One source of products, and only the options that go with it (none silently ignored)."""
+    given = [x for x in (shapes_path, m_range, module_spec) if x]
+    if len(given) != 1:
+        raise AutotuneError("give one of --shapes FILE, --M-range LO:HI (with --N and --K), --module MOD:FACTORY")
+    if m_range and (options["N"] is None or options["K"] is None):
+        raise AutotuneError("--M-range needs --N and --K")
+    sources = {"--M-range": m_range, "--module": module_spec}
+    stray = [name for name, value in options.items() if value not in (None, False) and not sources[GOES_WITH[name]]]
+    if stray:
+        raise AutotuneError(f"--{stray[0]} goes with {GOES_WITH[stray[0]]}; it would be ignored here")
+
+
+# The options that only one source of products reads
+GOES_WITH = {"N": "--M-range", "K": "--M-range", "layout": "--M-range", "batch": "--module", "training": "--module"}
+
+
+def parse_ints(text: str, option: str) -> list[int]:
+    """--batch 32,64: whole numbers, each at least 1."""
+    try:
+        values = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise AutotuneError(f"{option} {text!r} is not a comma-separated list of whole numbers") from None
+    if any(v < 1 for v in values):
+        raise AutotuneError(f"{option} {text!r}: each value must be at least 1")
+    return values
 
 
 def _model_of(spec: str) -> Any:
@@ -132,12 +162,15 @@ def run_cover(o: CoverOptions, stop: threading.Event | None = None) -> list[dict
     if o.budget_s < MIN_SHARE_S * len(o.products):
         raise AutotuneError(f"--budget {o.budget_s:g} gives each of the {len(o.products)} products "
                             f"{o.budget_s / len(o.products):.1f} s, and a product's search takes about 1.5 s to time "
-                            f"cuBLAS and its first trial; give --budget {math.ceil(MIN_SHARE_S * len(o.products))} or "
+                            f"cuBLAS and its first trial, {MIN_SHARE_S:g} s with a second; give --budget {math.ceil(MIN_SHARE_S * len(o.products))} or "
                             f"more, or fewer products")
+    store.check_path(o.db_path)
+    preflight(o.families, o.kind)
     stop = stop or threading.Event()
     kept = Kept()  # one worker per GPU and one compile pool for all the products: their starts are paid once
     try:
-        _search_each(o, stop, kept)
+        with stop_on_signals(stop):  # Ctrl-C: the product in flight ends its trials, the report covers what was done
+            _search_each(o, stop, kept)
     finally:
         kept.close()
     return report(o.db_path, o.products, o.kind)
@@ -148,7 +181,8 @@ def _search_each(o: CoverOptions, stop: threading.Event, kept: Kept) -> None:
     for i, p in enumerate(o.products):
         left = o.budget_s - (time.monotonic() - started)
         if left < 1.0 or stop.is_set():
-            print(f"autotune: cover: budget spent after {i} of {len(o.products)} products", file=sys.stderr)
+            why = "stopped by a signal" if stop.is_set() else "budget spent"
+            print(f"autotune: cover: {why} after {i} of {len(o.products)} products", file=sys.stderr)
             break
         share = left / (len(o.products) - i)
         print(f"autotune: cover: {p.label} ({p.origin}), at most {share:.0f} s", file=sys.stderr, flush=True)
@@ -157,8 +191,8 @@ def _search_each(o: CoverOptions, stop: threading.Event, kept: Kept) -> None:
                                 timeout=share, seed=o.seed, kind=o.kind, devices=o.devices)
         try:
             search_command(options, stop, kept)
-        except NoDeviceError:
-            raise
+        except EnvironmentFault:
+            raise  # no GPU, an unusable cache, no compiler: the same for every product, so stop now
         except AutotuneError as exc:
             print(f"autotune: cover: {p.label}: {exc}", file=sys.stderr, flush=True)
 
@@ -166,6 +200,9 @@ def _search_each(o: CoverOptions, stop: threading.Event, kept: Kept) -> None:
 def report(db_path: str, products: list[Product], kind: str = "cuda") -> list[dict[str, Any]]:
     """Per product: the fastest verified kernel of its layout, cuBLAS's time beside it, and whether
     load() runs the kernel (api.dispatch.wins_at_its_shape) or cuBLAS."""
+    if not Path(db_path).exists():  # stopped before its first search made the database: nothing measured
+        return [{"M": p.shape[0], "N": p.shape[1], "K": p.shape[2], "layout": p.layout, "origin": p.origin,
+                 "kernel": None, "ms": None, "cublas_ms": None, "gain": None, "runs": "cuBLAS"} for p in products]
     db = store.open_readonly(db_path)
     rows = []
     try:
@@ -204,5 +241,30 @@ def summary_lines(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def check_json(path: str, *inputs: str | None) -> None:
+    """Refuse, before any tuning, a --json path that cannot be written or that holds what the tool did not write
+    (the results database, the shapes file, any file but an earlier cover's report)."""
+    target = Path(path)
+    if any(i and Path(i).resolve() == target.resolve() for i in inputs):
+        raise AutotuneError(f"--json {path} is one of the command's own inputs; name a new file for the report")
+    if target.is_dir():
+        raise AutotuneError(f"--json {path} is a folder; name a file in it for the report")
+    if not target.parent.is_dir():
+        raise AutotuneError(f"--json {path}: the folder {target.parent} does not exist; create it or name another file")
+    if target.exists():
+        try:
+            earlier = json.loads(target.read_text())
+        except (OSError, UnicodeDecodeError, ValueError):
+            earlier = None
+        if not (isinstance(earlier, dict) and set(earlier) == {"products"}):
+            raise AutotuneError(f"--json {path} exists and is not a report of autotune cover; it was left as it is: "
+                                f"name a new file")
+    if not os.access(target if target.exists() else target.parent, os.W_OK):
+        raise AutotuneError(f"--json {path} cannot be written; name a file in a folder you can write")
+
+
 def write_json(rows: list[dict[str, Any]], path: str) -> None:
-    Path(path).write_text(json.dumps({"products": rows}, indent=1) + "\n")
+    try:
+        Path(path).write_text(json.dumps({"products": rows}, indent=1) + "\n")
+    except OSError as exc:  # the folder changed since check_json, a full disk
+        raise AutotuneError(f"cannot write --json {path}: {exc.strerror or exc}; the table above holds the same") from None

@@ -309,8 +309,9 @@ class Dispatcher:
             return library_choice(f"nothing of this layout measured at {shape_text(shape)} or at a shape that holds "
                                   f"it in {HOST_BOUND_MS * 1e3:g} us on {gpu}")
         row = found[0]
+        cublas = f"cuBLAS's {row['cublas_ms']:.4g}" if row.get("cublas_ms") else "no cuBLAS time recorded beside it"
         return library_choice(f"the fastest kernel measured at {shape_text(shape)}, {row['kernel']}, took "
-                              f"{row['time_ms']:.4g} ms against cuBLAS's {row.get('cublas_ms') or float('nan'):.4g}")
+                              f"{row['time_ms']:.4g} ms against {cublas}")
 
     def _best(self, gpu: str, shape: Shape, wanted: dict[str, int], batch: int,
               blas_able: bool = False, exact_only: bool = False) -> tuple[dict, str] | None:

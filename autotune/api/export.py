@@ -182,14 +182,19 @@ def hip_entry(config: Config) -> dict:
 
 def export_command(db_path: str, shape: tuple[int, int, int], config: Config | None, output: str,
                    backend: str = "cuda", gpu: str | None = None, lang: str = "cuda",
-                   precision: str | None = None) -> Exported:
-    """Write the best kernel for the shape under the contract `precision` (or the named config), its
-    manifest and launchers, in CUDA or (lang "hip") translated to HIP."""
+                   precision: str | None = None, row_id: int | None = None) -> Exported:
+    """Write the best kernel for the shape under the contract `precision` (or the named config, or the result
+    row `row_id`: its stored source and its measurement), its manifest and launchers, in CUDA or (lang "hip")
+    translated to HIP."""
     paths = output_paths(output, lang)  # a path that cannot be written is refused before anything is read
     # A named config needs no database: it only lends the config's measurement at this shape, if it has one.
     db = store.open_readonly(db_path) if config is None or gpu or Path(db_path).exists() else None
     row = None
-    if config is None:
+    if row_id is not None:
+        assert db is not None
+        row = store.result_by_id(db, row_id)
+        config = config_of_row(row)
+    elif config is None:
         assert db is not None
         row = find_best(db, db_path, shape, backend, gpu, precision=precision)
         config = config_of_row(row)
@@ -240,10 +245,27 @@ def output_paths(out: str, lang: str = "cuda") -> Exported:
     for p in written:
         if p.is_dir():
             raise AutotuneError(f"cannot export to {str(p)!r}: it is a folder; choose another -o")
+        if p.is_file() and not written_by_export(p):
+            raise AutotuneError(f"{str(p)!r} exists and autotune export did not write it; it was left as it is: "
+                                f"choose another -o (the export writes {beside} beside {path.name})")
     if not os.access(folder, os.W_OK | os.X_OK) or any(p.exists() and not os.access(p, os.W_OK) for p in written):
         raise AutotuneError(f"cannot write {str(path)!r} and its {beside} in {str(folder)!r}; "
                             f"choose another -o")
     return paths
+
+
+def written_by_export(path: Path) -> bool:
+    """Whether a file is an earlier export's, which an export may replace: a manifest (JSON with the kernel and
+    its source hash), or a source or launcher whose first lines say autotune wrote it."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(400).decode("utf-8", "replace")
+        if path.suffix == ".json":
+            info = json.loads(path.read_text())
+            return isinstance(info, dict) and {"kernel", "source_hash"} <= set(info)
+    except (OSError, ValueError):
+        return False
+    return head.startswith("// autotune kernel") or "autotune export" in head
 
 
 def write_export(out: str, source: str, info: dict, made: Launchers, lang: str = "cuda") -> Exported:

@@ -18,7 +18,7 @@ from autotune.api import fastcall, library, shortcuts
 from autotune.api.arrays import ArrayView, read_array, signature
 from autotune.api.dispatch import Choice, Dispatcher
 from autotune.api.fastcall import CallSignature, FastCall
-from autotune.api.operands import Call, Layout, describe
+from autotune.api.operands import Call, Layout, check_apart, check_scalars, describe
 from autotune.errors import AutotuneError
 from autotune.space import PROLOGUE_SUFFIX, Launch, Limits, Operands, Prologue, Shape, batched, tight
 
@@ -104,6 +104,7 @@ class Matmul(FastCall):  # type: ignore[misc,valid-type]  # C or Python: api.fas
     def _call(self, A: Any, B: Any, out: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
               trans_a: bool = False, trans_b: bool = False, stream: Any = None) -> Any:
         """The full path: a call that took no short way (api.fastcall)."""
+        check_scalars(alpha, beta, trans_a, trans_b)
         handle = stream_handle(stream) if stream is not None else current_stream(A)
         current = stream is None and _on_device_of(A, B, out)  # A's library's current stream is theirs too
         if a_other_float := library.other_float(A, B, out):
@@ -116,6 +117,8 @@ class Matmul(FastCall):  # type: ignore[misc,valid-type]  # C or Python: api.fas
         c = read(out, "out") if out is not None else None
         table = self._fast  # taken before the plan, as the plans are (_planned)
         plan = self._planned(a, b, c, trans_a, trans_b, alpha, beta)
+        if c is not None:  # per call, not per plan: the pointers change from call to call
+            check_apart(c, a, b)
         if plan.geometry is None:
             return self._library(plan, A, B, out, (a, b, c), handle, current, (alpha, beta, trans_a, trans_b))
         if out is None:
@@ -211,6 +214,9 @@ class Matmul(FastCall):  # type: ignore[misc,valid-type]  # C or Python: api.fas
                trans_b: bool = False, blas: bool = False, batch: int = 1) -> Choice:
         """The kernel a call of this shape and these transposes on this device runs, and why it
         was chosen; blas: a call that needs the cuBLAS-style signature (of `batch` batches)."""
+        check_scalars(1.0, 0.0, trans_a, trans_b)
+        if type(batch) is not int or batch < 1:
+            raise AutotuneError(f"batch={batch!r}: pass a whole number of products, at least 1")
         layout = Layout(trans_a, trans_b, blas or batch > 1, batch)
         return self.dispatcher.choose(self.gpu_name(device), (M, N, K), layout)
 

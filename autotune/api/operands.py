@@ -13,9 +13,12 @@ from any timing).
 """
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
+from typing import Any
 
-from autotune.api.arrays import ArrayView
+from autotune.api.arrays import ArrayView, span
 from autotune.errors import AutotuneError
 from autotune.space import Operands, Shape, check_shape, operand_problems, shape_text
 
@@ -45,6 +48,33 @@ class Call:
     out_shape: tuple[int, ...]
 
 
+def check_scalars(alpha: Any, beta: Any, trans_a: Any, trans_b: Any) -> None:
+    """alpha and beta are finite real numbers, trans_a and trans_b True or False (a numpy bool too): anything else
+    is one line, where it would be a TypeError deep in the call or, for "yes", read as True."""
+    for name, value in (("alpha", alpha), ("beta", beta)):
+        if type(value) is float and math.isfinite(value):  # the usual case, without the ABC check's cost
+            continue
+        try:
+            ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+        except OverflowError:  # an int beyond any float
+            ok = False
+        if not ok:
+            raise AutotuneError(f"{name}={value!r}: pass a finite real number (a float)")
+    for name, value in (("trans_a", trans_a), ("trans_b", trans_b)):
+        if type(value) is not bool and type(value).__name__ != "bool_":  # numpy's bool_ is no bool subclass
+            raise AutotuneError(f"{name}={value!r}: pass True or False")
+
+
+def check_apart(c: ArrayView, *inputs: ArrayView) -> None:
+    """out may not share memory with A or B: the kernels read operands while other blocks write C."""
+    low, high = span(c)
+    for v in inputs:
+        other_low, other_high = span(v)
+        if low < other_high and other_low < high:
+            raise AutotuneError(f"out shares memory with {v.name}: the product would read what it has overwritten; "
+                                f"pass a separate out= (or none)")
+
+
 def describe(a: ArrayView, b: ArrayView, c: ArrayView | None, trans_a: bool, trans_b: bool,
              alpha: float, beta: float) -> Call:
     """The shape, layout, operands and device of a call, or one AutotuneError that says
@@ -62,7 +92,8 @@ def describe(a: ArrayView, b: ArrayView, c: ArrayView | None, trans_a: bool, tra
     batch = _batch(views)
     stacked = any(len(v.shape) == 3 for v in (a, b))
     out_shape = (batch, M, N) if stacked else (M, N)
-    if c is not None and (c.shape[-2:] != (M, N) or batch > 1 and c.shape[:-2] != (batch,)):
+    if c is not None and (c.shape[-2:] != (M, N) or len(c.shape) != len(out_shape)
+                          or batch > 1 and c.shape[:-2] != (batch,)):
         raise AutotuneError(f"out is {'x'.join(map(str, c.shape))} but the product is {'x'.join(map(str, out_shape))}")
     check_shape(M, N, K)
     device = _one_device(views)

@@ -34,7 +34,7 @@ from autotune.space import Family, Shape, check_shape
 
 def default_db() -> str:
     """AUTOTUNE_DB, else db/autotune.sqlite (relative to the working folder), as on the command line."""
-    return os.environ.get("AUTOTUNE_DB", str(store.DEFAULT_DB))
+    return store.default_path()
 
 
 def shape_of(M: int, N: int | None = None, K: int | None = None) -> Shape:
@@ -44,11 +44,14 @@ def shape_of(M: int, N: int | None = None, K: int | None = None) -> Shape:
     return shape
 
 
-def families_of(family: str | Sequence[str | Family] | None) -> list[Family]:
-    """The families named; by default the FP32 ones (a tensor-core family only when named)."""
+def families_of(family: str | Sequence[str | Family] | None, precision: str = "fp32") -> list[Family]:
+    """The families named; by default those of the accuracy contract (a tensor-core family only under fp32-tc)."""
     if family is not None and not isinstance(family, (str, list, tuple)):
         raise AutotuneError(f"family={family!r}: pass family names, comma-separated (\"blocked,splitk\") or as a list")
-    names = family.split(",") if isinstance(family, str) else list(family or families_for("fp32"))
+    if family is not None and not family:
+        raise AutotuneError(f"family={family!r} names no family; pass None for the default ones")
+    default = families_for(precision)  # an unknown precision is one line, family given or not
+    names = family.split(",") if isinstance(family, str) else list(family or default)
     out = []
     for f in names:
         if isinstance(f, Family):
@@ -66,10 +69,11 @@ def search(M: int, N: int | None = None, K: int | None = None, *,
            devices: tuple[int, ...] | None = None, workers: int | None = None, storage: str | None = None,
            study: str | None = None, kernel_timeout: float | None = None, replay_db: str | None = None,
            compile_jobs: int | None = None, remeasure: str | None = None, layout: str | None = None,
-           batch: int = 1) -> TuneResult:
+           batch: int = 1, precision: str = "fp32") -> TuneResult:
     """Search kernels for the shape and record every result in `db` (`autotune search`; the
     options are the command's; layout "NT" searches kernels for mm(A, B, trans_b=True), as --layout;
-    batch > 1 measures strided batches of that many products with BLAS=1 kernels, as --batch). Prints the summary;
+    batch > 1 measures strided batches of that many products with BLAS=1 kernels, as --batch; precision "fp32-tc"
+    adds the tensor-core families to the default ones, as --precision). Prints the summary;
     returns a TuneResult: the fastest verified row of its trials (.best), the counts (.trials, .new, .statuses),
     the seconds taken and the exit status (.status: 0 when it ran to its end, 128 + the signal's number when
     a signal (Ctrl-C) stopped it). Bad input or a broken
@@ -80,7 +84,7 @@ def search(M: int, N: int | None = None, K: int | None = None, *,
                  workers=workers, kernel_timeout=kernel_timeout, compile_jobs=compile_jobs, remeasure=remeasure,
                  batch=batch)
     options = commands.SearchOptions(
-        shape=shape_of(M, N, K), families=with_layout(for_batch(families_of(family), batch), layout),
+        shape=shape_of(M, N, K), families=with_layout(for_batch(families_of(family, precision), batch), layout),
         db_path=default_db() if db is None else db, batch=batch,
         sampler=sampler, trials=trials, timeout=timeout, seed=seed, kind=backend, devices=devices,
         workers=workers, storage=storage, study=study, kernel_timeout=kernel_timeout, replay_db=replay_db,
@@ -112,6 +116,8 @@ def report(db: str | None = None, M: int | None = None, N: int | None = None, K:
     folder (default report-<database name>). No GPU is used and the database is only read."""
     from autotune.explain.report import report_command  # matplotlib loads only for a report
 
+    if output is not None and not isinstance(output, (str, os.PathLike)):
+        raise AutotuneError(f"output={output!r}: pass a folder's path (str or pathlib.Path), or None")
     return report_command(default_db() if db is None else db, (M, N, K), output, preset, gpu, arch)
 
 

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from autotune import store
-from autotune.api.commands import Kept, SearchOptions, check_replay_db, search_command
+from autotune.api.commands import Kept, SearchOptions, check_replay_db, preflight, search_command
 from autotune.backends.kinds import backend_kind
 from autotune.backends.pool import exit_status, stop_on_signals, visible_devices
-from autotune.errors import AutotuneError, NoDeviceError
+from autotune.errors import AutotuneError, EnvironmentFault
 from autotune.explain.model import PRESETS
 from autotune.explain.report import check_folder
 from autotune.explain.suite import Suite, SuiteShape, suite_device, suite_rows, summary_lines, write_suite
@@ -143,6 +143,7 @@ def check_backend(o: SuiteOptions, shapes: list[SuiteShape]) -> None:
     """What can be refused before anything starts: the database path, a missing GPU, the replay
     dataset, the emulator's size limit."""
     store.check_path(o.db_path)
+    preflight(o.families, o.kind)
     if backend_kind(o.kind).on_gpus and o.devices is None:
         visible_devices()  # no GPU: one error now, not one per shape
     check_replay_db(o.kind, o.replay_db, o.db_path)
@@ -169,7 +170,11 @@ def write(o: SuiteOptions, shapes: list[SuiteShape], seconds: dict, errors: dict
                       suite_rows(db, shapes, o.kind, device, spec, seconds, errors, o.precision))
     finally:
         db.close()
-    write_suite(suite, Path(o.out), stem(device, o.kind))
+    try:
+        write_suite(suite, Path(o.out), stem(device, o.kind))
+    except OSError as exc:  # a read-only file of an earlier suite there, a full disk: the database holds every row
+        raise AutotuneError(f"cannot write the suite's outputs into {o.out}: {exc.strerror or exc} ({exc.filename}); "
+                            f"choose another -o, the rows are in {o.db_path}") from None
     return suite
 
 
@@ -183,8 +188,8 @@ def tune_shape(o: SuiteOptions, s: SuiteShape, timeout: float, stop: threading.E
                             replay_db=o.replay_db, remeasure=o.remeasure)
     try:
         search_command(options, stop, kept)
-    except NoDeviceError:
-        raise  # the same for every shape: stop now
+    except EnvironmentFault:
+        raise  # no GPU, an unusable cache, no compiler: the same for every shape, so stop now
     except AutotuneError as exc:
         print(f"autotune: suite: {s.label}: {exc}", file=sys.stderr, flush=True)
         return str(exc)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from autotune.backends.base import Backend
 from autotune.backends.kinds import REGISTRY
 from autotune.backends.outcome import Fault, Timing
-from autotune.errors import AutotuneError
+from autotune.errors import AutotuneError, EnvironmentFault
 from autotune.space import Limits
 
 
@@ -101,10 +101,12 @@ def _built(conn, spec: WorkerSpec):
     """The spec's backend; None once the parent is told why there is none (it turns that into one line)."""
     try:
         return build_backend(spec)
-    except AutotuneError as exc:  # the machine, or a shape too large for the device
-        _send(conn, ("error", str(exc)))
+    except EnvironmentFault as exc:  # the machine: every shape would fail the same way
+        _send(conn, ("error", str(exc), True))
+    except AutotuneError as exc:  # this shape (too large for the device, say)
+        _send(conn, ("error", str(exc), False))
     except Exception as exc:
-        _send(conn, ("error", f"{type(exc).__name__}: {exc}"))
+        _send(conn, ("error", f"{type(exc).__name__}: {exc}", False))
     return None
 
 

@@ -6,6 +6,10 @@ parent says in one line what to add."""
 from __future__ import annotations
 
 import multiprocessing as mp
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Iterator
 
 REIMPORTED_MAIN = 87  # the child's exit status: it was importing the parent's main script
 MAIN_GUARD_HINT = ("it re-ran the calling script, whose top level calls autotune.tune(): put that call under "
@@ -17,3 +21,22 @@ def leave_if_reimporting_main() -> None:
     (multiprocessing's own test for it), exit quietly with REIMPORTED_MAIN."""
     if getattr(mp.current_process(), "_inheriting", False):
         raise SystemExit(REIMPORTED_MAIN)
+
+
+@contextmanager
+def sigint_ignored_by_children() -> Iterator[None]:
+    """Start child processes in here: they are born with SIGINT ignored, a disposition that survives exec and that
+    Python keeps, so a Ctrl-C while one still imports the parent's main script (before its first step) does not end
+    it with a traceback; it shares the terminal's process group, and the parent stops it itself. A blocked mask
+    would not do: a spawned child starts with none. Only the main thread may change a disposition: a child started
+    from another (a worker restarted after a fault) is started as it is. A Ctrl-C in the parent within the spawn's
+    few milliseconds is lost."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        if old is not None:  # None: a handler set outside Python, which cannot be put back from here
+            signal.signal(signal.SIGINT, old)

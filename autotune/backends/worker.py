@@ -9,8 +9,10 @@ over a pipe. The whole protocol:
                                              (its CUDA context and loaded libraries kept), then ready
                    ("stop",)                 exit now
   child -> parent  ("ready", Ready)          once, when the backend is built
-                   ("error", message)        the environment is at fault (AutotuneError): instead of
-                                             ready, or instead of an outcome; the search stops
+                   ("error", message[, env]) instead of ready: the backend cannot be built (env True: the
+                                             machine is at fault, EnvironmentFault, at every shape alike);
+                                             instead of an outcome: the environment is at fault, the
+                                             search stops
                    ("beat",)                 progress inside a measurement (compiled, a launch ended)
                    ("outcome", Outcome)      the answer to a measure
                    ("fault", message)        the kernel poisoned the context; the child then exits
@@ -40,7 +42,7 @@ from autotune.backends.base import Backend, Job
 from autotune.backends.child import Ready, WorkerSpec, child_main
 from autotune.backends.kinds import REGISTRY
 from autotune.backends.outcome import LAUNCH_ERROR, TIMEOUT, Outcome, Timing
-from autotune.backends.spawn import MAIN_GUARD_HINT, REIMPORTED_MAIN
+from autotune.backends.spawn import MAIN_GUARD_HINT, REIMPORTED_MAIN, sigint_ignored_by_children
 from autotune.errors import AutotuneError, EnvironmentFault
 from autotune.space import Config, Limits
 
@@ -166,7 +168,8 @@ class WorkerBackend(Backend):
         self._conn, theirs = ctx.Pipe()
         self._proc = ctx.Process(target=child_main, args=(theirs, self.spec), daemon=True,
                                  name=f"autotune-{self.worker}")
-        self._proc.start()
+        with sigint_ignored_by_children():  # a Ctrl-C while the child imports is the parent's to act on
+            self._proc.start()
         theirs.close()
 
     def reshape(self, shape: tuple[int, int, int]) -> "WorkerBackend":
@@ -190,6 +193,9 @@ class WorkerBackend(Backend):
             why = f"the worker for {self._where()} could not start ({self._death('while starting')})"
         elif message[0] == "error":
             why = message[1]
+            if message[2:] == (True,):
+                self.close()
+                raise EnvironmentFault(why)
         else:
             why = f"the worker for {self._where()} did not start within {self.start_s:g} s"
         self.close()

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 
 import click
 
 from autotune import __version__
 from autotune.api import SHAPES as SUITE_SHAPES
 from autotune.api.checks import BACKENDS
+from autotune.backends.pool import exit_status
 from autotune.cli.options import (
     DB_HELP,
     KERNEL_TIMEOUT_HELP,
@@ -169,8 +171,11 @@ def export(M, N, K, family, params, result_id, gpu, backend, output, lang, preci
     from autotune.api.export import LANGS, export_command
 
     shape = resolve_shape(M, N, K)
-    config = resolve_config(db_path, family, params, result_id)
-    paths = export_command(db_path, shape, config, output or f"best{LANGS[lang]}", backend, gpu, lang, precision)
+    config = resolve_config(db_path, family, params, result_id) if result_id is None else None
+    if result_id is not None and (family or params):
+        raise AutotuneError("give either --id or --family/-p, not both")
+    paths = export_command(db_path, shape, config, output or f"best{LANGS[lang]}", backend, gpu, lang, precision,
+                           row_id=result_id)
     *first, last = [str(p) for p in paths if p is not None]
     click.echo(f"wrote {', '.join(first)} and {last}")
 
@@ -338,11 +343,11 @@ def suite(shapes_path, groups, trials, timeout, total_timeout, family_text, prec
 @click.option("--M-range", "m_range", metavar="LO:HI", help="M from LO to HI (the powers of two between) at --N and --K")
 @click.option("--N", "N", type=int, help="with --M-range")
 @click.option("--K", "K", type=int, help="with --M-range")
-@click.option("--layout", type=click.Choice(["NN", "NT", "TN", "TT"]), default="NN", show_default=True,
-              help="with --M-range: T, that operand stored transposed (NT: nn.Linear's x W^T)")
+@click.option("--layout", type=click.Choice(["NN", "NT", "TN", "TT"]),
+              help="with --M-range: T, that operand stored transposed (NT: nn.Linear's x W^T; default NN)")
 @click.option("--module", "module_spec", metavar="MOD:FACTORY",
               help="a function returning a PyTorch model: the forward product of each of its nn.Linear layers")
-@click.option("--batch", "batch_text", default="1", show_default=True, metavar="32,64", help="with --module: rows of x")
+@click.option("--batch", "batch_text", metavar="32,64", help="with --module: rows of x (default 1)")
 @click.option("--training", is_flag=True, help="with --module: the two backward products too (dX = dY W, dW = dY^T X)")
 @click.option("--family", "family_text", help="families to search, comma-separated (default: the suite's)")
 @click.option("-p", "--param", "params", multiple=True, metavar="NAME=V1,V2",
@@ -350,37 +355,28 @@ def suite(shapes_path, groups, trials, timeout, total_timeout, family_text, prec
 @click.option("--budget", type=float, default=600.0, show_default=True, help="seconds of searching for all products")
 @click.option("--trials", type=int, default=20, show_default=True, callback=checked("trials"),
               help="new configs per product at most")
-@click.option("--backend", type=click.Choice(BACKENDS), default="cuda", show_default=True)
+@click.option("--backend", type=click.Choice(["cuda", "sim"]), default="cuda", show_default=True,
+              help="cuda: the GPU; sim: the CPU emulator (small shapes)")
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
-@click.option("--json", "json_path", help="also write the per-product report here")
+@click.option("--json", "json_path", help="also write the per-product report here (a new file, or an earlier report)")
 @friendly
 def cover(shapes_path, m_range, N, K, layout, module_spec, batch_text, training, family_text, params, budget, trials,
           backend, db_path, json_path) -> None:
     """Tune the products a workload makes within one budget; say per product what load() now runs and its gain."""
     from autotune.api import cover as c
 
-    given = [x for x in (shapes_path, m_range, module_spec) if x]
-    if len(given) != 1:
-        raise AutotuneError("give one of --shapes FILE, --M-range LO:HI (with --N and --K), --module MOD:FACTORY")
-    if m_range and (N is None or K is None):
-        raise AutotuneError("--M-range needs --N and --K")
-    products = (c.from_file(shapes_path) if shapes_path else c.from_range(m_range, N, K, layout) if m_range
-                else c.from_module(module_spec, parse_ints(batch_text, "--batch"), training))
+    c.check_workload(shapes_path, m_range, module_spec, N=N, K=K, layout=layout, batch=batch_text, training=training)
+    if json_path:
+        c.check_json(json_path, db_path, shapes_path)
+    products = (c.from_file(shapes_path) if shapes_path else c.from_range(m_range, N, K, layout or "NN") if m_range
+                else c.from_module(module_spec, c.parse_ints(batch_text or "1", "--batch"), training))
     families = narrow_families(parse_families(family_text or ",".join(suite_families("fp32"))), params)
-    rows = c.run_cover(c.CoverOptions(products, db_path, families, budget, trials, kind=backend))
+    stop = threading.Event()
+    rows = c.run_cover(c.CoverOptions(products, db_path, families, budget, trials, kind=backend), stop)
     click.echo("\n".join(c.summary_lines(rows)))
     if json_path:
         c.write_json(rows, json_path)
-
-
-def parse_ints(text: str, option: str) -> list[int]:
-    try:
-        values = [int(x) for x in text.split(",")]
-    except ValueError:
-        raise AutotuneError(f"{option} {text!r} is not a comma-separated list of whole numbers") from None
-    if any(v < 1 for v in values):
-        raise AutotuneError(f"{option} {text!r}: each value must be at least 1")
-    return values
+    sys.exit(exit_status(stop, True) if stop.is_set() else 0)
 
 
 def main() -> None:

@@ -2,7 +2,6 @@
 and errors as one line on stderr with exit status 2 (`friendly`, `Cli`)."""
 from __future__ import annotations
 
-import os
 import sqlite3
 import sys
 from contextlib import contextmanager
@@ -22,7 +21,7 @@ DB_HELP = "SQLite results database (default: $AUTOTUNE_DB or db/autotune.sqlite)
 
 
 def default_db() -> str:
-    return os.environ.get("AUTOTUNE_DB", str(store.DEFAULT_DB))
+    return store.default_path()
 
 
 def friendly(fn):

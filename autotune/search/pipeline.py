@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from autotune import store
 from autotune.backends.base import Backend
+from autotune.backends.spawn import sigint_ignored_by_children
 from autotune.codegen.render import sha256
 from autotune.explain import counts as explain
 from autotune.search.plan import plan as plan_trial
@@ -93,7 +94,6 @@ def build(job: BuildJob) -> dict[str, Any] | None:
 def _child_start(stop: Any, parent: int) -> None:
     """A pool process's first step: deaf to Ctrl-C, gone with the pool or the search, NVRTC loaded."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the search stops on Ctrl-C and closes the pool itself
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked since the spawn (see Compiler._submit)
     threading.Thread(target=_exit_when_done, args=(stop, parent), daemon=True).start()
     from autotune.codegen.nvrtc import nvrtc_version
 
@@ -162,13 +162,9 @@ class Compiler:
             return self._submit_quietly(job)
 
     def _submit_quietly(self, job: BuildJob) -> Future:
-        """Submit; a child it starts inherits SIGINT blocked until _child_start ignores it, so that
-        a Ctrl-C while it imports does not end it with a traceback (it shares the terminal's group)."""
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
+        """Submit; a child it starts is born deaf to Ctrl-C (sigint_ignored_by_children)."""
+        with sigint_ignored_by_children():
             return self._pool.submit(build, job)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def ready(work: Future | None, limit_s: float = WAIT_S) -> dict[str, Any] | None:

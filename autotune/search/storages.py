@@ -12,11 +12,11 @@ first line is an Optuna record.
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 from autotune.errors import AutotuneError
 from autotune.store.claims import SERVER_TABLE
+from autotune.store.db import sqlite_tables
 
 SCHEMES = ("postgresql", "mysql", "mariadb", "sqlite")
 OPTUNA_TABLES = {"studies", "trials", "version_info"}
@@ -74,18 +74,11 @@ def _check_sqlite(url: str) -> None:
     if not database or database == ":memory:" or not _existing(Path(database)):
         return
     path = Path(database)
-    with open(path, "rb") as f:
-        if f.read(16) != b"SQLite format 3\x00":
-            raise AutotuneError(f"--storage {url} names {path}, which is not an SQLite file; it was left as it is: "
-                                f"pass a new path for a new study")
-    try:  # immutable: a read that never writes (no journal, no lock file)
-        conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro&immutable=1", uri=True)
-        try:
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as exc:
-        raise AutotuneError(f"--storage {url}: cannot read {path} ({exc}); it was left as it is") from None
+    # not open(): a suite's storage may be open in this process (store.sqlite_tables); an empty file is the user's
+    tables = sqlite_tables(path) if path.stat().st_size else None
+    if tables is None:
+        raise AutotuneError(f"--storage {url} names {path}, which is not an SQLite file; it was left as it is: "
+                            f"pass a new path for a new study")
     if tables and not tables & (OPTUNA_TABLES | {"alembic_version", SERVER_TABLE}):
         # a database with tables, none of them Optuna's or this tool's claims (an empty one, or one that
         # another host of the same study is creating this moment, has nothing to protect)

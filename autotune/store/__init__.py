@@ -19,12 +19,14 @@ from autotune.store.db import (
                                    DEFAULT_DB,
                                    KEY,
                                    check_path,
+                                   default_path,
                                    immediate,
                                    now,
                                    open_db,
                                    open_readonly,
                                    path_of,
                                    shipped_databases,
+                                   sqlite_tables,
 )
 from autotune.store.nearest import nearest_shapes, recorded_shapes
 from autotune.store.profiles import insert_profile, profiles
@@ -53,7 +55,7 @@ from autotune.store.results import (
 
 __all__ = ["CLAIM_TTL_S", "DEFAULT_DB", "DONE", "KEY", "MINE", "TAKEN", "Claimed", "Claims", "FileClaims",
            "HostAndServer", "Key", "Owner", "Redo", "ServerClaims", "admitted_families", "alive", "backends_with_ok", "baselines", "best",
-           "check_path", "claims_for", "copy_result", "find_key", "gpus", "immediate", "insert_baseline",
+           "check_path", "default_path", "claims_for", "copy_result", "find_key", "gpus", "immediate", "insert_baseline",
            "insert_profile", "insert_result", "insert_source", "insert_trial", "key_of", "nearest_shapes", "now",
-           "open_db", "open_readonly", "path_of", "profiles", "record_result", "recorded_shapes", "result_by_id", "shipped_databases",
+           "open_db", "open_readonly", "path_of", "profiles", "record_result", "recorded_shapes", "result_by_id", "shipped_databases", "sqlite_tables",
            "faster_than_library", "results", "shares_claims", "source", "trial_results"]

@@ -44,15 +44,23 @@ def _library_at(M: int, N: int, K: int, device: int) -> bool:
     return current().runs_library(M, N, K, device, trans_b=True)
 
 
-def swap_linear(model: torch.nn.Module) -> torch.nn.Module:
+def swap_linear(model: torch.nn.Module, _done: dict[int, torch.nn.Module] | None = None) -> torch.nn.Module:
     """Replace every torch.nn.Linear in the model (the model itself included) by a Linear that holds the
-    same weight and bias Parameters, so optimizers and state_dicts see no change; returns the model."""
+    same weight and bias Parameters, so optimizers and state_dicts see no change; returns the model. A layer held
+    in two places (weight tying) gets one replacement, held in both. Subclasses of nn.Linear (LazyLinear, one
+    with parametrizations) are left as they are: their forward may not be nn.Linear's."""
     if not isinstance(model, torch.nn.Module):
         raise AutotuneError(f"swap_linear takes a torch.nn.Module, not a {type(model).__name__}")
+    done = {} if _done is None else _done
+    if id(model) in done:
+        return done[id(model)]
     if type(model) is torch.nn.Linear:
-        return _swapped(model)
-    for name, child in model.named_children():
-        setattr(model, name, swap_linear(child))
+        done[id(model)] = _swapped(model)
+        return done[id(model)]
+    done[id(model)] = model
+    for name, child in list(model._modules.items()):  # every name: named_children() yields a shared child once
+        if child is not None:
+            setattr(model, name, swap_linear(child, done))
     return model
 
 

@@ -26,6 +26,9 @@ _lock = threading.Lock()
 
 def use(matmul: Matmul | None = None, **load_options: Any) -> Matmul:
     """Set the matmul that `mm`, the operator and `Linear` run: the one given, else autotune.load(**load_options)."""
+    if matmul is not None and (load_options or not isinstance(matmul, Matmul)):
+        raise AutotuneError("use() takes a matmul that autotune.load() returned, or load()'s options, not both"
+                            if load_options else f"use({type(matmul).__name__}): pass what autotune.load() returned")
     chosen = matmul if matmul is not None else load(**load_options)
     with _lock:
         _matmul[:] = [chosen]
@@ -51,6 +54,10 @@ def mm_op(a: Tensor, b: Tensor, trans_a: bool = False, trans_b: bool = False) ->
 
 @mm_op.register_fake
 def _fake(a: Tensor, b: Tensor, trans_a: bool = False, trans_b: bool = False) -> Tensor:
+    torch._check(a.dim() == 2 and b.dim() == 2, lambda: "autotune::mm takes 2-D tensors")
+    torch._check(a.shape[0 if trans_a else 1] == b.shape[1 if trans_b else 0],
+                 lambda: f"autotune::mm: inner sizes differ ({tuple(a.shape)}, {tuple(b.shape)}, "
+                         f"trans_a={trans_a}, trans_b={trans_b})")
     M = a.shape[1] if trans_a else a.shape[0]
     N = b.shape[0] if trans_b else b.shape[1]
     return a.new_empty((M, N))
@@ -99,6 +106,8 @@ def _check(a: Tensor, b: Tensor, trans_a: Any, trans_b: Any) -> None:
     """What torch would refuse deep in its dispatch, or the operator's schema cast, as one line."""
     if not isinstance(trans_a, bool) or not isinstance(trans_b, bool):
         raise AutotuneError(f"trans_a and trans_b are True or False, not {trans_a!r} and {trans_b!r}")
+    if a.dim() != 2 or b.dim() != 2:  # the operator called directly: mm checked this already
+        raise AutotuneError(f"autotune::mm takes 2-D tensors; got {tuple(a.shape)} and {tuple(b.shape)}")
     k_a, k_b = a.shape[0 if trans_a else 1], b.shape[1 if trans_b else 0]
     if k_a != k_b:
         raise AutotuneError(f"op(a) is {a.shape[int(trans_a)]}x{k_a} and op(b) {k_b}x{b.shape[1 - trans_b]} "

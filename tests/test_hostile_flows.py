@@ -1,0 +1,243 @@
+"""Flows a hostile user tried (a second fuzzing pass, deeper: several commands in turn, Ctrl-C, files beside the
+outputs, odd operands through the matmul): each lost a file, traced back or was silently taken, and is now one
+line naming what was wrong (exit status 2; AutotuneError from Python), or simply works."""
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import signal
+
+import pytest
+
+import autotune
+from autotune import store
+from autotune.api import cover as c
+from autotune.api.python import families_of
+from autotune.backends.spawn import sigint_ignored_by_children
+from autotune.errors import AutotuneError
+from autotune.families import FAMILIES
+from tests.test_api import CaiArray, DeviceArray, refused
+from tests.test_bad_input import SIM, invoke, one_line_error
+from tests.test_suite import shapes_file
+
+# --------------------------------------------------------------------------- files the tool did not write
+
+
+def cover_args(tmp_path, *extra: str) -> list[str]:
+    return ["cover", "--backend", "sim", "--M-range", "8:8", "--N", "16", "--K", "16", "--budget", "5", "--trials",
+            "1", "--db", str(tmp_path / "cv.sqlite"), *extra]
+
+
+def test_cover_json_never_replaces_an_input_or_a_file_it_did_not_write(tmp_path):
+    one_line_error(invoke(*cover_args(tmp_path, "--json", str(tmp_path / "cv.sqlite"))), "one of the command's own")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine\n")
+    one_line_error(invoke(*cover_args(tmp_path, "--json", str(notes))), "is not a report of autotune cover")
+    assert notes.read_text() == "mine\n"
+    one_line_error(invoke(*cover_args(tmp_path, "--json", str(tmp_path / "nodir" / "r.json"))), "does not exist")
+    one_line_error(invoke(*cover_args(tmp_path, "--json", str(tmp_path))), "is a folder")
+    assert not (tmp_path / "cv.sqlite").exists()  # all refused before any tuning
+
+
+def test_cover_json_replaces_an_earlier_report(tmp_path):
+    report = tmp_path / "r.json"
+    report.write_text(json.dumps({"products": []}))
+    result = invoke(*cover_args(tmp_path, "--json", str(report)))
+    assert result.exit_code == 0, result.output
+    assert [p["M"] for p in json.loads(report.read_text())["products"]] == [8]
+
+
+def test_export_leaves_a_users_files_beside_its_output_alone(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("print('my training script')\n")
+    args = ["export", "--M", "16", "--family", "tiled", "-p", "T=16", "--db", str(tmp_path / "none.sqlite")]
+    one_line_error(invoke(*args, "-o", str(tmp_path / "train.cu")), "autotune export did not write it")
+    assert script.read_text() == "print('my training script')\n" and not (tmp_path / "train.cu").exists()
+    for _ in range(2):  # an earlier export's files are replaced
+        assert invoke(*args, "-o", str(tmp_path / "k.cu")).exit_code == 0
+
+
+def test_export_of_a_result_id_is_that_rows_source_and_measurement(tmp_path):
+    db = str(tmp_path / "s.sqlite")
+    assert invoke("search", *SIM, "--family", "tiled", "--trials", "1", "--db", db).exit_code == 0
+    out = tmp_path / "k.cu"
+    result = invoke("export", "--M", "64", "--id", "1", "-o", str(out), "--db", db)
+    assert result.exit_code == 0, result.output
+    manifest = json.loads(out.with_suffix(".json").read_text())
+    assert manifest["measured"]["id"] == 1 and manifest["tuned_shape"] == {"M": 24, "N": 20, "K": 9}
+    assert out.read_text() == store.source(store.open_readonly(db), manifest["source_hash"])
+
+
+def test_suite_outputs_that_cannot_be_written_are_one_line(tmp_path, monkeypatch):
+    def refuse(*_):
+        raise PermissionError(13, "Permission denied", str(tmp_path / "o" / "suite.md"))
+
+    monkeypatch.setattr("autotune.api.suite.write_suite", refuse)
+    shapes = shapes_file(tmp_path, (16, 16, 16, "g"))
+    result = invoke("suite", "--backend", "sim", "--shapes", str(shapes), "--trials", "1", "--db",
+                    str(tmp_path / "s.sqlite"), "-o", str(tmp_path / "o"))
+    last = result.stderr.strip().splitlines()[-1]  # after the shape's progress lines
+    assert result.exit_code == 2 and last.startswith("error: cannot write the suite's outputs"), result.stderr
+    assert "the rows are in" in last
+
+
+# --------------------------------------------------------------------------- options that went unheeded
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--shapes", "SHAPES", "--N", "8"], "--N goes with --M-range"),
+    (["--shapes", "SHAPES", "--layout", "TT"], "--layout goes with --M-range"),
+    (["--M-range", "8:16", "--N", "8", "--K", "8", "--batch", "4"], "--batch goes with --module"),
+    (["--shapes", "SHAPES", "--training"], "--training goes with --module"),
+    (["--shapes", "SHAPES", "--backend", "replay"], "'replay' is not one of"),
+])
+def test_cover_refuses_options_it_would_ignore(extra, words, tmp_path):
+    shapes = str(shapes_file(tmp_path, (16, 16, 16, "g")))
+    args = [shapes if x == "SHAPES" else x for x in extra]
+    one_line_error(invoke("cover", *args, "--db", str(tmp_path / "cv.sqlite")), words)
+
+
+def test_a_broken_environment_stops_a_suite_at_its_first_shape(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    cache.write_text("a file where the kernel cache should be")
+    monkeypatch.setenv("AUTOTUNE_CACHE", str(cache))
+    shapes = shapes_file(tmp_path, (16, 16, 16, "g"), (32, 16, 16, "g"))
+    result = invoke("suite", "--backend", "sim", "--shapes", str(shapes), "--trials", "1", "--db",
+                    str(tmp_path / "s.sqlite"), "-o", str(tmp_path / "o"))
+    one_line_error(result, "AUTOTUNE_CACHE")
+    assert result.stderr.count("cannot use the kernel cache") == 1  # once, not once per shape
+
+
+def test_an_empty_autotune_db_means_the_default(monkeypatch):
+    monkeypatch.setenv("AUTOTUNE_DB", "")
+    assert store.default_path() == str(store.DEFAULT_DB)
+
+
+# --------------------------------------------------------------------------- Ctrl-C
+
+
+def test_an_interrupted_cover_says_so_and_exits_as_a_signal_does(tmp_path, monkeypatch):
+    def interrupted(options, stop):
+        stop.set()
+        return []
+
+    monkeypatch.setattr(c, "run_cover", interrupted)
+    assert invoke(*cover_args(tmp_path)).exit_code == 128 + signal.SIGINT
+
+
+def test_a_cover_stopped_before_a_product_reports_a_signal_not_a_spent_budget(tmp_path, capsys):
+    stop = __import__("threading").Event()
+    stop.set()
+    products = c.from_range("8:16", 16, 16, "NN")
+    c.run_cover(c.CoverOptions(products, str(tmp_path / "cv.sqlite"), [FAMILIES["tiled"]], 20, 1, kind="sim"), stop)
+    assert "stopped by a signal after 0 of 2 products" in capsys.readouterr().err
+
+
+def _handler_of_sigint(queue) -> None:
+    queue.put(signal.getsignal(signal.SIGINT))
+
+
+def test_children_are_born_deaf_to_ctrl_c():
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    before = signal.getsignal(signal.SIGINT)
+    with sigint_ignored_by_children():
+        child = ctx.Process(target=_handler_of_sigint, args=(queue,))
+        child.start()
+    assert signal.getsignal(signal.SIGINT) is before  # the parent's own handler is back
+    assert queue.get(timeout=60) == signal.SIG_IGN
+    child.join(timeout=60)
+
+
+# --------------------------------------------------------------------------- odd operands through the matmul
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"alpha": None}, "alpha=None"), ({"alpha": 1j}, "alpha=1j"), ({"alpha": 10 ** 400}, "finite real"),
+    ({"beta": [1]}, "beta=\\[1\\]"), ({"alpha": float("nan")}, "finite"), ({"trans_a": None}, "trans_a=None"),
+    ({"trans_b": "yes"}, "True or False"),
+])
+def test_scalars_and_flags_that_are_not_are_one_line(kwargs, words, mm):
+    a, b, out = DeviceArray((8, 8), 0x100000), DeviceArray((8, 8), 0x200000), DeviceArray((8, 8), 0x300000)
+    with pytest.raises(AutotuneError, match=words):
+        mm(a, b, out=out, **kwargs)
+
+
+def test_an_out_that_shares_memory_with_an_input_is_refused(mm, launcher):
+    a, b = DeviceArray((64, 64), 0x100000), DeviceArray((64, 64), 0x200000)
+    assert "out shares memory with A" in refused(mm, a, b, out=DeviceArray((64, 64), 0x100000))
+    assert "out shares memory with B" in refused(mm, a, b, out=DeviceArray((64, 64), 0x200000 + 4 * 64 * 32))
+    mm(a, b, out=DeviceArray((64, 64), 0x100000 + 4 * 64 * 64))  # right after A's last element: apart
+    assert launcher.launches
+
+
+def test_array_interface_quirks_are_refused(mm):
+    a, b = CaiArray((8, 8), 0x100000), CaiArray((8, 8), 0x200000)
+    assert "are not whole elements" in refused(mm, CaiArray((8, 8), 0x100000, strides=(33, 4)), b)
+    readonly = CaiArray((8, 8), 0x300000)
+    readonly.__cuda_array_interface__["data"] = (0x300000, True)
+    assert "out is read-only" in refused(mm, a, b, out=readonly)
+
+
+def test_a_stacked_out_for_one_product_is_refused(mm):
+    a, b = DeviceArray((8, 8), 0x100000), DeviceArray((8, 8), 0x200000)
+    assert "out is 2x8x8 but the product is 8x8" in refused(mm, a, b, out=DeviceArray((2, 8, 8), 0x300000))
+
+
+@pytest.mark.parametrize("kwargs, words", [({"trans_a": "x"}, "trans_a='x'"), ({"batch": 0}, "batch=0"),
+                                           ({"batch": -1}, "batch=-1")])
+def test_choose_checks_what_it_is_asked(kwargs, words, mm):
+    with pytest.raises(AutotuneError, match=words):
+        mm.choose(16, 4, 8, **kwargs)
+
+
+def test_a_choice_without_cublas_beside_it_says_so(tmp_path):
+    from autotune.api.dispatch import Dispatcher
+    from autotune.api.operands import Layout
+
+    db = str(tmp_path / "s.sqlite")
+    assert invoke("search", *SIM, "--family", "tiled", "--trials", "1", "--db", db).exit_code == 0
+    gpu = store.result_by_id(store.open_readonly(db), 1)["gpu_name"]  # the emulator's rows: no cuBLAS beside them
+    why = Dispatcher(db, backend="sim").choose(gpu, (24, 20, 9), Layout(False, False)).describe()
+    assert "no cuBLAS time recorded beside it" in why and "nan" not in why
+
+
+# --------------------------------------------------------------------------- the Python API and autotune.torch
+
+
+def test_tune_takes_a_precision_and_no_empty_family():
+    assert "tf32x3" in {f.name for f in families_of(None, "fp32-tc")}
+    assert "tf32x3" not in {f.name for f in families_of(None)}
+    with pytest.raises(AutotuneError, match="names no family"):
+        families_of([])
+    with pytest.raises(AutotuneError, match="unknown precision"):
+        families_of("tiled", "fp64")
+
+
+def test_report_output_must_be_a_path(tmp_path):
+    with pytest.raises(AutotuneError, match="output=3"):
+        autotune.report(db=str(tmp_path / "r.sqlite"), output=3)
+
+
+def test_torch_use_and_the_operator_check_what_they_are_given(mm):
+    torch = pytest.importorskip("torch")
+    import autotune.torch as at
+
+    with pytest.raises(AutotuneError, match="pass what autotune.load\\(\\) returned"):
+        at.use(42)
+    with pytest.raises(AutotuneError, match="not both"):
+        at.use(mm, db="x.sqlite")
+    with pytest.raises(AutotuneError, match="takes 2-D tensors"):
+        torch.ops.autotune.mm(torch.randn(6), torch.randn(4, 6), False, True)
+    with pytest.raises(RuntimeError, match="inner sizes differ"):  # the fake implementation, as tracing sees it
+        torch.ops.autotune.mm(torch.empty(8, 6, device="meta"), torch.empty(4, 6, device="meta"), False, False)
+
+
+def test_a_layer_held_twice_is_swapped_once_and_held_twice():
+    torch = pytest.importorskip("torch")
+    import autotune.torch as at
+
+    model = torch.nn.Sequential(torch.nn.Linear(3, 3))
+    model.add_module("tied", model[0])  # the same layer under a second name (weight tying)
+    at.swap_linear(model)
+    assert model[0] is model.tied and isinstance(model.tied, at.Linear)
