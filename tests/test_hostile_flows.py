@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -241,3 +242,104 @@ def test_a_layer_held_twice_is_swapped_once_and_held_twice():
     model.add_module("tied", model[0])  # the same layer under a second name (weight tying)
     at.swap_linear(model)
     assert model[0] is model.tied and isinstance(model.tied, at.Linear)
+
+
+# --------------------------------------------------------------------------- a third pass: the remaining commands
+
+
+def test_nothing_writes_into_a_database_the_package_ships(tmp_path):
+    import subprocess
+    import sys
+
+    shipped = Path(store.shipped_databases()[0]).parent / "never-written.sqlite"
+    try:
+        with pytest.raises(AutotuneError, match="a database the package ships, which is only read"):
+            store.open_db(shipped)
+        one_line_error(invoke("search", *SIM, "--trials", "1", "--db", str(shipped)), "the package ships")
+        job = subprocess.run([sys.executable, "-m", "autotune.api.firstuse.job", "--M", "16", "--N", "16", "--K",
+                              "16", "--db", str(shipped), "--backend", "sim", "--trials", "1"], capture_output=True,
+                             text=True, timeout=120)
+        assert job.returncode == 2 and "the package ships" in job.stderr
+        assert not shipped.exists()
+    finally:  # a regression must not leave a file in the package
+        for leftover in shipped.parent.glob(f"{shipped.name}*"):
+            leftover.unlink()
+
+
+@pytest.mark.parametrize("args, words", [(["--trials", "0"], "--trials 0: must be"), (["--seconds", "nan"], "--seconds"),
+                                         (["--seconds", "-1"], "--seconds -1.0"), (["--device", "-3"], "--device -3")])
+def test_a_first_use_job_refuses_a_bad_budget(args, words, tmp_path):
+    import subprocess
+    import sys
+
+    db = tmp_path / "j.sqlite"
+    job = subprocess.run([sys.executable, "-m", "autotune.api.firstuse.job", "--M", "16", "--N", "16", "--K", "16",
+                          "--db", str(db), "--backend", "sim", *args], capture_output=True, text=True, timeout=120)
+    assert job.returncode == 2 and words in job.stderr and len(job.stderr.strip().splitlines()) == 1
+    assert not db.exists()
+
+
+@pytest.mark.parametrize("seconds", [10 ** 400, 1e10, True, float("inf")])
+def test_load_refuses_tune_seconds_no_wait_can_take(seconds, tmp_path):
+    with pytest.raises(AutotuneError, match="tune_seconds"):
+        autotune.load(tune="background", backend="sim", db=str(tmp_path / "t.sqlite"), tune_seconds=seconds,
+                      launcher=object())  # type: ignore[arg-type]
+    assert not (tmp_path / "t.sqlite").exists()
+
+
+def test_load_checks_everything_before_it_makes_a_database(tmp_path):
+    with pytest.raises(AutotuneError, match="unknown precision"):
+        autotune.load(tune="background", backend="sim", db=str(tmp_path / "t.sqlite"), precision="bogus")
+    assert not (tmp_path / "t.sqlite").exists()
+
+
+def test_a_kernel_timeout_no_wait_can_take_is_one_line(tmp_path):
+    one_line_error(invoke("measure", *SIM, "--family", "tiled", "-p", "T=8", "--kernel-timeout", "1e7", "--db",
+                          str(tmp_path / "m.sqlite")), "at most 1e+06")
+
+
+def test_verify_json_is_strict_json():
+    result = invoke("verify", "--family", "skinny", "--limit", "1", "--shape", "1x64x1", "--json")
+    rows = json.loads(result.stdout, parse_constant=lambda name: pytest.fail(f"{name} is not JSON"))
+    assert rows and all(r["error"] is None or isinstance(r["error"], float) for r in rows)
+
+
+def test_measure_of_a_row_takes_no_layout(tmp_path):
+    one_line_error(invoke("measure", *SIM, "--id", "1", "--layout", "NT", "--db", str(tmp_path / "m.sqlite")),
+                   "--layout goes with --family")
+
+
+def test_replay_says_what_its_dataset_holds(tmp_path):
+    import gzip
+
+    data = tmp_path / "s.sqlite"
+    assert invoke("search", *SIM, "--family", "tiled", "--trials", "1", "--db", str(data)).exit_code == 0
+    args = ["search", "--backend", "replay", "--M", "48", "--trials", "1", "--db", str(tmp_path / "r.sqlite")]
+    one_line_error(invoke(*args, "--replay-db", str(data)), "it holds 24x20x9")
+    packed = tmp_path / "s.sqlite.gz"
+    packed.write_bytes(gzip.compress(data.read_bytes()))
+    one_line_error(invoke(*args, "--replay-db", str(packed)), "decompress it first")
+
+
+def test_best_says_which_shape_was_asked_and_where_tensor_core_rows_are(tmp_path):
+    from tests.test_starts import record
+
+    db_path = tmp_path / "b.sqlite"
+    db = store.open_db(db_path)
+    record(db, (32, 32, 32), "tiled", 1.0, backend="sim", gpu="Sim", T=16)
+    db.close()
+    result = invoke("best", "--M", "31", "--backend", "sim", "--json", "--db", str(db_path))
+    assert json.loads(result.stdout)["asked_shape"] == {"M": 31, "N": 31, "K": 31}
+    tc_path = tmp_path / "tc.sqlite"
+    db = store.open_db(tc_path)
+    record(db, (64, 64, 64), "tf32x3", 1.0, backend="sim", gpu="Sim")  # tensor-core rows only
+    db.close()
+    one_line_error(invoke("best", "--M", "64", "--backend", "sim", "--db", str(tc_path)), "--precision fp32-tc")
+
+
+def test_profile_with_no_gpu_says_so_before_asking_for_ncu(tmp_path, monkeypatch):
+    monkeypatch.setattr("autotune.backends.cuda.device.no_device_reason", lambda: "no CUDA device found")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no ncu either
+    monkeypatch.delenv("AUTOTUNE_NCU", raising=False)
+    result = invoke("profile", "--M", "64", "--family", "tiled", "-p", "T=16", "--db", str(tmp_path / "p.sqlite"))
+    assert "no CUDA device" in result.stderr and "ncu" not in result.stderr.split("no CUDA device")[0]

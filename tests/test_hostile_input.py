@@ -4,7 +4,6 @@ fix it (exit status 2; AutotuneError from Python), or simply works."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -15,8 +14,8 @@ from autotune.api.operands import Layout
 from autotune.api.suite import read_shapes
 from autotune.codegen import nvrtc
 from autotune.errors import AutotuneError, EnvironmentFault, NoDeviceError
-from autotune.families.layouts import layout_choices, narrow_to
 from autotune.families import FAMILIES
+from autotune.families.layouts import layout_choices, narrow_to
 from tests.test_bad_input import SIM, invoke, one_line_error
 
 # --------------------------------------------------------------------------- files and the environment

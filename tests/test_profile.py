@@ -105,7 +105,7 @@ def gpu_answers(monkeypatch):
     monkeypatch.setattr("autotune.backends.cuda.device.no_device_reason", lambda: None)
 
 
-def test_no_ncu_on_path_is_one_line(tmp_path):
+def test_no_ncu_on_path_is_one_line(tmp_path, gpu_answers):
     (tmp_path / "empty").mkdir()
     result, db = profile(tmp_path, {"PATH": str(tmp_path / "empty"), "AUTOTUNE_NCU": None})
     line = one_line_error(result)
@@ -113,7 +113,7 @@ def test_no_ncu_on_path_is_one_line(tmp_path):
     assert not db.exists()
 
 
-def test_autotune_ncu_that_is_not_a_program_is_one_line(tmp_path):
+def test_autotune_ncu_that_is_not_a_program_is_one_line(tmp_path, gpu_answers):
     result, db = profile(tmp_path, {"AUTOTUNE_NCU": str(tmp_path / "nowhere" / "ncu")})
     assert "is not an executable file" in one_line_error(result)
     assert not db.exists()

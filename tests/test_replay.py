@@ -73,7 +73,7 @@ def test_same_seed_same_trial_sequence(dataset, tmp_path, sampler):
 def test_errors_are_one_line(tmp_path, dataset):
     with pytest.raises(AutotuneError, match="does not exist"):
         ReplayBackend(tmp_path / "missing.sqlite", (256, 256, 256))
-    with pytest.raises(AutotuneError, match="no GPU results for 512x512x512"):
+    with pytest.raises(AutotuneError, match="no recorded results for 512x512x512"):
         ReplayBackend(dataset, (512, 512, 512))
 
 

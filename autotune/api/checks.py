@@ -3,7 +3,6 @@ them (`check`), the command line's options call the same rule (`problem`) as cli
 so `autotune.tune(trials=0)` and `autotune search --trials 0` are refused alike."""
 from __future__ import annotations
 
-import math
 from typing import Any, Callable
 
 from autotune.backends.kinds import BACKENDS
@@ -25,10 +24,18 @@ def whole(low: int, high: int | None = None) -> Rule:
     return rule
 
 
+# The longest wait a timeout may set: about 11.6 days. Python's waits on locks and processes refuse timeouts from
+# about 4.3e6 s on (OverflowError), and no search waits that long on purpose.
+MAX_SECONDS = 1e6
+
+
 def seconds(value: Any) -> str | None:
-    """A finite number of seconds above 0 (nan and inf would never end or never start)."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
-    return None if ok else "must be a finite number of seconds above 0"
+    """A finite number of seconds above 0 (nan and inf would never end or never start), at most MAX_SECONDS."""
+    try:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= MAX_SECONDS
+    except OverflowError:
+        ok = False
+    return None if ok else f"must be a number of seconds above 0 and at most {MAX_SECONDS:g}"
 
 
 def one_of(choices: tuple[str, ...]) -> Rule:

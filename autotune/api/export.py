@@ -64,6 +64,9 @@ def find_best(db: sqlite_utils.Database, db_path: str, shape: tuple[int, int, in
     row = nearest_best(db, shape, backend, gpu, family,
                        None if admitted is None else lambda config: config.family.name in admitted)
     if row is None:
+        if precision == "fp32" and store.best(db, shape, backend=backend, gpu=gpu, family=family, precision="fp32-tc"):
+            raise AutotuneError(f"no verified FP32 result for {shape_text(shape)} in {db_path}, only tensor-core "
+                                f"ones (TF32 or INT8 parts): pass --precision fp32-tc (precision= in Python) for them")
         raise AutotuneError(nothing_found(db, db_path, shape, backend, gpu, family))
     where = f" on {gpu}" if gpu else ""
     print(f"autotune: no verified {family + ' ' if family else ''}result at {shape_text(shape)} from backend "

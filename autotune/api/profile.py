@@ -102,8 +102,8 @@ def profile_command(db_path: str, shape: tuple[int, int, int], config: Config | 
     """Profile, store and format. Every environment fault is one line before anything is written."""
     store.check_path(db_path)
     config, row, source, kernel = target(db_path, shape, config, result_id, backend, gpu, precision)
+    check_device(device)  # no GPU first: ncu alone would not make a profile possible
     ncu_path = ncu.find_ncu()
-    check_device(device)
     measured = measure(ncu_path, config, kernel, source, shape, device)
     facts = gpu_facts(device)
     M, N, K = shape

@@ -163,15 +163,16 @@ def load(db: str | os.PathLike[str] | None = None, gpu: str | None = None, *, ba
     if gpu is not None and not isinstance(gpu, str):
         raise AutotuneError(f"load(gpu={gpu!r}): pass a GPU's name or UUID as a str (e.g. \"NVIDIA H200\"), or None "
                             f"for the operands' device")
+    families_for(precision)  # an unknown precision, like every check here, before tuning_db creates a database
+    if launcher is None:  # and no GPU
+        from autotune.backends.cuda.launcher import CudaLauncher
+
+        launcher = CudaLauncher()
     budget = Budget(tune_trials, tune_seconds)
     tuned = tuning_db(tune, default_db() if db is None else db, budget, backend=backend, gpu=gpu,
                       library=library, defaults_only=defaults_only)
     dispatcher = Dispatcher(None if defaults_only else databases(db), backend, gpu, precision,
                             library=library and not defaults_only)
-    if launcher is None:
-        from autotune.backends.cuda.launcher import CudaLauncher
-
-        launcher = CudaLauncher()
     matmul = Matmul(dispatcher, launcher)
     if tuned is not None:
         attach(matmul, tuned, backend, precision, budget)

@@ -69,16 +69,20 @@ def load_rows(db_path: str | Path, shape: tuple[int, int, int], gpu: str | None 
     try:
         rows = [dict(r) for r in conn.execute(
             "SELECT * FROM results WHERE backend != 'replay' AND M = ? AND N = ? AND K = ? ORDER BY id", shape)]
+        held = [] if rows else [f"{M}x{N}x{K}" for M, N, K in conn.execute(
+            "SELECT DISTINCT M, N, K FROM results WHERE backend != 'replay' ORDER BY M, N, K LIMIT 9")]
     except sqlite3.DatabaseError as exc:
-        raise AutotuneError(f"{db_path} is not an autotune results database: {exc}") from None
+        hint = f"; decompress it first (gunzip -k {db_path})" if str(db_path).endswith(".gz") else ""
+        raise AutotuneError(f"{db_path} is not an autotune results database: {exc}{hint}") from None
     finally:
         conn.close()
     if gpu:
         rows = [r for r in rows if gpu in (r["gpu_uuid"], r["gpu_name"])]
     models = sorted({f"{r['backend']}:{r['gpu_name']}" for r in rows})
     if not rows:
-        raise AutotuneError(f"{db_path} has no GPU results for {'x'.join(map(str, shape))}"
-                            + (f" on {gpu}" if gpu else ""))
+        raise AutotuneError(f"{db_path} has no recorded results for {'x'.join(map(str, shape))}"
+                            + (f" on {gpu}" if gpu else "")
+                            + (f"; it holds {', '.join(held[:8])}{', ...' if len(held) > 8 else ''}" if held else ""))
     if len(models) > 1:
         raise AutotuneError(f"{db_path} holds {len(models)} GPU models for this shape ({', '.join(models)}); "
                             f"choose one")

@@ -3,6 +3,7 @@ and prints. Shared options and parsing are in cli.options."""
 from __future__ import annotations
 
 import json
+import math
 import sys
 import threading
 
@@ -117,11 +118,15 @@ def search(M, N, K, family_text, precision, params, layout, batch, sampler, tria
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
 @friendly
 def best(M, N, K, family, gpu, backend, precision, as_json, db_path) -> None:
-    """The best verified config for a shape under an accuracy contract: its time, TFLOP/s and % of cuBLAS."""
+    """The best verified config for a shape under an accuracy contract: its time, TFLOP/s and % of cuBLAS (at a
+    shape never measured, the nearest recorded shape's, said on stderr and, with --json, as asked_shape)."""
     from autotune.api.commands import format_row
     from autotune.api.python import best as best_row
 
-    row = best_row(*resolve_shape(M, N, K), db=db_path, backend=backend, gpu=gpu, family=family, precision=precision)
+    shape = resolve_shape(M, N, K)
+    row = best_row(*shape, db=db_path, backend=backend, gpu=gpu, family=family, precision=precision)
+    if (row["M"], row["N"], row["K"]) != shape:  # the nearest recorded shape's: say which shape was asked
+        row = {**row, "asked_shape": dict(zip("MNK", shape))}
     click.echo(json.dumps(row, indent=2) if as_json else format_row(row))
 
 
@@ -142,6 +147,8 @@ def measure(M, N, K, family, params, result_id, layout, seed, device, backend, k
     shape, as a search's first trial has them)."""
     from autotune.api.commands import measure_command
 
+    if result_id is not None and layout:
+        raise AutotuneError("--layout goes with --family: the row that --id names has its own layout")
     params, shape = with_layout(params, layout, family), resolve_shape(M, N, K)
     if family and result_id is None:
         choices = parse_choices(params)
@@ -215,7 +222,9 @@ def verify(backend, family_text, precision, limit, shapes, seed, device, as_json
     chosen = [parse_shape(s) for s in shapes] or list(SHAPES)
     rows = verify_command(backend, parse_families(family_text, precision), limit, chosen, seed, device)
     if as_json:
-        click.echo(json.dumps([{**r.__dict__, "shape": list(r.shape), "backend": backend} for r in rows], indent=1))
+        click.echo(json.dumps([{**r.__dict__, "shape": list(r.shape), "backend": backend,
+                                "error": r.error if math.isfinite(r.error) else None}  # not run: no error (strict JSON)
+                               for r in rows], indent=1))
     else:
         click.echo(verify_table(rows))
     if failures(rows):
@@ -315,7 +324,8 @@ def suite_families(precision: str) -> list[str]:
                    "the tensor-core families too; naive is left out: it never wins, and a trial of it takes "
                    "seconds at the large shapes)")
 @precision_option
-@click.option("--backend", type=click.Choice(BACKENDS), default="cuda", show_default=True)
+@click.option("--backend", type=click.Choice(BACKENDS), default="cuda", show_default=True,
+              help="cuda: the GPUs; sim: the CPU emulator (small shapes); replay: answers from --replay-db")
 @click.option("--replay-db", type=click.Path(dir_okay=False), help="recorded database for --backend replay")
 @click.option("--devices", "devices_text", metavar="0,1",
               help="CUDA devices each shape's search uses, one worker each (default: every visible GPU)")

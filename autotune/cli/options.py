@@ -97,7 +97,8 @@ def shape_options(fn):
 def config_options(fn):
     fn = click.option("--id", "result_id", type=int, help="a result id from the database")(fn)
     fn = click.option("-p", "--param", "params", multiple=True, metavar="NAME=VALUE",
-                      help="a parameter of the family; repeat it (left-out ones take defaults)")(fn)
+                      help="a parameter of the family, one -p per parameter (left-out ones take defaults; "
+                           "measure also takes NAME=V1,V2 and measures every combination)")(fn)
     return click.option("--family", type=click.Choice(sorted(FAMILIES)), help="kernel family")(fn)
 
 
@@ -190,8 +191,8 @@ def parse_families(text: str | None, precision: str = "fp32") -> list:
         raise AutotuneError(f"unknown family {','.join(unknown) or text!r}; choose from {', '.join(FAMILIES)}")
     outside = [n for n in names if n not in families_for(precision)]
     if outside:
-        raise AutotuneError(f"{', '.join(outside)} multiplies on tensor cores (TF32 parts), outside the {precision} "
-                            f"contract: add --precision fp32-tc")
+        raise AutotuneError(f"{', '.join(outside)} multiplies on tensor cores (TF32 or INT8 parts), outside the "
+                            f"{precision} contract: add --precision fp32-tc")
     return [FAMILIES[n] for n in names]
 
 

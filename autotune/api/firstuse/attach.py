@@ -1,10 +1,8 @@
 """load()'s side of first-use tuning: its options checked, the database made, the tuner attached."""
 from __future__ import annotations
 
-import math
-
 from autotune.api.firstuse.background import Background
-from autotune.api.firstuse.tuner import Budget, SubprocessTuner, writable_db
+from autotune.api.firstuse.tuner import Budget, SubprocessTuner, check_budget, writable_db
 from autotune.api.matmul import Matmul
 from autotune.errors import AutotuneError
 
@@ -28,13 +26,11 @@ def tuning_db(tune: str, db_path: str, budget: Budget, *, backend: str, gpu: str
                             f"reads another model's: drop gpu=")
     if backend not in BACKENDS:
         raise AutotuneError(f"load(tune='background') measures on backend cuda or sim, not {backend!r}")
-    if isinstance(budget.trials, bool) or not isinstance(budget.trials, int) or budget.trials < 1:
-        raise AutotuneError(f"load(tune_trials={budget.trials!r}): a whole number of measurements per shape, >= 1")
-    if not isinstance(budget.seconds, (int, float)) or not math.isfinite(budget.seconds) or budget.seconds <= 0:
-        raise AutotuneError(f"load(tune_seconds={budget.seconds!r}): a positive number of seconds per shape")
+    check_budget(budget, "load(tune_trials={}): ", "load(tune_seconds={}): ")
     return writable_db(db_path)
 
 
 def attach(matmul: Matmul, db_path: str, backend: str, precision: str, budget: Budget) -> Background:
     """Tune, in the background, the call kinds the matmul runs on cuBLAS (background.py)."""
     return Background(matmul, SubprocessTuner(db_path, backend, precision, budget))
+

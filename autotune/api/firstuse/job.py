@@ -21,7 +21,7 @@ import time
 
 from autotune import store
 from autotune.api.commands import start_measuring
-from autotune.api.firstuse.tuner import ENVIRONMENT_EXIT
+from autotune.api.firstuse.tuner import ENVIRONMENT_EXIT, Budget, check_budget
 from autotune.backends.child import WorkerSpec
 from autotune.errors import AutotuneError, EnvironmentFault
 from autotune.families import FAMILIES, families_for
@@ -55,7 +55,7 @@ def run(shape: Shape, layout: str, db_path: str, kind: str = "cuda", device: int
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m autotune.api.firstuse.job", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m autotune.api.firstuse.job", description=__doc__.split("\n\n")[0])
     for name in ("--M", "--N", "--K"):
         p.add_argument(name, type=int, required=True)
     p.add_argument("--layout", default="NN")
@@ -85,6 +85,9 @@ def main(argv: list[str]) -> int:
     die_with_parent()
     a = parse(argv)
     try:
+        check_budget(Budget(a.trials, a.seconds), "--trials {}: ", "--seconds {}: ")
+        if a.device < 0:
+            raise AutotuneError(f"--device {a.device}: a CUDA device's index, at least 0")
         new = run((a.M, a.N, a.K), a.layout, a.db, a.backend, a.device, a.precision, a.trials, a.seconds)
     except EnvironmentFault as exc:
         print(f"autotune: {exc}", file=sys.stderr)

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Protocol
 
 from autotune import store
+from autotune.api.checks import problem
 from autotune.errors import AutotuneError
 from autotune.space import Shape, shape_text
-from autotune.store.db import TUNED
 
 KILL_GRACE_S = 30.0  # past its budget, a job gets this long to finish the measurement in flight
 ENVIRONMENT_EXIT = 3  # the job's status when the machine is at fault (errors.EnvironmentFault)
@@ -39,6 +39,15 @@ class Budget:
 
     trials: int = 4
     seconds: float = 120.0
+
+
+def check_budget(budget: Budget, trials_text: str, seconds_text: str) -> None:
+    """A first-use job's budget (load()'s tune_trials and tune_seconds, the job's --trials and --seconds): the rules
+    of a search's trials and timeout (api.checks)."""
+    for why, text, value in ((problem("trials", budget.trials), trials_text, budget.trials),
+                             (problem("timeout", budget.seconds), seconds_text, budget.seconds)):
+        if why:
+            raise AutotuneError(text.format(repr(value)) + why)
 
 
 class TuneFailed(Exception):
@@ -142,10 +151,7 @@ def job_args(job: Job, db_path: str, backend: str, precision: str, budget: Budge
 
 def writable_db(path: str) -> str:
     """The database a first-use tuning writes: refused where it is one the package ships; created
-    (empty, with its tables) where it does not exist yet, so the loader can read it from the start."""
-    shipped = TUNED.resolve()
-    if shipped in Path(path).resolve().parents:
-        raise AutotuneError(f"load(tune=...) writes its rows into {path}, a database the package ships; pass db= "
-                            f"(or set AUTOTUNE_DB to) a database of your own")
+    (empty, with its tables) where it does not exist yet, so the loader can read it from the start; one the
+    package ships is refused (store.check_not_shipped)."""
     store.open_db(path).close()
     return path
