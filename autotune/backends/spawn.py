@@ -31,12 +31,13 @@ def sigint_ignored_by_children() -> Iterator[None]:
     would not do: a spawned child starts with none. Only the main thread may change a disposition: a child started
     from another (a worker restarted after a fault) is started as it is. A Ctrl-C in the parent within the spawn's
     few milliseconds is lost."""
-    if threading.current_thread() is not threading.main_thread():
+    old = signal.getsignal(signal.SIGINT)
+    # None: a handler set outside Python (an embedding program's), which could not be put back from here
+    if threading.current_thread() is not threading.main_thread() or old is None:
         yield
         return
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         yield
     finally:
-        if old is not None:  # None: a handler set outside Python, which cannot be put back from here
-            signal.signal(signal.SIGINT, old)
+        signal.signal(signal.SIGINT, old)
