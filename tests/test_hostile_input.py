@@ -242,3 +242,11 @@ def test_a_linear_fed_the_wrong_width_fails_as_nn_linear_does(at):
         torch.nn.Linear(3, 4)(x)
     assert str(ours.value) == str(theirs.value)
 
+
+
+def test_python_dash_m_autotune_is_the_command_line(tmp_path):
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "autotune", "best", "--M", "0"], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    assert done.returncode == 2 and done.stderr.strip() == "error: M=0 must be at least 1"

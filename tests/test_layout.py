@@ -41,6 +41,8 @@ def imports(name: str, path: Path) -> set[str]:
 
 def layer(name: str) -> int:
     parts = name.split(".")
+    if parts[1:] == ["__main__"]:  # `python -m autotune`: the command line's entry, at its layer
+        return LAYERS.index("cli")
     return LAYERS.index(parts[1]) if len(parts) > 1 else -1  # autotune/__init__: the version only
 
 
