@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from autotune import store
+from autotune.api.commands import Measured
 from autotune.api.result import TuneResult
 from autotune.backends.cuda.backend import check_memory
 from autotune.cli import cli
@@ -148,7 +149,7 @@ TOKENS = st.one_of(st.sampled_from(OPTIONS), st.sampled_from(["0", "-1", "64", "
 def test_random_command_lines_never_trace_back(command, rest, monkeypatch, tmp_path):
     # the work behind the commands is replaced: what is tested is the parsing and checking of input
     monkeypatch.setattr("autotune.api.commands.search_command", lambda *a, **k: TuneResult(status=0, study=""))
-    monkeypatch.setattr("autotune.api.commands.measure_command", lambda *a, **k: "")
+    monkeypatch.setattr("autotune.api.commands.measure_command", lambda *a, **k: Measured("", False))
     monkeypatch.setattr("autotune.api.commands.describe_space", lambda *a, **k: "")
     monkeypatch.setattr("autotune.api.commands.verify_command", lambda *a, **k: [])
     monkeypatch.setattr("autotune.explain.counts.sass_command", lambda *a, **k: "")

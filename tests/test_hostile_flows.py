@@ -343,3 +343,11 @@ def test_profile_with_no_gpu_says_so_before_asking_for_ncu(tmp_path, monkeypatch
     monkeypatch.delenv("AUTOTUNE_NCU", raising=False)
     result = invoke("profile", "--M", "64", "--family", "tiled", "-p", "T=16", "--db", str(tmp_path / "p.sqlite"))
     assert "no CUDA device" in result.stderr and "ncu" not in result.stderr.split("no CUDA device")[0]
+
+
+def test_measure_exits_1_when_no_config_it_named_was_verified(tmp_path):
+    db = str(tmp_path / "m.sqlite")
+    result = invoke("measure", *SIM, "--family", "tiled", "-p", "T=64", "-p", "bx=1", "-p", "by=1", "--db", db)
+    assert result.exit_code == 1 and ": invalid: " in result.stdout  # recorded all the same (failures are data)
+    assert store.open_readonly(db).execute("SELECT status FROM results").fetchall() == [("invalid",)]
+    assert invoke("measure", *SIM, "--family", "tiled", "-p", "T=8,64", "--db", db).exit_code == 0  # one of two

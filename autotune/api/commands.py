@@ -5,7 +5,7 @@ import random
 import sys
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from autotune import store
 from autotune.api.checks import check_search
@@ -103,13 +103,18 @@ def start_measuring(specs: list[WorkerSpec], db_path: str,
     return workers, db
 
 
+class Measured(NamedTuple):
+    text: str  # a row per config, or why it has none
+    failed: bool  # no config was verified (each is recorded with its status): the command exits 1, as verify does
+
+
 def measure_command(shape: tuple[int, int, int], configs: list[Config], seed: int, device: int,
-                    db_path: str, kind: str = "cuda", kernel_timeout: float | None = None) -> str:
+                    db_path: str, kind: str = "cuda", kernel_timeout: float | None = None) -> Measured:
     from autotune.backends.child import WorkerSpec
     from autotune.search.measure import evaluate
 
     [worker], db = start_measuring([WorkerSpec(kind, shape, seed, device, kernel_timeout)], db_path)
-    lines = []
+    lines, statuses = [], []
     try:
         for config in configs:
             done = evaluate(db, worker, config, worker.limits, worker.peak_tflops)
@@ -117,10 +122,11 @@ def measure_command(shape: tuple[int, int, int], configs: list[Config], seed: in
                 lines.append(f"{config.name}: another worker is measuring it right now; its row will be in {db_path}")
                 continue
             row = done.row
+            statuses.append(row["status"])
             lines.append(format_row(row) if row["status"] == OK else f"{config.name}: {row['status']}: {row['reason']}")
     finally:
         worker.close()
-    return "\n".join(lines)
+    return Measured("\n".join(lines), bool(statuses) and OK not in statuses)
 
 
 class Kept:

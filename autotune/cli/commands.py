@@ -158,7 +158,10 @@ def measure(M, N, K, family, params, result_id, layout, seed, device, backend, k
         if config is None:
             raise AutotuneError("name a config: --family tiled -p T=32 ..., or --id N")
         configs = [config]
-    click.echo(measure_command(shape, configs, seed, device, db_path, backend, kernel_timeout))
+    measured = measure_command(shape, configs, seed, device, db_path, backend, kernel_timeout)
+    click.echo(measured.text)
+    if measured.failed:
+        sys.exit(1)
 
 
 @cli.command()
