@@ -134,20 +134,31 @@ def test_a_cover_stopped_before_a_product_reports_a_signal_not_a_spent_budget(tm
     assert "stopped by a signal after 0 of 2 products" in capsys.readouterr().err
 
 
-def _handler_of_sigint(queue) -> None:
-    queue.put(signal.getsignal(signal.SIGINT))
+def _deaf(queue) -> None:
+    """Whether a Ctrl-C would reach this process's Python: SIGINT neither ignored nor blocked."""
+    queue.put(signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+              or signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, set()))
 
 
-def test_children_are_born_deaf_to_ctrl_c():
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    before = signal.getsignal(signal.SIGINT)
+def _spawn_deaf(ctx, queue) -> None:
     with sigint_ignored_by_children():
-        child = ctx.Process(target=_handler_of_sigint, args=(queue,))
+        child = ctx.Process(target=_deaf, args=(queue,))
         child.start()
-    assert signal.getsignal(signal.SIGINT) is before  # the parent's own handler is back
-    assert queue.get(timeout=60) == signal.SIG_IGN
     child.join(timeout=60)
+
+
+def test_children_are_born_deaf_to_ctrl_c_from_any_thread():
+    import threading
+
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()  # multiprocessing's resource tracker runs from here on (its start unblocks the mask)
+    before, mask = signal.getsignal(signal.SIGINT), signal.pthread_sigmask(signal.SIG_BLOCK, set())
+    _spawn_deaf(ctx, queue)  # the main thread: SIGINT ignored
+    thread = threading.Thread(target=_spawn_deaf, args=(ctx, queue))  # a worker's thread: SIGINT blocked
+    thread.start()
+    thread.join(timeout=120)
+    assert signal.getsignal(signal.SIGINT) is before and signal.pthread_sigmask(signal.SIG_BLOCK, set()) == mask
+    assert [queue.get(timeout=60), queue.get(timeout=60)] == [True, True]
 
 
 # --------------------------------------------------------------------------- odd operands through the matmul
@@ -180,9 +191,29 @@ def test_array_interface_quirks_are_refused(mm):
     assert "out is read-only" in refused(mm, a, b, out=readonly)
 
 
-def test_a_stacked_out_for_one_product_is_refused(mm):
+def test_column_blocks_of_one_matrix_share_no_element_and_are_taken(mm, launcher):
+    M, K = 16, 8
+    left = DeviceArray((M, K), 0x100000, strides=(2 * K, 1))  # h[:, :K] of h, M x 2K
+    right = DeviceArray((M, K), 0x100000 + 4 * K, strides=(2 * K, 1))  # h[:, K:]: interleaved, disjoint
+    mm(left, DeviceArray((K, K), 0x200000), out=right)
+    assert launcher.launches[-1]["ptrs"][2] == 0x100000 + 4 * K
+    shifted = DeviceArray((M, K), 0x100000 + 4 * (K - 1), strides=(2 * K, 1))  # one column in common
+    assert "out shares memory with A" in refused(mm, left, DeviceArray((K, K), 0x200000), out=shifted)
+
+
+def test_numpy_bools_are_flags(mm):
+    import numpy as np
+
     a, b = DeviceArray((8, 8), 0x100000), DeviceArray((8, 8), 0x200000)
-    assert "out is 2x8x8 but the product is 8x8" in refused(mm, a, b, out=DeviceArray((2, 8, 8), 0x300000))
+    mm(a, b, out=DeviceArray((8, 8), 0x300000), trans_b=np.True_)
+    assert mm.choose(8, 8, 8, trans_a=np.False_) is not None
+
+
+def test_export_of_a_failed_row_is_refused(tmp_path):
+    db = str(tmp_path / "m.sqlite")
+    invoke("measure", *SIM, "--family", "tiled", "-p", "T=64", "-p", "bx=1", "-p", "by=1", "--db", db)
+    one_line_error(invoke("export", "--M", "64", "--id", "1", "-o", str(tmp_path / "k.cu"), "--db", db),
+                   "result 1 is invalid")
 
 
 @pytest.mark.parametrize("kwargs, words", [({"trans_a": "x"}, "trans_a='x'"), ({"batch": 0}, "batch=0"),

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import sys
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Callable
 
 DL_CPU, DL_CUDA, DL_CUDA_HOST, DL_CUDA_MANAGED = 1, 2, 3, 13
@@ -52,9 +53,15 @@ def signature(v: ArrayView) -> tuple:
 def span(v: ArrayView) -> tuple[int, int]:
     """The bytes an operand's elements lie in, first to one past the last (4-byte elements; negative strides
     reach below the pointer)."""
-    reach = [(n - 1) * s for n, s in zip(v.shape, v.strides) if n > 0]
-    low, high = sum(r for r in reach if r < 0), sum(r for r in reach if r > 0)
-    return v.ptr + 4 * low, v.ptr + 4 * (high + 1)
+    low, high = _reach(v.shape, v.strides)
+    return v.ptr + low, v.ptr + high
+
+
+@lru_cache(maxsize=1024)
+def _reach(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, int]:
+    """span's bytes below and past the pointer, per shape and strides (a repeated call only adds its pointer)."""
+    reach = [(n - 1) * s for n, s in zip(shape, strides) if n > 0]
+    return 4 * sum(r for r in reach if r < 0), 4 * (sum(r for r in reach if r > 0) + 1)
 
 
 def library_of(x: Any) -> str:

@@ -196,6 +196,9 @@ def export_command(db_path: str, shape: tuple[int, int, int], config: Config | N
     if row_id is not None:
         assert db is not None
         row = store.result_by_id(db, row_id)
+        if row["status"] != OK:
+            raise AutotuneError(f"result {row_id} is {row['status']} ({row['reason']}): only a verified row is "
+                                f"exported with its measurement; name its config with --family and -p to export it")
         config = config_of_row(row)
     elif config is None:
         assert db is not None

@@ -214,7 +214,8 @@ class Matmul(FastCall):  # type: ignore[misc,valid-type]  # C or Python: api.fas
                trans_b: bool = False, blas: bool = False, batch: int = 1) -> Choice:
         """The kernel a call of this shape and these transposes on this device runs, and why it
         was chosen; blas: a call that needs the cuBLAS-style signature (of `batch` batches)."""
-        check_scalars(1.0, 0.0, trans_a, trans_b)
+        if type(trans_a) is not bool or type(trans_b) is not bool:  # bools (every call of Linear's) need no check
+            check_scalars(1.0, 0.0, trans_a, trans_b)
         if type(batch) is not int or batch < 1:
             raise AutotuneError(f"batch={batch!r}: pass a whole number of products, at least 1")
         layout = Layout(trans_a, trans_b, blas or batch > 1, batch)

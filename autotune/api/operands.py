@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,18 +62,31 @@ def check_scalars(alpha: Any, beta: Any, trans_a: Any, trans_b: Any) -> None:
         if not ok:
             raise AutotuneError(f"{name}={value!r}: pass a finite real number (a float)")
     for name, value in (("trans_a", trans_a), ("trans_b", trans_b)):
-        if type(value) is not bool and type(value).__name__ != "bool_":  # numpy's bool_ is no bool subclass
+        numpy = sys.modules.get("numpy")  # numpy's bool is no subclass of bool
+        if type(value) is not bool and not (numpy is not None and isinstance(value, numpy.bool_)):
             raise AutotuneError(f"{name}={value!r}: pass True or False")
 
 
 def check_apart(c: ArrayView, *inputs: ArrayView) -> None:
-    """out may not share memory with A or B: the kernels read operands while other blocks write C."""
+    """out may not share an element with A or B: the kernels read operands while other blocks write C. Column
+    blocks of one matrix (out=h[:, K:] beside A=h[:, :K]) interleave without sharing one, and are taken."""
     low, high = span(c)
     for v in inputs:
         other_low, other_high = span(v)
-        if low < other_high and other_low < high:
+        if low < other_high and other_low < high and _may_share(c, v):
             raise AutotuneError(f"out shares memory with {v.name}: the product would read what it has overwritten; "
                                 f"pass a separate out= (or none)")
+
+
+def _may_share(x: ArrayView, y: ArrayView) -> bool:
+    """Whether two views whose bytes overlap can hold one element in common: exact for 2-D views of one row
+    stride and unit column stride (the columns each takes, modulo the row stride, meet or not); any other pair
+    is taken to share (conservative: such calls are rare)."""
+    if len(x.shape) != 2 or len(y.shape) != 2 or x.strides[1] != 1 or y.strides[1] != 1 \
+            or x.strides[0] != y.strides[0] or (x.ptr - y.ptr) % 4:
+        return True
+    ld, shift = x.strides[0], (x.ptr - y.ptr) // 4 % x.strides[0]  # x's first column, counted in y's
+    return any((shift + j) % ld < y.shape[1] for j in range(min(x.shape[1], ld)))
 
 
 def describe(a: ArrayView, b: ArrayView, c: ArrayView | None, trans_a: bool, trans_b: bool,
@@ -92,8 +106,7 @@ def describe(a: ArrayView, b: ArrayView, c: ArrayView | None, trans_a: bool, tra
     batch = _batch(views)
     stacked = any(len(v.shape) == 3 for v in (a, b))
     out_shape = (batch, M, N) if stacked else (M, N)
-    if c is not None and (c.shape[-2:] != (M, N) or len(c.shape) != len(out_shape)
-                          or batch > 1 and c.shape[:-2] != (batch,)):
+    if c is not None and (c.shape[-2:] != (M, N) or batch > 1 and c.shape[:-2] != (batch,)):
         raise AutotuneError(f"out is {'x'.join(map(str, c.shape))} but the product is {'x'.join(map(str, out_shape))}")
     check_shape(M, N, K)
     device = _one_device(views)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from autotune.backends.base import Backend
 from autotune.backends.kinds import REGISTRY
 from autotune.backends.outcome import Fault, Timing
+from autotune.backends.spawn import deaf_to_sigint
 from autotune.errors import AutotuneError, EnvironmentFault
 from autotune.space import Limits
 
@@ -83,7 +84,7 @@ def _leave_with_parent() -> None:
 
 def child_main(conn, spec: WorkerSpec) -> None:
     os.setsid()  # own process group: Ctrl-C in the terminal reaches the search, not the kernel in flight
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    deaf_to_sigint()
     _leave_with_parent()
     backend = _built(conn, spec)
     while backend is not None:
@@ -134,8 +135,8 @@ def _serve(conn, backend) -> tuple[int, int, int] | None:
         except Fault as fault:
             _send(conn, ("fault", str(fault)))
             return None  # the context is poisoned: the parent starts a fresh child
-        except AutotuneError as exc:  # the environment's fault (errors.EnvironmentFault), not the kernel's
-            _send(conn, ("error", str(exc)))
+        except AutotuneError as exc:  # not the kernel's: the machine's (EnvironmentFault), or this shape's (too
+            _send(conn, ("error", str(exc), isinstance(exc, EnvironmentFault)))  # large for free memory, say)
             return None
         except Exception as exc:  # unexpected: report it as this kernel's failure and start afresh
             _send(conn, ("fault", f"{job.name}: {type(exc).__name__}: {exc}"))

@@ -110,7 +110,7 @@ def stop_on_signals(stop: threading.Event) -> Iterator[None]:
         yield
     finally:
         for s, h in old.items():
-            signal.signal(s, h)
+            signal.signal(s, signal.SIG_DFL if h is None else h)  # None: set outside Python; the default is closest
 
 
 def exit_status(stop: threading.Event, interrupted: bool) -> int:

@@ -25,19 +25,30 @@ def leave_if_reimporting_main() -> None:
 
 @contextmanager
 def sigint_ignored_by_children() -> Iterator[None]:
-    """Start child processes in here: they are born with SIGINT ignored, a disposition that survives exec and that
-    Python keeps, so a Ctrl-C while one still imports the parent's main script (before its first step) does not end
-    it with a traceback; it shares the terminal's process group, and the parent stops it itself. A blocked mask
-    would not do: a spawned child starts with none. Only the main thread may change a disposition: a child started
-    from another (a worker restarted after a fault) is started as it is. A Ctrl-C in the parent within the spawn's
-    few milliseconds is lost."""
+    """Start child processes in here: a Ctrl-C while one still imports the parent's main script (before its first
+    step ignores SIGINT) must not end it with a traceback; it shares the terminal's process group, and the parent
+    stops it itself. In the main thread the children are born with SIGINT ignored, a disposition that survives
+    exec and that Python keeps (a Ctrl-C in the parent within the spawn's few milliseconds is lost). Elsewhere (a
+    worker's thread asking for compiles) only the thread's signal mask may change: SIGINT blocked, which a child
+    inherits unless multiprocessing's resource tracker starts within (it unblocks the thread's mask), so the
+    children's first step also unblocks it."""
     old = signal.getsignal(signal.SIGINT)
     # None: a handler set outside Python (an embedding program's), which could not be put back from here
-    if threading.current_thread() is not threading.main_thread() or old is None:
-        yield
+    if threading.current_thread() is threading.main_thread() and old is not None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, old)
         return
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, old)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def deaf_to_sigint() -> None:
+    """A child's first step: SIGINT ignored, and unblocked (sigint_ignored_by_children may have blocked it)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})

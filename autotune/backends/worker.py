@@ -9,10 +9,10 @@ over a pipe. The whole protocol:
                                              (its CUDA context and loaded libraries kept), then ready
                    ("stop",)                 exit now
   child -> parent  ("ready", Ready)          once, when the backend is built
-                   ("error", message[, env]) instead of ready: the backend cannot be built (env True: the
-                                             machine is at fault, EnvironmentFault, at every shape alike);
-                                             instead of an outcome: the environment is at fault, the
-                                             search stops
+                   ("error", message, env)   instead of ready (the backend cannot be built) or of an
+                                             outcome (no kernel can be measured): the search at this shape
+                                             stops; env True: the machine is at fault (EnvironmentFault),
+                                             at every shape alike, so a suite or cover stops too
                    ("beat",)                 progress inside a measurement (compiled, a launch ended)
                    ("outcome", Outcome)      the answer to a measure
                    ("fault", message)        the kernel poisoned the context; the child then exits
@@ -238,7 +238,7 @@ class WorkerBackend(Backend):
                 return message[1]
             elif message[0] == "error":  # no row: the next kernel would fail the same way
                 self._kill()
-                raise EnvironmentFault(message[1])
+                raise (EnvironmentFault if message[2:] == (True,) else AutotuneError)(message[1])
             else:  # fault
                 return self._replace(LAUNCH_ERROR, message[1])
 

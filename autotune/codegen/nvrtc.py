@@ -122,9 +122,10 @@ def supported_archs() -> tuple[int, ...]:
     is not installed (the report's reading of a database needs no compiler)."""
     try:
         from cuda.bindings import nvrtc
-    except ImportError:
+
+        _, archs = nvrtc.nvrtcGetSupportedArchs()
+    except Exception:  # no cuda-python, or no NVRTC library to load: the format alone is checked
         return ()
-    _, archs = nvrtc.nvrtcGetSupportedArchs()
     return tuple(archs)
 
 

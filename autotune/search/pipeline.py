@@ -30,7 +30,6 @@ from __future__ import annotations
 import collections
 import multiprocessing as mp
 import os
-import signal
 import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor, wait
@@ -40,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from autotune import store
 from autotune.backends.base import Backend
-from autotune.backends.spawn import sigint_ignored_by_children
+from autotune.backends.spawn import deaf_to_sigint, sigint_ignored_by_children
 from autotune.codegen.render import sha256
 from autotune.explain import counts as explain
 from autotune.search.plan import plan as plan_trial
@@ -93,7 +92,7 @@ def build(job: BuildJob) -> dict[str, Any] | None:
 
 def _child_start(stop: Any, parent: int) -> None:
     """A pool process's first step: deaf to Ctrl-C, gone with the pool or the search, NVRTC loaded."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the search stops on Ctrl-C and closes the pool itself
+    deaf_to_sigint()  # the search stops on Ctrl-C and closes the pool itself
     threading.Thread(target=_exit_when_done, args=(stop, parent), daemon=True).start()
     from autotune.codegen.nvrtc import nvrtc_version
 

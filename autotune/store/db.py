@@ -115,7 +115,7 @@ def check_path(path: str | Path) -> None:
             raise AutotuneError(f"database {path} is not a readable and writable file; pass --db with another path")
         if sqlite_tables(path) is None:
             raise AutotuneError(f"database {path} is not an SQLite file; pass --db with another path")
-        if not os.access(path.absolute().parent, os.W_OK | os.X_OK):  # WAL mode writes a -wal and -shm beside it
+        if not os.access(path.resolve().parent, os.W_OK | os.X_OK):  # WAL writes a -wal and -shm beside the file
             raise AutotuneError(f"database {path} lies in a folder this user cannot write, where SQLite keeps its "
                                 f"-wal and -shm files beside it; copy it to a writable folder and pass --db with that")
         return
@@ -135,14 +135,18 @@ def sqlite_tables(path: Path) -> set[str] | None:
     connections' included (SQLite defers the close of its own descriptors for that reason). A suite checks its
     database before each shape while its connections are open; with the header read by open(), a suite and two
     searches on one new database left it corrupt in about one run in four."""
-    try:
-        conn = sqlite3.connect(f"{path.absolute().as_uri()}?immutable=1", uri=True)
+    for attempt in range(3):
         try:
-            return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError:
-        return None
+            conn = sqlite3.connect(f"{path.absolute().as_uri()}?immutable=1", uri=True)
+            try:
+                return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            finally:
+                conn.close()
+        except sqlite3.DatabaseError as exc:
+            if getattr(exc, "sqlite_errorname", "") == "SQLITE_NOTADB" or "not a database" in str(exc):
+                return None
+            time.sleep(0.01)  # a page read while another process checkpoints (immutable takes no lock): again
+    return set()  # SQLite all the same; what it holds, the open that follows will say
 
 
 def path_of(db: sqlite_utils.Database) -> str:

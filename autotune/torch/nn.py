@@ -20,7 +20,7 @@ class Linear(torch.nn.Linear):
 
     def forward(self, x: Tensor) -> Tensor:
         # an input of the wrong width goes to F.linear too: its error is nn.Linear's own, word for word
-        if not x.is_cuda or x.shape[-1] != self.in_features or _runs_library(rows := x.reshape(-1, self.in_features),
+        if not x.is_cuda or x.dim() == 0 or x.shape[-1] != self.in_features or _runs_library(rows := x.reshape(-1, self.in_features),
                                                                              self.weight):
             return torch.nn.functional.linear(x, self.weight, self.bias)
         y = mm(rows, self.weight, trans_b=True)
