@@ -200,15 +200,13 @@ def _search_each(o: CoverOptions, stop: threading.Event, kept: Kept) -> None:
 def report(db_path: str, products: list[Product], kind: str = "cuda") -> list[dict[str, Any]]:
     """Per product: the fastest verified kernel of its layout, cuBLAS's time beside it, and whether
     load() runs the kernel (api.dispatch.wins_at_its_shape) or cuBLAS."""
-    if not Path(db_path).exists():  # stopped before its first search made the database: nothing measured
-        return [{"M": p.shape[0], "N": p.shape[1], "K": p.shape[2], "layout": p.layout, "origin": p.origin,
-                 "kernel": None, "ms": None, "cublas_ms": None, "gain": None, "runs": "cuBLAS"} for p in products]
-    db = store.open_readonly(db_path)
+    # none where it was stopped before its first search made the database: nothing measured
+    db = store.open_readonly(db_path) if Path(db_path).exists() else None
     rows = []
     try:
         for p in products:
             found = [r for r in store.results(db, p.shape, kind, None, OK)
-                     if layout_name(r) == p.layout and not r.get("BLAS")]
+                     if layout_name(r) == p.layout and not r.get("BLAS")] if db is not None else []
             best = min(found, key=lambda r: r["time_ms"]) if found else None
             cublas = best.get("cublas_ms") if best else None
             rows.append({"M": p.shape[0], "N": p.shape[1], "K": p.shape[2], "layout": p.layout, "origin": p.origin,
@@ -216,7 +214,8 @@ def report(db_path: str, products: list[Product], kind: str = "cuda") -> list[di
                          "cublas_ms": cublas, "gain": cublas / best["time_ms"] if best and cublas else None,
                          "runs": "kernel" if best and wins_at_its_shape(best) else "cuBLAS"})
     finally:
-        db.close()
+        if db is not None:
+            db.close()
     return rows
 
 

@@ -264,11 +264,11 @@ def written_by_export(path: Path) -> bool:
     """Whether a file is an earlier export's, which an export may replace: a manifest (JSON with the kernel and
     its source hash), or a source or launcher whose first lines say autotune wrote it."""
     try:
-        with open(path, "rb") as f:
-            head = f.read(400).decode("utf-8", "replace")
         if path.suffix == ".json":
             info = json.loads(path.read_text())
             return isinstance(info, dict) and {"kernel", "source_hash"} <= set(info)
+        with open(path, "rb") as f:
+            head = f.read(400).decode("utf-8", "replace")
     except (OSError, ValueError):
         return False
     return head.startswith("// autotune kernel") or "autotune export" in head

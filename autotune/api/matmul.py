@@ -18,7 +18,7 @@ from autotune.api import fastcall, library, shortcuts
 from autotune.api.arrays import ArrayView, read_array, signature
 from autotune.api.dispatch import Choice, Dispatcher
 from autotune.api.fastcall import CallSignature, FastCall
-from autotune.api.operands import Call, Layout, check_apart, check_scalars, describe
+from autotune.api.operands import Call, Layout, check_apart, check_flags, check_scalars, describe
 from autotune.errors import AutotuneError
 from autotune.space import PROLOGUE_SUFFIX, Launch, Limits, Operands, Prologue, Shape, batched, tight
 
@@ -215,7 +215,7 @@ class Matmul(FastCall):  # type: ignore[misc,valid-type]  # C or Python: api.fas
         """The kernel a call of this shape and these transposes on this device runs, and why it
         was chosen; blas: a call that needs the cuBLAS-style signature (of `batch` batches)."""
         if type(trans_a) is not bool or type(trans_b) is not bool:  # bools (every call of Linear's) need no check
-            check_scalars(1.0, 0.0, trans_a, trans_b)
+            check_flags(trans_a, trans_b)
         if type(batch) is not int or batch < 1:
             raise AutotuneError(f"batch={batch!r}: pass a whole number of products, at least 1")
         layout = Layout(trans_a, trans_b, blas or batch > 1, batch)

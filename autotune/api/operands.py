@@ -61,8 +61,13 @@ def check_scalars(alpha: Any, beta: Any, trans_a: Any, trans_b: Any) -> None:
             ok = False
         if not ok:
             raise AutotuneError(f"{name}={value!r}: pass a finite real number (a float)")
+    check_flags(trans_a, trans_b)
+
+
+def check_flags(trans_a: Any, trans_b: Any) -> None:
+    """trans_a and trans_b are True or False (a numpy bool too, which is no subclass of bool)."""
+    numpy = sys.modules.get("numpy")
     for name, value in (("trans_a", trans_a), ("trans_b", trans_b)):
-        numpy = sys.modules.get("numpy")  # numpy's bool is no subclass of bool
         if type(value) is not bool and not (numpy is not None and isinstance(value, numpy.bool_)):
             raise AutotuneError(f"{name}={value!r}: pass True or False")
 

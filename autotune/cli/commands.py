@@ -22,6 +22,7 @@ from autotune.cli.options import (
     default_db,
     friendly,
     layout_option,
+    named_config,
     narrow_families,
     parse_choices,
     parse_families,
@@ -181,9 +182,7 @@ def export(M, N, K, family, params, result_id, gpu, backend, output, lang, preci
     from autotune.api.export import LANGS, export_command
 
     shape = resolve_shape(M, N, K)
-    config = resolve_config(db_path, family, params, result_id) if result_id is None else None
-    if result_id is not None and (family or params):
-        raise AutotuneError("give either --id or --family/-p, not both")
+    config = named_config(family, params, result_id)  # a row (--id) is read by the export itself
     paths = export_command(db_path, shape, config, output or f"best{LANGS[lang]}", backend, gpu, lang, precision,
                            row_id=result_id)
     *first, last = [str(p) for p in paths if p is not None]

@@ -171,10 +171,16 @@ def remeasure_option(fn):
 
 
 def resolve_config(db_path: str, family: str | None, params: tuple[str, ...], result_id: int | None) -> Config | None:
-    if result_id is not None and (family or params):
-        raise AutotuneError("give either --id or --family/-p, not both")
+    config = named_config(family, params, result_id)
     if result_id is not None:
         return config_of_row(store.result_by_id(store.open_readonly(db_path), result_id))
+    return config
+
+
+def named_config(family: str | None, params: tuple[str, ...], result_id: int | None = None) -> Config | None:
+    """The config --family and -p name (None: none named), refused beside --id."""
+    if result_id is not None and (family or params):
+        raise AutotuneError("give either --id or --family/-p, not both")
     if params and not family:
         raise AutotuneError("-p needs --family (for example --family tiled -p T=32)")
     return make_config(FAMILIES[family], parse_params(params)) if family else None

@@ -20,13 +20,14 @@ class Linear(torch.nn.Linear):
 
     def forward(self, x: Tensor) -> Tensor:
         # an input of the wrong width goes to F.linear too: its error is nn.Linear's own, word for word
-        if not x.is_cuda or x.dim() == 0 or x.shape[-1] != self.in_features or _runs_library(rows := x.reshape(-1, self.in_features),
-                                                                             self.weight):
-            return torch.nn.functional.linear(x, self.weight, self.bias)
-        y = mm(rows, self.weight, trans_b=True)
-        if self.bias is not None:
-            y = y + self.bias
-        return y.reshape(*x.shape[:-1], self.out_features)
+        if x.is_cuda and x.dim() > 0 and x.shape[-1] == self.in_features:
+            rows = x.reshape(-1, self.in_features)
+            if not _runs_library(rows, self.weight):
+                y = mm(rows, self.weight, trans_b=True)
+                if self.bias is not None:
+                    y = y + self.bias
+                return y.reshape(*x.shape[:-1], self.out_features)
+        return torch.nn.functional.linear(x, self.weight, self.bias)
 
 
 def _runs_library(rows: Tensor, weight: Tensor) -> bool:

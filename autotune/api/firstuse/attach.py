@@ -33,4 +33,3 @@ def tuning_db(tune: str, db_path: str, budget: Budget, *, backend: str, gpu: str
 def attach(matmul: Matmul, db_path: str, backend: str, precision: str, budget: Budget) -> Background:
     """Tune, in the background, the call kinds the matmul runs on cuBLAS (background.py)."""
     return Background(matmul, SubprocessTuner(db_path, backend, precision, budget))
-
