@@ -138,7 +138,7 @@ def test_random_parameters_are_refused_or_validated(case):
 COMMANDS = ["search", "best", "measure", "export", "render", "space", "verify", "sass", "report", "nosuch"]
 OPTIONS = ["--M", "--N", "--K", "--family", "-p", "--id", "--db", "--trials", "--timeout", "--seed", "--device",
            "--devices", "--workers", "--backend", "--storage", "--study", "--kernel-timeout", "--sampler", "-o",
-           "--shape", "--limit", "--json", "--gpu", "--arch", "--preset", "--full", "--help"]
+           "--shape", "--limit", "--json", "--gpu", "--arch", "--preset", "--device-preset", "--full", "--help"]
 TOKENS = st.one_of(st.sampled_from(OPTIONS), st.sampled_from(["0", "-1", "64", "1.5", "x", "tiled", "naive", "sim",
                                                              "cuda", "grid", "T=32", "T=7", "=", "0,1", "17x33x9",
                                                              "out.cu", "out.txt", "", "99999999999999999999"]), TEXT)

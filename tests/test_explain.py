@@ -145,3 +145,21 @@ def test_a_kernels_table_from_before_the_integer_mma_columns_still_reads(tmp_pat
     assert ex.kernel_counts(ozaki, render(ozaki), "sm_90", db) == counts
     assert ex.kernel_counts(config, row["source"], "sm_90", db) == old
     assert ex.model_columns(config, old, PRESETS["h200"]) == model
+
+
+def test_a_device_preset_has_one_name_for_the_space_and_the_ceiling_model(monkeypatch, tmp_path):
+    # `space --device-preset`, `sass --device-preset` and `report --device-preset` name a device the same way
+    from click.testing import CliRunner
+
+    from autotune.cli import cli
+    from autotune.explain import counts
+    from autotune.explain.model import PRESETS as SPECS
+    from autotune.space.devices import PRESETS as LIMITS
+
+    assert set(SPECS) <= set(LIMITS)
+    seen = []
+    monkeypatch.setattr(counts, "sass_command", lambda config, arch, preset, full: seen.append(preset) or "counted")
+    for flag in ("--device-preset", "--preset"):  # the former name still works
+        result = CliRunner().invoke(cli, ["sass", "--family", "naive", flag, "h100-sxm", "--db", str(tmp_path / "k.db")])
+        assert result.exit_code == 0 and result.output.strip() == "counted", result.output
+    assert seen == ["h100-sxm", "h100-sxm"]

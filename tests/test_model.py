@@ -93,7 +93,7 @@ def test_from_properties_reads_cuda_core_names() -> None:
         reserved_shared_memory_per_block=1024,
     )
     spec = DeviceSpec.from_properties(props, name="H100")
-    assert spec.clock_mhz == 1980 and spec.fma_tflops == pytest.approx(PRESETS["h100"].fma_tflops)
+    assert spec.clock_mhz == 1980 and spec.fma_tflops == pytest.approx(PRESETS["h100-sxm"].fma_tflops)
     assert spec.dram_gbps == pytest.approx(3352, rel=1e-3)
     with pytest.raises(AutotuneError):
         DeviceSpec.from_properties(SimpleNamespace(**{**vars(props), "clock_rate": 0}))

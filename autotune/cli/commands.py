@@ -252,8 +252,8 @@ def space(family, device_preset) -> None:
 @cli.command()
 @config_options
 @click.option("--arch", default="sm_90", show_default=True, help="GPU architecture to compile for")
-@click.option("--preset", type=click.Choice(sorted(PRESETS)), default="h200", show_default=True,
-              help="device spec for the ceiling model")
+@click.option("--device-preset", "--preset", "preset", type=click.Choice(sorted(PRESETS)), default="h200",
+              show_default=True, help="the device the ceiling model is sized for (--preset: its former name)")
 @click.option("--full", is_flag=True, help="print the whole disassembly before the counts")
 @click.option("--db", "db_path", default=default_db, help=DB_HELP + "; read for --id only, never written")
 @friendly
@@ -291,8 +291,8 @@ def profile(M, N, K, family, params, result_id, gpu, backend, precision, device,
 @click.option("--N", "N", type=int, help="only shapes with this N")
 @click.option("--K", "K", type=int, help="only shapes with this K")
 @click.option("-o", "--output", help="folder for report.md and the PNGs (default: report-<database name>)")
-@click.option("--preset", type=click.Choice(sorted(PRESETS)), default="h200", show_default=True,
-              help="device spec for the ceiling model (no GPU is used)")
+@click.option("--device-preset", "--preset", "preset", type=click.Choice(sorted(PRESETS)), default="h200",
+              show_default=True, help="the device the ceiling model is sized for, no GPU used (--preset: its former name)")
 @click.option("--gpu", help="GPU name or UUID (default: every GPU in the database)")
 @click.option("--arch", default="sm_90", show_default=True, help="architecture for rows that do not record one")
 @friendly

@@ -100,7 +100,7 @@ HOPPER_INT8_OPS = 8192
 PRESETS: dict[str, DeviceSpec] = {
     "h200": DeviceSpec("NVIDIA H200", sm_count=132, clock_mhz=1980, dram_gbps=4800,
                        int8_ops_per_clock_per_sm=HOPPER_INT8_OPS),
-    "h100": DeviceSpec("NVIDIA H100 SXM", sm_count=132, clock_mhz=1980, dram_gbps=3350,
+    "h100-sxm": DeviceSpec("NVIDIA H100 SXM", sm_count=132, clock_mhz=1980, dram_gbps=3350,
                        int8_ops_per_clock_per_sm=HOPPER_INT8_OPS),
 }
 

@@ -181,7 +181,7 @@ def write_page(sections: list[ReportData], folder: Path) -> Path:
     for x in sections:
         lines += shape_section(x)
     lines += ["## The model", "", *NOTES, "", "## Reproduce", "",
-              f"`autotune report --db {data.db_path} --preset {data.preset}` (add --M, --N, --K for fewer shapes)", ""]
+              f"`autotune report --db {data.db_path} --device-preset {data.preset}` (add --M, --N, --K for fewer shapes)", ""]
     path = folder / PAGE
     path.write_text("\n".join(lines))
     return path
