@@ -382,3 +382,15 @@ def test_measure_exits_1_when_no_config_it_named_was_verified(tmp_path):
     assert result.exit_code == 1 and ": invalid: " in result.stdout  # recorded all the same (failures are data)
     assert store.open_readonly(db).execute("SELECT status FROM results").fetchall() == [("invalid",)]
     assert invoke("measure", *SIM, "--family", "tiled", "-p", "T=8,64", "--db", db).exit_code == 0  # one of two
+
+
+def test_measure_says_when_a_row_was_recorded_earlier_and_again_times_it_anew(tmp_path):
+    db = str(tmp_path / "m.sqlite")
+    args = ("measure", *SIM, "--family", "tiled", "-p", "T=8", "--db", db)
+    first = invoke(*args)
+    assert first.exit_code == 0 and "recorded earlier" not in first.output, first.output
+    second = invoke(*args)
+    assert second.exit_code == 0 and "(recorded earlier as id 1; --again measures it anew)" in second.output
+    third = invoke(*args, "--again")
+    assert third.exit_code == 0 and "recorded earlier" not in third.output, third.output
+    assert [r["id"] for r in store.open_readonly(db).query("SELECT id FROM results ORDER BY id")] == [1, 2]

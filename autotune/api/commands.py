@@ -109,21 +109,31 @@ class Measured(NamedTuple):
 
 
 def measure_command(shape: tuple[int, int, int], configs: list[Config], seed: int, device: int,
-                    db_path: str, kind: str = "cuda", kernel_timeout: float | None = None) -> Measured:
+                    db_path: str, kind: str = "cuda", kernel_timeout: float | None = None,
+                    again: bool = False) -> Measured:
+    """Each config's row at the shape: measured, or the one recorded earlier (said so) unless `again`,
+    which measures it anew beside the old row."""
     from autotune.backends.child import WorkerSpec
     from autotune.search.measure import evaluate
 
     [worker], db = start_measuring([WorkerSpec(kind, shape, seed, device, kernel_timeout)], db_path)
+    redo = None
+    if again:  # every row already there; by id, as now()'s seconds would miss one written this second
+        last = max((r["id"] for r in db.query("SELECT MAX(id) AS id FROM results") if r["id"] is not None), default=0)
+        redo = store.Redo((), "", stale=lambda row: row["id"] <= last)
     lines, statuses = [], []
     try:
         for config in configs:
-            done = evaluate(db, worker, config, worker.limits, worker.peak_tflops)
+            done = evaluate(db, worker, config, worker.limits, worker.peak_tflops, redo=redo)
             if done is None:
                 lines.append(f"{config.name}: another worker is measuring it right now; its row will be in {db_path}")
                 continue
             row = done.row
             statuses.append(row["status"])
-            lines.append(format_row(row) if row["status"] == OK else f"{config.name}: {row['status']}: {row['reason']}")
+            line = format_row(row) if row["status"] == OK else f"{config.name}: {row['status']}: {row['reason']}"
+            if done.cached and row.get("id") is not None:  # not timed now: say so, and how to time it again
+                line += f"  (recorded earlier as id {row['id']}; --again measures it anew)"
+            lines.append(line)
     finally:
         worker.close()
     return Measured("\n".join(lines), bool(statuses) and OK not in statuses)

@@ -140,9 +140,10 @@ def best(M, N, K, family, gpu, backend, precision, as_json, db_path) -> None:
 @click.option("--backend", type=click.Choice(["cuda", "sim"]), default="cuda", show_default=True,
               help="cuda: the GPU; sim: the CPU emulator")
 @click.option("--kernel-timeout", type=float, callback=checked("kernel_timeout"), help=KERNEL_TIMEOUT_HELP)
+@click.option("--again", is_flag=True, help="time each config anew even where the database holds its row (kept beside it)")
 @click.option("--db", "db_path", default=default_db, help=DB_HELP)
 @friendly
-def measure(M, N, K, family, params, result_id, layout, seed, device, backend, kernel_timeout, db_path) -> None:
+def measure(M, N, K, family, params, result_id, layout, seed, device, backend, kernel_timeout, again, db_path) -> None:
     """Verify and time named configs in a worker process (recorded like search trials).
     -p NAME=V1,V2 measures every combination of the listed values (others at their defaults at the
     shape, as a search's first trial has them)."""
@@ -159,7 +160,7 @@ def measure(M, N, K, family, params, result_id, layout, seed, device, backend, k
         if config is None:
             raise AutotuneError("name a config: --family tiled -p T=32 ..., or --id N")
         configs = [config]
-    measured = measure_command(shape, configs, seed, device, db_path, backend, kernel_timeout)
+    measured = measure_command(shape, configs, seed, device, db_path, backend, kernel_timeout, again)
     click.echo(measured.text)
     if measured.failed:
         sys.exit(1)
