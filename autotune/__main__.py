@@ -2,4 +2,4 @@
 import importlib
 
 # importlib, as the package root does: the root stays below every layer (tests/test_layout.py)
-importlib.import_module("autotune.cli.commands").main()
+importlib.import_module("autotune.cli").main()

@@ -394,3 +394,24 @@ def test_measure_says_when_a_row_was_recorded_earlier_and_again_times_it_anew(tm
     third = invoke(*args, "--again")
     assert third.exit_code == 0 and "recorded earlier" not in third.output, third.output
     assert [r["id"] for r in store.open_readonly(db).query("SELECT id FROM results ORDER BY id")] == [1, 2]
+
+
+def test_a_ctrl_c_before_a_command_sets_its_own_handler_is_exit_status_130(monkeypatch, tmp_path):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("autotune.api.commands.measure_command", interrupted)
+    result = invoke("measure", *SIM, "--family", "tiled", "-p", "T=8", "--db", str(tmp_path / "m.sqlite"))
+    assert result.exit_code == 130 and result.stderr.strip() == "interrupted", result.output
+
+
+def test_a_ctrl_c_while_the_command_line_loads_is_one_line_and_130(monkeypatch, capsys):
+    import autotune.cli as entry
+
+    def interrupted(name):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(entry.importlib, "import_module", interrupted)
+    with pytest.raises(SystemExit) as exit_:
+        entry.main()
+    assert exit_.value.code == 130 and capsys.readouterr().err.strip() == "interrupted"

@@ -117,10 +117,7 @@ def measure_command(shape: tuple[int, int, int], configs: list[Config], seed: in
     from autotune.search.measure import evaluate
 
     [worker], db = start_measuring([WorkerSpec(kind, shape, seed, device, kernel_timeout)], db_path)
-    redo = None
-    if again:  # every row already there; by id, as now()'s seconds would miss one written this second
-        last = max((r["id"] for r in db.query("SELECT MAX(id) AS id FROM results") if r["id"] is not None), default=0)
-        redo = store.Redo((), "", stale=lambda row: row["id"] <= last)
+    redo = store.Redo.every_row_of(db) if again else None
     lines, statuses = [], []
     try:
         for config in configs:

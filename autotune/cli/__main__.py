@@ -1,3 +1,3 @@
-from autotune.cli.commands import main
+from autotune.cli import main
 
 main()

@@ -2,6 +2,7 @@
 and errors as one line on stderr with exit status 2 (`friendly`, `Cli`)."""
 from __future__ import annotations
 
+import signal
 import sqlite3
 import sys
 from contextlib import contextmanager
@@ -36,6 +37,9 @@ def friendly(fn):
         except sqlite3.DatabaseError as exc:  # locked past the busy timeout, disk full, corrupted meanwhile
             click.echo(f"error: the results database failed: {exc}; check the --db file and run again", err=True)
             sys.exit(2)
+        except KeyboardInterrupt:  # a Ctrl-C before a command's own handler was set: as a shell reports one, not
+            click.echo("interrupted", err=True)  # click's "Aborted!" and exit status 1
+            sys.exit(128 + signal.SIGINT)
     return wrapper
 
 

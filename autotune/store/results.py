@@ -40,6 +40,13 @@ class Redo:
         failed = row["status"] in self.statuses and (row.get("created_at") or "") < self.since
         return failed or (self.stale is not None and self.stale(row))
 
+    @classmethod
+    def every_row_of(cls, db: sqlite_utils.Database) -> Redo:
+        """Every row already in `db` (`autotune measure --again`); told by id, as now()'s whole seconds would
+        take a row written in this very second for one written after."""
+        last = next(db.query("SELECT COALESCE(MAX(id), 0) AS id FROM results"))["id"]
+        return cls((), "", stale=lambda row: row["id"] <= last)
+
 
 def find_key(db: sqlite_utils.Database, key: Key, redo: Redo | None = None) -> dict | None:
     """The newest row of a key (a measurement made again sits beside the old one); None where
