@@ -19,6 +19,7 @@ import sys
 import types
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -240,6 +241,10 @@ def test_python_launcher_imports_without_a_gpu_and_computes_the_grid(exported, m
     splitk = load_module(exported["splitk"][1].with_suffix(".py"))
     with pytest.raises(ValueError, match="shape rule"):
         splitk.grid(40000, 40000, 1)
+    for M, N, K in ((1.5, 8, 8), (8, True, 8), (8, 8, "8"), (8, 8, None)):  # not whole numbers: refused by name
+        with pytest.raises(TypeError, match="are whole numbers"):
+            splitk.grid(M, N, K)
+    assert splitk.grid(np.int64(96), 80, 3) == splitk.grid(96, 80, 3)
 
 
 # a streamk grid of SKB (1 to 4) x the default Limits' 132 SMs, as a number
