@@ -1,12 +1,15 @@
-"""The time model (autotune/explain/timemodel.py) at shapes it never saw: leave one shape out.
+"""The time model (autotune/explain/timemodel.py) at shapes it never saw: leave one shape out, and other databases.
 
 For each shape of the suite database, the model is fitted on the rows of every other shape and
 ranks the configs measured at the held-out one. Per shape: the Spearman rank correlation of
 predicted and measured times, the regret of its first choice (that config's measured time over
-the best measured there) and of its top five (the best of them over the best). The baseline ranks
+the best measured there) and of its top five (the best of them over the best). Beside it, the ridge
+regression alone (the model without its trees), and a baseline that ranks
 the same configs the way `export` borrows from other shapes (api/export.nearest_best over
 autotune/store/nearest.py): those the nearest recorded shape measured, fastest there first, then
-those of the next nearest, and so on; a config no other shape measured goes last. No GPU: it reads the recorded rows.
+those of the next nearest, and so on; a config no other shape measured goes last. Then the model
+fitted on the whole suite ranks the configs of every shape of other databases of the same GPU
+(--other), none of whose shapes the suite holds. No GPU: it reads the recorded rows.
 
     PYTHONPATH=. python benchmarks/timemodel_eval.py   # writes benchmarks/data/timemodel-h200.json
 """
@@ -29,6 +32,9 @@ from autotune.space import Config, Shape, rank_shapes, shape_text
 ROOT = Path(__file__).resolve().parent.parent
 # The one place the data is named (the integrator may move the file).
 SUITE_DB = ROOT / "benchmarks" / "data" / "h200-suite.sqlite.gz"
+OTHER_DBS = [ROOT / "benchmarks" / "data" / f"h200-{name}.sqlite.gz"
+             for name in ("host-bound", "host-bound-misaligned", "few-tiles")]
+MIN_CONFIGS = 5  # a shape of another database with fewer verified configs has too little to rank
 OUT = ROOT / "benchmarks" / "data" / "timemodel-h200.json"
 TOP = 5  # the top-k regret: the best of the first TOP choices, as a search that times them would find
 
@@ -87,12 +93,34 @@ def evaluate_shape(rows: list[dict], samples: list[Sample], shape: Shape) -> dic
     started = time.perf_counter()
     model = TimeModel.fit(rest)
     fit_s = time.perf_counter() - started
+    ridge = TimeModel.fit(rest, trees_too=False)
     held = [(c, t) for c, s, t in samples if s == shape]
     configs, actual = [c for c, _ in held], [t for _, t in held]
     baseline = nearest_order([x for x in samples if x[1] != shape], shape, configs)
     return {"shape": shape_text(shape), "configs": len(held), "best_ms": round(min(actual), 5),
-            "fit_s": round(fit_s, 2), "model": scored([model.predict_ms(c, shape) for c in configs], actual),
+            "fit_s": round(fit_s, 2), "model": scored(list(model.predict_many(configs, shape)), actual),
+            "ridge": scored(list(ridge.predict_many(configs, shape)), actual),
             "nearest": {**scored(baseline, actual), "covered": sum(math.isfinite(b) for b in baseline)}}
+
+
+def evaluate_other(model: TimeModel, ridge: TimeModel, path: Path) -> dict:
+    """The suite's fit at every shape of another database with at least MIN_CONFIGS verified configs."""
+    samples = measured(read_rows(path))
+    shapes = []
+    for shape in sorted({s for _, s, _ in samples}):
+        held = [(c, t) for c, s, t in samples if s == shape]
+        if len(held) < MIN_CONFIGS:
+            continue
+        configs, actual = [c for c, _ in held], [t for _, t in held]
+        shapes.append({"shape": shape_text(shape), "configs": len(held),
+                       "model": scored(list(model.predict_many(configs, shape)), actual),
+                       "ridge": scored(list(ridge.predict_many(configs, shape)), actual)})
+    return {"database": relative(path), "shapes": len(shapes),
+            "summary": {who: summary(shapes, who) for who in ("model", "ridge")}}
+
+
+def relative(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
 
 
 def geomean(xs: list[float]) -> float:
@@ -116,6 +144,8 @@ def _commit() -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", default=str(SUITE_DB), help="results database (.sqlite or .sqlite.gz)")
+    parser.add_argument("--other", nargs="*", default=[str(p) for p in OTHER_DBS],
+                        help="databases of the same GPU whose shapes the fit on --db never saw")
     parser.add_argument("-o", "--out", default=str(OUT), help="output JSON")
     args = parser.parse_args()
     rows = read_rows(args.db)
@@ -123,19 +153,21 @@ def main() -> int:
     started = time.perf_counter()
     whole = TimeModel.fit(rows)
     fit_all_s = time.perf_counter() - started
+    others = [evaluate_other(whole, TimeModel.fit(rows, trees_too=False), Path(p)) for p in args.other]
     shapes = []
     for shape in sorted({s for _, s, _ in samples}):
         shapes.append(evaluate_shape(rows, samples, shape))
         r = shapes[-1]
         print(f"{r['shape']:>16} {r['configs']:4d} model rho {r['model']['spearman']:5.2f} "
-              f"top1 {r['model']['top1_regret']:5.2f} | nearest rho {r['nearest']['spearman']:5.2f} "
-              f"top1 {r['nearest']['top1_regret']:5.2f}", flush=True)
-    out = {"database": Path(args.db).relative_to(ROOT).as_posix() if Path(args.db).is_relative_to(ROOT) else args.db,
+              f"top1 {r['model']['top1_regret']:5.2f} | ridge top1 {r['ridge']['top1_regret']:5.2f} | nearest rho "
+              f"{r['nearest']['spearman']:5.2f} top1 {r['nearest']['top1_regret']:5.2f}", flush=True)
+    out = {"database": relative(Path(args.db)),
            "command": "PYTHONPATH=. python benchmarks/timemodel_eval.py", "commit": _commit(),
            "rows": whole.rows, "shapes_recorded": whole.shapes, "fit_all_s": round(fit_all_s, 2), "top": TOP,
-           "summary": {"model": summary(shapes, "model"), "nearest": summary(shapes, "nearest")}, "shapes": shapes}
+           "summary": {who: summary(shapes, who) for who in ("model", "ridge", "nearest")}, "shapes": shapes,
+           "other_databases": others}
     Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
-    print(json.dumps(out["summary"], indent=1))
+    print(json.dumps({"summary": out["summary"], "other": [o["summary"] for o in others]}, indent=1))
     return 0
 
 

@@ -11,8 +11,11 @@ value), so that what a parameter value costs at the recorded shapes carries over
 
 The model is a ridge regression (numpy least squares) on log2 of the time: ratios, not
 differences, carry over between shapes (a 2x slower kernel at 1024^3 is likely 2x slower at
-2048^3). Nothing is saved: a fit on the H200 suite database takes seconds
-(docs/time-model.md has the figure, tests/test_timemodel.py a bound), so a caller fits when it needs one.
+2048^3). Then small regression trees (explain.boost) are fitted to what the ridge leaves, on the
+numeric features, the family and the parameters several families share: where a cost depends on
+two things at once (a family slow only at few tiles), a sum of slopes cannot say it. Nothing is
+saved: a fit on the H200 suite database takes about a second (docs/time-model.md has the figure,
+tests/test_timemodel.py a bound), so a caller fits when it needs one.
 
 Its validation (leave one shape out, against ranking by the nearest recorded shape's times) is
 benchmarks/timemodel_eval.py, its figures docs/time-model.md.
@@ -24,6 +27,7 @@ import math
 import shutil
 import sqlite3
 import tempfile
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -33,6 +37,7 @@ import numpy as np
 
 from autotune.backends.outcome import OK
 from autotune.errors import AutotuneError, SpaceError
+from autotune.explain.boost import Trees, fit_trees
 from autotune.explain.model import PRESETS, DeviceSpec
 from autotune.families import FAMILIES, config_of_row
 from autotune.space import Config, Limits, Shape, ceil_div
@@ -53,6 +58,11 @@ NUMERIC = ("log_flops", "log_fma_floor", "log_dram_floor", "log_tile_traffic", "
 # Numeric features that get a slope of their own in each family (a split-K kernel's time grows with
 # the waves unlike a GEMV-like one's); the rest share one slope across families.
 PER_FAMILY = ("log_roofline", "log_serial", "log_splits", "log_blocks", "log_waves", "log_k_per_block", "tile_efficiency", "wave_efficiency")
+# The trees fitted to the ridge's residual (explain.boost): leave-one-shape-out on the H200 suite and the
+# suite's fit tried on the 116 shapes of three other H200 databases (benchmarks/timemodel_eval.py) over
+# 100-300 trees of depth 2-5: 200 of depth 4 at a rate of 0.1 ranked best on both; 30 rows at least per
+# leaf keep a tree from following one shape's rows.
+TREES, TREE_DEPTH, TREE_RATE, TREE_MIN_LEAF = 200, 4, 0.1, 30
 
 
 # --------------------------------------------------------------------------- what a config does at a shape
@@ -143,9 +153,29 @@ def feature_index() -> dict[str, int]:
     return {name: i for i, name in enumerate((*NUMERIC, *indicator_names()))}
 
 
-def feature_vector(config: Config, shape: Shape, limits: Limits, spec: DeviceSpec) -> np.ndarray:
+@lru_cache(maxsize=1)
+def shared_params() -> tuple[str, ...]:
+    """Parameter names that two or more families declare (BM, STAGES, ...): the trees read their values
+    across families; one family's own parameters are left to the ridge's indicators."""
+    counts = Counter(p.name for family in FAMILIES.values() for p in family.params)
+    return tuple(sorted(name for name, n in counts.items() if n >= 2))
+
+
+def tree_features(config: Config, numeric: Mapping[str, float]) -> np.ndarray:
+    """What the trees split on: NUMERIC, an indicator per family, and each shared parameter's value as its
+    place among the values the family declares (-1: the family has no such parameter)."""
+    declared = {p.name: p.values for p in config.family.params}
+    places = [float(declared[n].index(config.values[n])) if n in declared and config.values.get(n) in declared[n]
+              else -1.0 for n in shared_params()]
+    families = [float(config.family.name == name) for name in FAMILIES]
+    return np.array([numeric[name] for name in NUMERIC] + families + places)
+
+
+def feature_vector(config: Config, shape: Shape, limits: Limits, spec: DeviceSpec,
+                   numeric: Mapping[str, float] | None = None) -> np.ndarray:
     index = feature_index()
-    numeric = numeric_features(config, shape, limits, spec)
+    if numeric is None:
+        numeric = numeric_features(config, shape, limits, spec)
     x = np.zeros(len(index))
     for name in NUMERIC:
         x[index[name]] = numeric[name]
@@ -162,7 +192,8 @@ def feature_vector(config: Config, shape: Shape, limits: Limits, spec: DeviceSpe
 
 @dataclass(frozen=True)
 class TimeModel:
-    """A ridge regression of log2(time_ms) on the features: predict_ms and rank for any config at any shape."""
+    """A ridge regression of log2(time_ms) on the features and trees on its residual: predict_ms and rank for
+    any config at any shape."""
 
     limits: Limits
     spec: DeviceSpec
@@ -172,31 +203,51 @@ class TimeModel:
     intercept: float
     rows: int  # (kernel, shape) pairs it was fitted on
     shapes: int  # distinct shapes among them
+    trees: Trees | None = None  # fitted to the ridge's residual in log2(ms); None: the ridge alone
 
     @classmethod
     def fit(cls, rows: Iterable[Mapping[str, Any]], limits: Limits = Limits(), spec: DeviceSpec = PRESETS["h200"],
-            ridge: float = RIDGE) -> TimeModel:
+            ridge: float = RIDGE, trees_too: bool = True) -> TimeModel:
         """Fit on the verified rows (status ok, a time, a family this version knows); others are skipped.
-        The same (kernel, shape) measured twice counts once, at its lowest time."""
+        The same (kernel, shape) measured twice counts once, at its lowest time. trees_too=False: the
+        ridge alone (what the validation compares the trees with)."""
         samples = measured(rows)
         if not samples:
             raise AutotuneError("no verified rows with a time to fit the time model on")
-        X = np.array([feature_vector(c, s, limits, spec) for c, s, _ in samples])
+        numeric = [numeric_features(c, s, limits, spec) for c, s, _ in samples]
+        X = np.array([feature_vector(c, s, limits, spec, n) for (c, s, _), n in zip(samples, numeric)])
         y = np.log2([t for _, _, t in samples])
         mean, scale = X.mean(axis=0), X.std(axis=0)
         scale[scale == 0] = 1.0  # a feature no row varies (a family without rows) stays at weight 0
         Z = (X - mean) / scale
         # ridge: (Z'Z + a I) w = Z'(y - mean y); the penalty keeps the many indicators from fitting noise
         w = np.linalg.solve(Z.T @ Z + ridge * np.eye(Z.shape[1]), Z.T @ (y - y.mean()))
-        return cls(limits, spec, mean, scale, w, float(y.mean()), len(samples), len({s for _, s, _ in samples}))
+        trees = None
+        if trees_too:
+            residual = y - (y.mean() + Z @ w)
+            T = np.array([tree_features(c, n) for (c, _, _), n in zip(samples, numeric)])
+            trees = fit_trees(T, residual, TREES, TREE_RATE, TREE_DEPTH, TREE_MIN_LEAF)
+        return cls(limits, spec, mean, scale, w, float(y.mean()), len(samples), len({s for _, s, _ in samples}), trees)
 
     def predict_ms(self, config: Config, shape: Shape) -> float:
-        x = (feature_vector(config, shape, self.limits, self.spec) - self.mean) / self.scale
-        return float(2.0 ** (self.intercept + x @ self.weights))
+        return float(self.predict_many([config], shape)[0])
+
+    def predict_many(self, configs: Sequence[Config], shape: Shape) -> np.ndarray:
+        """The configs' predicted times (ms) at the shape, in one pass of the trees."""
+        if not configs:
+            return np.zeros(0)
+        numeric = [numeric_features(c, shape, self.limits, self.spec) for c in configs]
+        X = np.array([feature_vector(c, shape, self.limits, self.spec, n) for c, n in zip(configs, numeric)])
+        log_ms = self.intercept + ((X - self.mean) / self.scale) @ self.weights
+        if self.trees is not None:
+            log_ms = log_ms + self.trees.predict(np.array([tree_features(c, n) for c, n in zip(configs, numeric)]))
+        return 2.0 ** log_ms
 
     def rank(self, configs: Iterable[Config], shape: Shape) -> list[tuple[Config, float]]:
         """The configs with their predicted times at the shape, fastest first."""
-        return sorted(((c, self.predict_ms(c, shape)) for c in configs), key=lambda pair: pair[1])
+        configs = list(configs)
+        times = self.predict_many(configs, shape)
+        return sorted(zip(configs, (float(t) for t in times)), key=lambda pair: pair[1])
 
 
 def measured(rows: Iterable[Mapping[str, Any]]) -> list[tuple[Config, Shape, float]]:
