@@ -243,3 +243,40 @@ def test_the_time_model_ranks_the_candidates_where_enough_rows_teach_it(tmp_path
     assert isinstance(ranker, ByTimeModel)
     slow, fast = make_config(FAMILIES["blocked"], SMALL), make_config(FAMILIES["blocked"], big)
     assert ranker.rank([slow, fast], (3000, 3000, 3000)) == [fast, slow]
+
+
+def test_the_ranker_fits_again_only_once_the_rows_have_grown_by_a_tenth(tmp_path, monkeypatch):
+    # a cover ranks at every product while adding a dozen rows each: the fit (about a second) is not redone each time
+    from autotune.explain.timemodel import TimeModel
+    from autotune.search import ranking
+    from autotune.space import Limits
+    from tests.test_starts import record
+
+    fits, fit = [], TimeModel.fit
+
+    def counted(rows: list, limits: Limits) -> TimeModel:
+        fits.append(len(rows))
+        return fit(rows, limits, trees_too=False)  # the ridge alone: the count is what is tested
+
+    monkeypatch.setattr(ranking, "_fitted", {})
+    monkeypatch.setattr(ranking.TimeModel, "fit", counted)
+    db = store.open_db(tmp_path / "r.sqlite")
+    shapes = [(m, n, 64) for m in (256, 512, 1024, 2048) for n in (256, 512, 1024, 2048)]
+
+    def add(count: int) -> None:
+        for i in range(count):
+            M, N, K = shapes[i % len(shapes)]
+            record(db, (M, N, K + len(fits) * 1000 + db["results"].count), "blocked", 0.01, backend="cuda", gpu=GPU)
+
+    add(200)
+    for extra in (0, 10, 9):  # 200, 210, 219 rows: the first fit stands
+        add(extra)
+        assert isinstance(ranking.make_ranker(db, FakeWorker(), Limits()), ranking.ByTimeModel)
+    assert fits == [200]
+    add(1)  # 220 rows: a tenth more than 200
+    ranking.make_ranker(db, FakeWorker(), Limits())
+    other = store.open_db(tmp_path / "other.sqlite")  # another database is fitted on its own rows
+    for M, N, K in shapes * 14:  # 224 rows: within a tenth of the first database's 220
+        record(other, (M, N, K + other["results"].count), "blocked", 0.01, backend="cuda", gpu=GPU)
+    ranking.make_ranker(other, FakeWorker(), Limits())
+    assert fits == [200, 220, 224]
