@@ -7,6 +7,7 @@ import itertools
 import logging
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +20,8 @@ from autotune.errors import AutotuneError
 from tests.fakes import GPU, FakeLauncher
 from tests.test_api import DeviceArray
 from tests.test_dispatch_library import SMALL, timed
+
+ROOT = Path(__file__).resolve().parent.parent
 
 SHAPE = (512, 384, 256)  # M, N, K: no row anywhere
 
@@ -280,3 +283,31 @@ def test_the_ranker_fits_again_only_once_the_rows_have_grown_by_a_tenth(tmp_path
         record(other, (M, N, K + other["results"].count), "blocked", 0.01, backend="cuda", gpu=GPU)
     ranking.make_ranker(other, FakeWorker(), Limits())
     assert fits == [200, 220, 224]
+
+
+def test_the_shipped_model_rows_are_the_suites_and_rank_from_a_new_databases_first_shape(tmp_path, monkeypatch):
+    # a new database on an H200 holds no rows, yet the model orders its first trials from the rows the package ships
+    import subprocess
+    import sys
+
+    from autotune.search import ranking
+    from autotune.space import Limits
+
+    monkeypatch.setattr(ranking, "_fitted", {})
+    shipped = store.db.TUNED / "h200-model-rows.json.gz"
+    out = tmp_path / "rows.json.gz"
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "ship_model_rows.py"),
+                    str(ROOT / "benchmarks" / "data" / "h200-suite.sqlite.gz"), "NVIDIA H200", str(out)], check=True)
+    assert out.read_bytes() == shipped.read_bytes()  # what the script makes of the suite database, byte for byte
+    assert len(store.shipped_model_rows("NVIDIA H200")) == 2995 and store.shipped_model_rows("Fake GPU") == []
+
+    class OnTheH200:
+        name, provenance = "cuda", {"gpu_name": "NVIDIA H200"}
+
+    class Emulated:
+        name, provenance = "sim", {"gpu_name": "NVIDIA H200"}
+
+    db = store.open_db(tmp_path / "new.sqlite")
+    assert isinstance(ranking.make_ranker(db, OnTheH200(), Limits()), ranking.ByTimeModel)
+    assert isinstance(ranking.make_ranker(db, FakeWorker(), Limits()), ranking.AsFound)  # another GPU: none shipped
+    assert isinstance(ranking.make_ranker(db, Emulated(), Limits()), ranking.AsFound)  # GPU times are not the emulator's

@@ -18,7 +18,8 @@ def test_wheel_installs_and_runs(tmp_path):
     assert all(t == "autotune" or t.endswith(".dist-info") for t in tops), tops
     assert "autotune/templates/tiled.cu.j2" in names and "autotune/templates/naive.cu.j2" in names
     assert "autotune/templates/launch.h.j2" in names and "autotune/templates/launch.py.j2" in names  # export's
-    assert {"autotune/py.typed", "autotune/api/shapes.toml", "autotune/store/tuned/h200.sqlite"} <= set(names)
+    assert {"autotune/py.typed", "autotune/api/shapes.toml", "autotune/store/tuned/h200.sqlite",
+            "autotune/store/tuned/h200-model-rows.json.gz"} <= set(names)
     metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("METADATA"))).decode()
     assert "Name: sgemm-autotune" in metadata and "MIT License" in metadata
     entry = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()

@@ -68,8 +68,9 @@ _fitted: dict[tuple, tuple[int, TimeModel]] = {}  # (database, backend, GPU mode
 
 
 def make_ranker(db: sqlite_utils.Database, backend: Backend, limits: Limits) -> Ranker:
-    """The time model fitted on the verified rows of this backend and GPU model in `db` and the shipped
-    databases, with these limits; AsFound where they are too few (MIN_ROWS, MIN_SHAPES)."""
+    """The time model fitted on the verified rows of this backend and GPU model in `db`, the shipped
+    databases and, on the GPU, the model's shipped rows (store.shipped_model_rows), with these limits;
+    AsFound where they are too few (MIN_ROWS, MIN_SHAPES)."""
     gpu = backend.provenance.get("gpu_name")
     shipped = [store.open_readonly(p) for p in store.shipped_databases()]
     try:
@@ -79,6 +80,8 @@ def make_ranker(db: sqlite_utils.Database, backend: Backend, limits: Limits) -> 
     finally:
         for d in shipped:  # a search calls this once per shape, and a cover runs a search per product
             d.close()
+    if backend.name == "cuda" and gpu:  # measured on the GPU: not what the emulator or a replay times
+        rows += store.shipped_model_rows(gpu)
     if len(rows) < MIN_ROWS or len({(r["M"], r["N"], r["K"]) for r in rows}) < MIN_SHAPES:
         return AsFound()
     key = (db.execute("PRAGMA database_list").fetchone()[2], backend.name, gpu, limits)

@@ -28,6 +28,7 @@ from autotune.store.db import (
                                    shipped_databases,
                                    sqlite_tables,
 )
+from autotune.store.model_rows import shipped_model_rows
 from autotune.store.nearest import nearest_shapes, recorded_shapes
 from autotune.store.profiles import insert_profile, profiles
 from autotune.store.results import (
@@ -57,5 +58,5 @@ __all__ = ["CLAIM_TTL_S", "DEFAULT_DB", "DONE", "KEY", "MINE", "TAKEN", "Claimed
            "HostAndServer", "Key", "Owner", "Redo", "ServerClaims", "admitted_families", "alive", "backends_with_ok", "baselines", "best",
            "check_path", "default_path", "claims_for", "copy_result", "find_key", "gpus", "immediate", "insert_baseline",
            "insert_profile", "insert_result", "insert_source", "insert_trial", "key_of", "nearest_shapes", "now",
-           "open_db", "open_readonly", "path_of", "profiles", "record_result", "recorded_shapes", "result_by_id", "shipped_databases", "sqlite_tables",
+           "open_db", "open_readonly", "path_of", "profiles", "record_result", "recorded_shapes", "result_by_id", "shipped_databases", "shipped_model_rows", "sqlite_tables",
            "faster_than_library", "results", "shares_claims", "source", "trial_results"]
