@@ -58,10 +58,10 @@ NUMERIC = ("log_flops", "log_fma_floor", "log_dram_floor", "log_tile_traffic", "
 # Numeric features that get a slope of their own in each family (a split-K kernel's time grows with
 # the waves unlike a GEMV-like one's); the rest share one slope across families.
 PER_FAMILY = ("log_roofline", "log_serial", "log_splits", "log_blocks", "log_waves", "log_k_per_block", "tile_efficiency", "wave_efficiency")
-# The trees fitted to the ridge's residual (explain.boost): leave-one-shape-out on the H200 suite and the
-# suite's fit tried on the 116 shapes of three other H200 databases (benchmarks/timemodel_eval.py) over
-# 100-300 trees of depth 2-5: 200 of depth 4 at a rate of 0.1 ranked best on both; 30 rows at least per
-# leaf keep a tree from following one shape's rows.
+# The trees fitted to the ridge's residual (explain.boost), chosen leaving one shape of the H200 suite out and
+# fitting the suite to rank the 116 shapes of three other H200 databases (benchmarks/timemodel_eval.py): 100 trees
+# of depth 2, or 100 at a rate of 0.2, ranked worse than 200 of depth 4 at 0.1; depth 5 about the same. At least
+# 30 rows a leaf keep a tree from following one shape's rows.
 TREES, TREE_DEPTH, TREE_RATE, TREE_MIN_LEAF = 200, 4, 0.1, 30
 
 
