@@ -84,7 +84,7 @@ def make_ranker(db: sqlite_utils.Database, backend: Backend, limits: Limits) -> 
         rows += store.shipped_model_rows(gpu)
     if len(rows) < MIN_ROWS or len({(r["M"], r["N"], r["K"]) for r in rows}) < MIN_SHAPES:
         return AsFound()
-    key = (db.execute("PRAGMA database_list").fetchone()[2], backend.name, gpu, limits)
+    key = (store.path_of(db), backend.name, gpu, limits)
     seen, model = _fitted.get(key, (0, None))
     if model is None or not 0 <= len(rows) - seen < seen // REFIT_SHARE:
         try:
