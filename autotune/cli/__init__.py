@@ -4,7 +4,7 @@ from __future__ import annotations
 import importlib
 import signal
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 __all__ = ["cli", "main"]
 
@@ -15,9 +15,14 @@ def main() -> None:
     try:
         commands = importlib.import_module("autotune.cli.commands")
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        sys.exit(128 + signal.SIGINT)
+        interrupted()
     commands.main()
+
+
+def interrupted() -> NoReturn:
+    """A Ctrl-C that reached no handler of a command's own: one line and the status a shell gives it."""
+    print("interrupted", file=sys.stderr)
+    sys.exit(128 + signal.SIGINT)
 
 
 def __getattr__(name: str) -> Any:

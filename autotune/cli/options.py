@@ -2,7 +2,6 @@
 and errors as one line on stderr with exit status 2 (`friendly`, `Cli`)."""
 from __future__ import annotations
 
-import signal
 import sqlite3
 import sys
 from contextlib import contextmanager
@@ -13,6 +12,7 @@ import click
 
 from autotune import store
 from autotune.api import checks
+from autotune.cli import interrupted
 from autotune.errors import AutotuneError
 from autotune.families import FAMILIES, PRECISIONS, config_of_row, families_for
 from autotune.families.layouts import LAYOUTS, families_with_transposes, layout_choices, narrow_to
@@ -37,9 +37,8 @@ def friendly(fn):
         except sqlite3.DatabaseError as exc:  # locked past the busy timeout, disk full, corrupted meanwhile
             click.echo(f"error: the results database failed: {exc}; check the --db file and run again", err=True)
             sys.exit(2)
-        except KeyboardInterrupt:  # a Ctrl-C before a command's own handler was set: as a shell reports one, not
-            click.echo("interrupted", err=True)  # click's "Aborted!" and exit status 1
-            sys.exit(128 + signal.SIGINT)
+        except KeyboardInterrupt:  # before a command's own handler was set: not click's "Aborted!" and status 1
+            interrupted()
     return wrapper
 
 
