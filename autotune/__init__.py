@@ -16,7 +16,7 @@ import importlib
 from typing import Any
 
 __version__ = "0.1.0"
-_API = {"tune": "search", "best": "best", "load": "load", "report": "report"}  # the package's name -> api.python's
+_API = {"tune": "tune", "best": "best", "load": "load", "report": "report"}  # the package's name -> api.python's
 _SUBMODULES = ("torch",)  # reached as attributes without an import of their own (they load their dependencies)
 _ERRORS = ("AutotuneError", "NoDeviceError")  # what the API raises, to catch: `except autotune.AutotuneError`
 

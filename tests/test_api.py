@@ -217,7 +217,12 @@ def test_the_api_loads_lazily_and_the_package_import_stays_light():
              "sorted(m for m in sys.modules if m.startswith(('cuda', 'torch', 'cupy'))))")
     out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["autotune.api.python", "True", "[]"]
-    assert {autotune.tune.__name__, autotune.best.__name__} == {"search", "best"}
+    assert {autotune.tune.__name__, autotune.best.__name__} == {"tune", "best"}
+
+
+def test_an_unknown_keyword_names_the_function_the_caller_called():
+    with pytest.raises(TypeError, match=r"^tune\(\) got an unexpected keyword argument 'families'"):
+        autotune.tune(64, families=["tiled"])
 
 
 def test_the_command_line_calls_the_same_functions(tmp_path, monkeypatch):
@@ -231,7 +236,7 @@ def test_the_command_line_calls_the_same_functions(tmp_path, monkeypatch):
     path = tmp_path / "r.sqlite"
     fast = record(store.open_db(path), (64, 64, 64), "tiled", 1.0, backend="cuda", gpu=GPU, T=16)
     asked = []
-    monkeypatch.setattr(python, "search",
+    monkeypatch.setattr(python, "tune",
                         lambda *shape, **options: asked.append((shape, options)) or TuneResult(status=0, study=""))
     runner = CliRunner()
     assert runner.invoke(cli, ["search", "--M", "64", "--family", "tiled", "--db", str(path)]).exit_code == 0

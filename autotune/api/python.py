@@ -63,13 +63,13 @@ def families_of(family: str | Sequence[str | Family] | None, precision: str = "f
     return out
 
 
-def search(M: int, N: int | None = None, K: int | None = None, *,
-           family: str | Sequence[str | Family] | None = None, db: str | None = None, sampler: str = "tpe-mv",
-           trials: int = 60, timeout: float | None = None, seed: int = 0, backend: str = "cuda",
-           devices: tuple[int, ...] | None = None, workers: int | None = None, storage: str | None = None,
-           study: str | None = None, kernel_timeout: float | None = None, replay_db: str | None = None,
-           compile_jobs: int | None = None, remeasure: str | None = None, layout: str | None = None,
-           batch: int = 1, precision: str = "fp32") -> TuneResult:
+def tune(M: int, N: int | None = None, K: int | None = None, *,
+         family: str | Sequence[str | Family] | None = None, db: str | None = None, sampler: str = "tpe-mv",
+         trials: int = 60, timeout: float | None = None, seed: int = 0, backend: str = "cuda",
+         devices: tuple[int, ...] | None = None, workers: int | None = None, storage: str | None = None,
+         study: str | None = None, kernel_timeout: float | None = None, replay_db: str | None = None,
+         compile_jobs: int | None = None, remeasure: str | None = None, layout: str | None = None,
+         batch: int = 1, precision: str = "fp32") -> TuneResult:
     """Search kernels for the shape and record every result in `db` (`autotune search`; the
     options are the command's; layout "NT" searches kernels for mm(A, B, trans_b=True), as --layout;
     batch > 1 measures strided batches of that many products with BLAS=1 kernels, as --batch; precision "fp32-tc"

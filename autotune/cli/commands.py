@@ -99,7 +99,7 @@ def search(M, N, K, family_text, precision, params, layout, batch, sampler, tria
            replay_db, storage, study_name, kernel_timeout, compile_jobs, remeasure, db_path) -> None:
     """Generate, compile, verify, time and record SGEMM variants; Optuna picks which.
     Ctrl-C stops after the trials in flight and prints the summary (exit status 130)."""
-    from autotune.api.python import search as run_search
+    from autotune.api.python import tune as run_search
     from autotune.backends.pool import parse_devices
 
     families = narrow_families(for_batch(parse_families(family_text, precision), batch), with_layout(params, layout))
