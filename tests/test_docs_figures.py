@@ -162,6 +162,39 @@ def test_the_readmes_load_figures_are_the_anyshape_benchmarks():
         assert re.search(re.escape(figure) + r"(\*\*)? " + re.escape(words), text), (group, figure)
 
 
+def test_the_h200_cover_figures_are_the_committed_run():
+    """docs/pytorch.md and the README after `autotune cover` on the H200: anyshape-covered-h200.json's summary,
+    its commit, what ran where, and the cover's seconds."""
+    data = json.loads((ROOT / "benchmarks" / "data" / "anyshape-covered-h200.json").read_text())
+    r, cover = data["summary"]["random"], data["cover"]
+    random = [s for s in data["shapes"] if s["kind"] == "random"]
+    ours = [s for s in random if not s["kernel"].startswith("cuBLAS")]
+    theirs = [s["torch_ms"] / s["ours_ms"] for s in random if s["kernel"].startswith("cuBLAS")]
+    q, a = [s["torch_ms"] / s["ours_ms"] for s in ours], [s["torch_alone_ms"] / s["ours_alone_ms"] for s in ours]
+    flat = " ".join(PYTORCH_DOC.read_text().split())
+    assert data["seed"] == 1 and data["device"].startswith("NVIDIA H200") and r["below_0.95_queued"] == 0
+    assert (f"sources `{data['commit']}`; `benchmarks/data/anyshape-covered-h200.json`): **{r['geomean_queued']:.3f}** "
+            f"queued, {r['geomean_alone']:.3f} alone, none below 0.95 (worst {r['min_queued']:.3f})") in flat
+    assert (f"Our kernels run at {len(ours)} of the {len(random)} random shapes, at {min(q):.3f}-{max(q):.3f} queued "
+            f"and {min(a):.3f}-{max(a):.3f} alone") in flat
+    assert f"cuBLAS runs the other {len(theirs)} at {min(theirs):.3f}-{max(theirs):.3f}" in flat
+    assert f"The cover took {cover['took_s']:.1f} s of its {cover['budget_s']:.0f} ({cover['trials']} trials" in flat
+    readme = " ".join(README.read_text().split())
+    assert (f"({cover['trials']} trials a product, {cover['took_s']:.0f} s), **{r['geomean_queued']:.3f}x** queued and "
+            f"{r['geomean_alone']:.3f}x alone") in readme
+
+
+@pytest.mark.parametrize("seed", [5, 2])
+def test_the_h200_other_seeds_figures_are_the_committed_runs(seed):
+    data = json.loads((ROOT / "benchmarks" / "data" / f"anyshape-seed{seed}-h200.json").read_text())
+    r = data["summary"]["random"]
+    worst = min((s for s in data["shapes"] if s["kind"] == "random"), key=lambda s: s["torch_ms"] / s["ours_ms"])
+    flat = " ".join(PYTORCH_DOC.read_text().split())
+    assert data["seed"] == seed and f"Other seeds, no suite, at `{data['commit']}`" in flat
+    assert (f"seed {seed} {r['geomean_queued']:.3f} queued, {r['geomean_alone']:.3f} alone, none below 0.95 "
+            f"(worst {r['min_queued']:.3f} at {worst['M']}x{worst['N']}x{worst['K']})") in flat
+
+
 SUITE_JSON = ROOT / "benchmarks" / "data" / "shape-suite-h200.json"
 RESULTS_DOC = ROOT / "docs" / "results-h200.md"
 
@@ -476,7 +509,7 @@ def test_the_h100_docs_cover_figures_are_the_committed_runs():
             f"{min(a):.2f}-{max(a):.2f}x alone. cuBLAS ran at the other {len(theirs)}") in flat
     assert f"{min(theirs):.3f}-{max(theirs):.3f} queued" in flat
     assert f"At the projections: {p['geomean_queued']:.3f} queued, our kernel at {p['kernels']} of 8" in flat
-    old = json.loads((ROOT / "benchmarks" / "data" / "anyshape-covered-h200.json").read_text())
+    old = json.loads((ROOT / "benchmarks" / "data" / "anyshape-covered-worker-per-product-h200.json").read_text())
     assert f"on the H200 at `{old['commit']}`, with a worker per product, took {old['cover']['took_s']:.1f} s" in flat
 
 
