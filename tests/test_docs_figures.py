@@ -10,6 +10,8 @@ import json
 import math
 import re
 import sqlite3
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -193,6 +195,37 @@ def test_the_h200_other_seeds_figures_are_the_committed_runs(seed):
     assert data["seed"] == seed and f"Other seeds, no suite, at `{data['commit']}`" in flat
     assert (f"seed {seed} {r['geomean_queued']:.3f} queued, {r['geomean_alone']:.3f} alone, none below 0.95 "
             f"(worst {r['min_queued']:.3f} at {worst['M']}x{worst['N']}x{worst['K']})") in flat
+
+
+def test_the_h200_corners_figures_are_the_committed_corners(tmp_path):
+    """docs/pytorch.md on the H200's small corners: how many won, and where load() would run their kernels once
+    merged into the shipped database as corners_ship_check.sh merges them (slim, then ship_database.py)."""
+    from autotune.api.dispatch import HOST_BOUND_MS, WIN_MARGIN, Dispatcher
+    from autotune.api.operands import Layout
+
+    with _committed_database("h200-host-bound-small.sqlite.gz") as db:
+        best = list(db.execute("SELECT M, N, K, min(time_ms), cublas_ms FROM results WHERE status = 'ok' "
+                               "GROUP BY M, N, K"))
+    won = [r for r in best if r[3] <= (1 - WIN_MARGIN) * r[4] and r[3] <= HOST_BOUND_MS]
+    corners = tmp_path / "corners.sqlite"
+    corners.write_bytes(gzip.decompress((ROOT / "benchmarks" / "data" / "h200-host-bound-small.sqlite.gz").read_bytes()))
+    for script, *args in (("slim_database.py", corners, tmp_path / "slim.sqlite"),
+                          ("ship_database.py", ROOT / "autotune/store/tuned/h200.sqlite", tmp_path / "slim.sqlite",
+                           tmp_path / "merged.sqlite")):
+        subprocess.run([sys.executable, str(ROOT / "scripts" / script), *map(str, args)], check=True,
+                       capture_output=True)
+    merged = Dispatcher(str(tmp_path / "merged.sqlite"))
+    gained = []
+    for name in ("anyshape-h200.json", "anyshape-seed2-h200.json", "anyshape-seed3-h200.json",
+                 "anyshape-seed5-h200.json"):
+        random = [s for s in json.loads((ROOT / "benchmarks" / "data" / name).read_text())["shapes"]
+                  if s["kind"] == "random"]
+        gained.append(sum(s["kernel"].startswith("cuBLAS") and not merged.choose(
+            "NVIDIA H200", (s["M"], s["N"], s["K"]), Layout(False, False, False, 1)).library for s in random))
+    flat = " ".join(PYTORCH_DOC.read_text().split())
+    assert f"the small host-bound lattice's {len(best)} corners" in flat and f"at {len(won)} a kernel beat" in flat
+    assert (f"runs a covering kernel (blocked, 64 x 64 tiles) at {', '.join(map(str, gained[:-1]))} and "
+            f"{gained[-1]} of the 40 random shapes of seeds 1, 2, 3 and 5") in flat
 
 
 SUITE_JSON = ROOT / "benchmarks" / "data" / "shape-suite-h200.json"

@@ -30,7 +30,8 @@ done
 step "merge into autotune/store/tuned/$TAG.sqlite"
 python3 scripts/slim_database.py "$WORK/corners.sqlite" "$WORK/slim.sqlite" | tee -a "$LOG"
 python3 scripts/ship_database.py "autotune/store/tuned/$TAG.sqlite" "$WORK/slim.sqlite" "$OUT/$TAG.sqlite" | tee -a "$LOG"
-INSTALLED=$(python3 -c "import autotune, pathlib; print(pathlib.Path(autotune.__file__).parent / 'store/tuned')")
+# the package anyshape.py imports (from /tmp/site): run from /, where the checkout's own autotune/ is not on the path
+INSTALLED=$(cd / && python3 -c "import autotune, pathlib; print(pathlib.Path(autotune.__file__).parent / 'store/tuned')")
 anyshape() {  # anyshape SEED WHEN
   step "anyshape seed $1 through the shipped databases ($2)"
   timeout 150 python3 benchmarks/anyshape.py --seed "$1" --count 40 --commit "$COMMIT" \
