@@ -8,6 +8,8 @@
 #      then with the merged one installed in their place: before and after on the same lease.
 # SHAPES by default: the small lattice on an H200 (none of its corners is shipped there yet); on an H100, whose
 # shipped database holds the small lattice already, the three older lattices.
+# CORNERS=file.sqlite.gz: no new corners; step 2 merges that database (one step 1 wrote before, such as
+# benchmarks/data/h200-host-bound-small.sqlite.gz), so the call is the before-and-after alone.
 # From the repository root with OUT set (COMMIT names the sources, as the device has no .git):
 #   OUT=out COMMIT=abc1234 bash benchmarks/release/corners_ship_check.sh
 source benchmarks/release/common.sh
@@ -19,7 +21,8 @@ case "$TAG" in
   *) echo "no shipped database for $GPU_NAME" | tee -a "$LOG"; exit 1 ;;
 esac
 files=($SHAPES)
-share=$(( ${BUDGET:=230} / ${#files[@]} ))
+[ -n "${CORNERS:-}" ] && { files=(); gunzip -c "$CORNERS" >"$WORK/corners.sqlite"; step "corners from $CORNERS"; }
+share=$(( ${BUDGET:=230} / (${#files[@]} > 0 ? ${#files[@]} : 1) ))
 for f in "${files[@]}"; do
   step "corners of $f ($share s)"
   timeout "$((share + 120))" python3 benchmarks/small_corners.py --shapes "$f" --budget "$share" \
@@ -42,5 +45,5 @@ anyshape() {  # anyshape SEED WHEN
 for s in $SEEDS; do anyshape "$s" shipped; done
 cp "$OUT/$TAG.sqlite" "$INSTALLED/$TAG.sqlite"
 for s in $SEEDS; do anyshape "$s" merged; done
-gzip -c "$WORK/slim.sqlite" >"$OUT/$TAG-corners.sqlite.gz"
+[ -n "${CORNERS:-}" ] || gzip -c "$WORK/slim.sqlite" >"$OUT/$TAG-corners.sqlite.gz"
 step "done"
