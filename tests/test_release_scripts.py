@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -28,3 +29,18 @@ def test_a_release_script_parses_and_names_what_exists(script: Path) -> None:
     assert not missing, missing
     commands = set(re.findall(r"\$AT ([a-z]+)", text))
     assert commands <= set(cli.commands), commands - set(cli.commands)
+
+
+def test_corners_ship_check_installs_the_merged_database_where_anyshape_imports_the_package(tmp_path: Path) -> None:
+    """anyshape.py, run as a script, imports the package installed on PYTHONPATH; the check runs from the
+    checkout's root, where `python3 -c` would import the checkout's own autotune/ first. The line that finds
+    where to put the merged database must name the installed package's folder."""
+    line = next(x for x in (ROOT / "benchmarks/release/corners_ship_check.sh").read_text().splitlines()
+                if x.startswith("INSTALLED="))
+    checkout, site = tmp_path / "checkout", tmp_path / "site"
+    for root in (checkout, site):
+        (root / "autotune").mkdir(parents=True)
+        (root / "autotune" / "__init__.py").write_text("")
+    done = subprocess.run(["bash", "-c", f'{line}; echo "$INSTALLED"'], cwd=checkout, capture_output=True, text=True,
+                          env={"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "PYTHONPATH": str(site)})
+    assert done.stdout.strip() == str(site / "autotune" / "store" / "tuned"), done.stderr
