@@ -184,6 +184,8 @@ def test_the_h200_cover_figures_are_the_committed_run():
     readme = " ".join(README.read_text().split())
     assert (f"({cover['trials']} trials a product, {cover['took_s']:.0f} s), **{r['geomean_queued']:.3f}x** queued and "
             f"{r['geomean_alone']:.3f}x alone") in readme
+    results = " ".join((ROOT / "docs" / "results-h200.md").read_text().split())
+    assert f"({r['geomean_queued']:.3f}x queued at `{data['commit']}`)" in results
 
 
 @pytest.mark.parametrize("seed", [5, 2])
