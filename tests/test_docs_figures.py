@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import pytest
@@ -164,20 +164,27 @@ def test_the_readmes_load_figures_are_the_anyshape_benchmarks():
         assert re.search(re.escape(figure) + r"(\*\*)? " + re.escape(words), text), (group, figure)
 
 
+def covered_split(covered: dict) -> tuple[int, list[float], list[float], list[float]]:
+    """A covered anyshape run's random shapes: how many, and torch.matmul's time over ours where our kernels ran
+    (queued, alone) and where cuBLAS ran (queued)."""
+    random = [s for s in covered["shapes"] if s["kind"] == "random"]
+    ours = [s for s in random if not s["kernel"].startswith("cuBLAS")]
+    return (len(random), [s["torch_ms"] / s["ours_ms"] for s in ours],
+            [s["torch_alone_ms"] / s["ours_alone_ms"] for s in ours],
+            [s["torch_ms"] / s["ours_ms"] for s in random if s["kernel"].startswith("cuBLAS")])
+
+
 def test_the_h200_cover_figures_are_the_committed_run():
     """docs/pytorch.md and the README after `autotune cover` on the H200: anyshape-covered-h200.json's summary,
     its commit, what ran where, and the cover's seconds."""
     data = json.loads((ROOT / "benchmarks" / "data" / "anyshape-covered-h200.json").read_text())
     r, cover = data["summary"]["random"], data["cover"]
-    random = [s for s in data["shapes"] if s["kind"] == "random"]
-    ours = [s for s in random if not s["kernel"].startswith("cuBLAS")]
-    theirs = [s["torch_ms"] / s["ours_ms"] for s in random if s["kernel"].startswith("cuBLAS")]
-    q, a = [s["torch_ms"] / s["ours_ms"] for s in ours], [s["torch_alone_ms"] / s["ours_alone_ms"] for s in ours]
+    shapes, q, a, theirs = covered_split(data)
     flat = " ".join(PYTORCH_DOC.read_text().split())
     assert data["seed"] == 1 and data["device"].startswith("NVIDIA H200") and r["below_0.95_queued"] == 0
     assert (f"sources `{data['commit']}`; `benchmarks/data/anyshape-covered-h200.json`): **{r['geomean_queued']:.3f}** "
             f"queued, {r['geomean_alone']:.3f} alone, none below 0.95 (worst {r['min_queued']:.3f})") in flat
-    assert (f"Our kernels run at {len(ours)} of the {len(random)} random shapes, at {min(q):.3f}-{max(q):.3f} queued "
+    assert (f"Our kernels run at {len(q)} of the {shapes} random shapes, at {min(q):.3f}-{max(q):.3f} queued "
             f"and {min(a):.3f}-{max(a):.3f} alone") in flat
     assert f"cuBLAS runs the other {len(theirs)} at {min(theirs):.3f}-{max(theirs):.3f}" in flat
     assert f"The cover took {cover['took_s']:.1f} s of its {cover['budget_s']:.0f} ({cover['trials']} trials" in flat
@@ -205,12 +212,12 @@ def test_the_h200_corners_figures_are_the_committed_corners(tmp_path):
     from autotune.api.dispatch import HOST_BOUND_MS, WIN_MARGIN, Dispatcher
     from autotune.api.operands import Layout
 
-    with _committed_database("h200-host-bound-small.sqlite.gz") as db:
+    corners = tmp_path / "corners.sqlite"  # unpacked once: read here, then merged by the scripts
+    corners.write_bytes(gzip.decompress((ROOT / "benchmarks" / "data" / "h200-host-bound-small.sqlite.gz").read_bytes()))
+    with closing(sqlite3.connect(corners)) as db:
         best = list(db.execute("SELECT M, N, K, min(time_ms), cublas_ms FROM results WHERE status = 'ok' "
                                "GROUP BY M, N, K"))
     won = [r for r in best if r[3] <= (1 - WIN_MARGIN) * r[4] and r[3] <= HOST_BOUND_MS]
-    corners = tmp_path / "corners.sqlite"
-    corners.write_bytes(gzip.decompress((ROOT / "benchmarks" / "data" / "h200-host-bound-small.sqlite.gz").read_bytes()))
     for script, *args in (("slim_database.py", corners, tmp_path / "slim.sqlite"),
                           ("ship_database.py", ROOT / "autotune/store/tuned/h200.sqlite", tmp_path / "slim.sqlite",
                            tmp_path / "merged.sqlite")):
@@ -536,11 +543,8 @@ def test_the_h100_docs_cover_figures_are_the_committed_runs():
     assert covered["commit"] in flat and f"The cover took {cover['took_s']:.1f} s" in flat
     assert (f"**{r['geomean_queued']:.3f}** queued, {r['geomean_alone']:.3f} alone, none below 0.95 (worst "
             f"{r['min_queued']:.3f}). torch.matmul against itself read {r['control_geomean']:.3f}") in flat
-    random = [s for s in covered["shapes"] if s["kind"] == "random"]
-    ours = [s for s in random if not s["kernel"].startswith("cuBLAS")]
-    theirs = [s["torch_ms"] / s["ours_ms"] for s in random if s["kernel"].startswith("cuBLAS")]
-    q, a = ([s["torch_ms"] / s["ours_ms"] for s in ours], [s["torch_alone_ms"] / s["ours_alone_ms"] for s in ours])
-    assert (f"Our kernels ran at {len(ours)} of the {len(random)}: {min(q):.2f}-{max(q):.2f}x queued, "
+    shapes, q, a, theirs = covered_split(covered)
+    assert (f"Our kernels ran at {len(q)} of the {shapes}: {min(q):.2f}-{max(q):.2f}x queued, "
             f"{min(a):.2f}-{max(a):.2f}x alone. cuBLAS ran at the other {len(theirs)}") in flat
     assert f"{min(theirs):.3f}-{max(theirs):.3f} queued" in flat
     assert f"At the projections: {p['geomean_queued']:.3f} queued, our kernel at {p['kernels']} of 8" in flat
