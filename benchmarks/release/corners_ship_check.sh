@@ -20,16 +20,20 @@ case "$TAG" in
         SHAPES="${SHAPES:-benchmarks/host-bound-shapes.toml benchmarks/host-bound-misaligned-shapes.toml benchmarks/host-bound-odd-n-shapes.toml}" ;;
   *) echo "no shipped database for $GPU_NAME" | tee -a "$LOG"; exit 1 ;;
 esac
-files=($SHAPES)
-[ -n "${CORNERS:-}" ] && { files=(); gunzip -c "$CORNERS" >"$WORK/corners.sqlite"; step "corners from $CORNERS"; }
-share=$(( ${BUDGET:=230} / (${#files[@]} > 0 ? ${#files[@]} : 1) ))
-for f in "${files[@]}"; do
-  step "corners of $f ($share s)"
-  timeout "$((share + 120))" python3 benchmarks/small_corners.py --shapes "$f" --budget "$share" \
-    --db "$WORK/corners.sqlite" >"$WORK/corners.log" 2>&1
-  echo "rc $?" | tee -a "$LOG"
-  tail -3 "$WORK/corners.log" | tee -a "$LOG"
-done
+if [ -n "${CORNERS:-}" ]; then
+  step "corners from $CORNERS"
+  gunzip -c "$CORNERS" >"$WORK/corners.sqlite"
+else
+  files=($SHAPES)
+  share=$(( ${BUDGET:=230} / ${#files[@]} ))
+  for f in "${files[@]}"; do
+    step "corners of $f ($share s)"
+    timeout "$((share + 120))" python3 benchmarks/small_corners.py --shapes "$f" --budget "$share" \
+      --db "$WORK/corners.sqlite" >"$WORK/corners.log" 2>&1
+    echo "rc $?" | tee -a "$LOG"
+    tail -3 "$WORK/corners.log" | tee -a "$LOG"
+  done
+fi
 step "merge into autotune/store/tuned/$TAG.sqlite"
 python3 scripts/slim_database.py "$WORK/corners.sqlite" "$WORK/slim.sqlite" | tee -a "$LOG"
 python3 scripts/ship_database.py "autotune/store/tuned/$TAG.sqlite" "$WORK/slim.sqlite" "$OUT/$TAG.sqlite" | tee -a "$LOG"
