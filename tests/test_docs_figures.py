@@ -528,6 +528,46 @@ def test_the_h100_docs_shipped_table_is_the_committed_anyshape_runs():
     assert f"the call was {min(q):.2f}-{max(q):.2f}x torch.matmul queued and {min(a):.2f}-{max(a):.2f}x alone" in flat
 
 
+def test_the_h100_docs_older_corners_table_is_the_committed_anyshape_runs():
+    """docs/results-h100.md, the older lattices' corners merged: each seed's row, before from the shipped table's
+    JSON and after from the merged run's; the shapes where the new rows run; 64^3's host time; the rows shipped."""
+    text = (ROOT / "docs" / "results-h100.md").read_text()
+    part = section(text, "## The older lattices' corners, merged")
+    flat = " ".join(part.split())
+    table = table_rows(part)
+    assert [row[0] for row in table] == ["1", "4"]
+    for seed, before, after, alone, below, worst, kernels, projections in table:
+        old = json.loads((ROOT / "benchmarks" / "data" / f"anyshape-seed{seed}-h100.json").read_text())
+        run = json.loads((ROOT / "benchmarks" / "data" / f"anyshape-seed{seed}-older-corners-h100.json").read_text())
+        r, p = run["summary"]["random"], run["summary"]["projection"]
+        assert run["device"].startswith("NVIDIA H100") and run["commit"] == "a335087" and run["seed"] == int(seed)
+        assert [before, after, alone, below, worst, kernels, projections] == [
+            f"{old['summary']['random']['geomean_queued']:.3f}", f"{r['geomean_queued']:.3f}",
+            f"{r['geomean_alone']:.3f}", str(r["below_0.95_queued"]), f"{r['min_queued']:.3f}", str(r["kernels"]),
+            f"{p['geomean_queued']:.3f}"]
+        ran = {(s["M"], s["N"], s["K"]) for s in old["shapes"] if not s["kernel"].startswith("cuBLAS")}
+        for s in run["shapes"]:
+            shape = f"{s['M']}x{s['N']}x{s['K']}"
+            if s["kind"] == "random" and not s["kernel"].startswith("cuBLAS") and (s["M"], s["N"], s["K"]) not in ran:
+                assert f"{shape} ({s['torch_ms'] / s['ours_ms']:.2f}x" in flat
+            if s["torch_ms"] < 0.95 * s["ours_ms"]:
+                assert s["kernel"].startswith("cuBLAS") and f"{shape} ({s['torch_ms'] / s['ours_ms']:.3f}" in flat
+        if seed == "1":
+            hosts = [run["host_per_call"]]
+    seed4 = json.loads((ROOT / "benchmarks" / "data" / "anyshape-seed4-older-corners-h100.json").read_text())
+    hosts.append(seed4["host_per_call"])
+    assert all(h["shape"] == [64, 64, 64] and not h["kernel"].startswith("cuBLAS") for h in hosts)
+    assert (f"{hosts[0]['ours_us']:.1f} and {hosts[1]['ours_us']:.1f} µs of host time a call, 2,000 calls back to "
+            f"back, against torch.matmul's {hosts[0]['torch_us']:.1f} and {hosts[1]['torch_us']:.1f}") in flat
+    shipped = sqlite3.connect(f"file:{ROOT / 'autotune' / 'store' / 'tuned' / 'h100.sqlite'}?immutable=1", uri=True)
+    rows = shipped.execute("SELECT count(*) FROM results").fetchone()[0]
+    assert f"{rows} rows)" in " ".join(section(text, "## Rows at small host-bound corners").split())
+    runs = [json.loads((ROOT / "benchmarks" / "data" / f"anyshape-seed{s}-older-corners-h100.json").read_text())
+            for s in (1, 4)]
+    after = [f"{run['summary']['random']['geomean_queued']:.3f}x" for run in runs]
+    assert f"seeds 1 and 4 read {after[0]} and {after[1]};" in " ".join(README.read_text().split())
+
+
 def test_the_h100_docs_cover_figures_are_the_committed_runs():
     """docs/results-h100.md, after `autotune cover`: the cover-rate table (one row a tree) and the figures of
     anyshape after the cover, from their JSONs."""
