@@ -1,0 +1,45 @@
+"""benchmarks/dispatch_preview.py: the kernels load()'s dispatcher would run at anyshape's random shapes, read
+offline, are the ones a GPU run through the same shipped database ran."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+@pytest.fixture(scope="module")
+def preview():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import dispatch_preview
+    finally:
+        sys.path.pop(0)
+    return dispatch_preview
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
+def test_the_preview_names_the_kernels_the_h100_run_through_the_shipped_database_ran(preview, seed):
+    from autotune import store
+    from autotune.api.dispatch import Dispatcher
+
+    run = json.loads((ROOT / "benchmarks" / "data" / f"anyshape-seed{seed}-older-corners-h100.json").read_text())
+    ran = [((s["M"], s["N"], s["K"]), s["kernel"]) for s in run["shapes"]
+           if s["kind"] == "random" and not s["kernel"].startswith("cuBLAS")]
+    dispatcher = Dispatcher([str(p) for p in store.shipped_databases()])
+    assert preview.kernels_at(dispatcher, H100, seed, run["summary"]["random"]["shapes"]) == ran
+    assert len(ran) == run["summary"]["random"]["kernels"]
+
+
+def test_the_preview_prints_a_line_a_seed_and_one_a_kernel(preview, capsys):
+    assert preview.main(["--gpu", H100, "--seeds", "4-5"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    heads = [line for line in lines if line.startswith("seed ")]
+    assert heads == ["seed 4: a kernel at 4 of 40", "seed 5: a kernel at 5 of 40"]
+    assert len(lines) == 2 + 4 + 5 and all(line.startswith("  ") for line in lines if line not in heads)
+    assert preview.seeds("1,3") == [1, 3] and preview.seeds("2-4") == [2, 3, 4]
+
