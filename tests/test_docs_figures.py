@@ -559,6 +559,9 @@ def test_the_h100_docs_older_corners_table_is_the_committed_anyshape_runs():
     seed4 = json.loads((ROOT / "benchmarks" / "data" / "anyshape-seed4-older-corners-h100.json").read_text())
     hosts.append(seed4["host_per_call"])
     assert all(h["shape"] == [64, 64, 64] and not h["kernel"].startswith("cuBLAS") for h in hosts)
+    later = [json.loads((ROOT / "benchmarks" / "data" / f"anyshape-seed{s}-older-corners-h100.json").read_text())
+             ["host_per_call"]["torch_us"] for s in (3, 2, 5)]
+    assert f"torch.matmul took {later[0]:.1f} µs a call at 64³, against {later[1]:.1f} and {later[2]:.1f}" in flat
     assert (f"{hosts[0]['ours_us']:.1f} and {hosts[1]['ours_us']:.1f} µs of host time a call, 2,000 calls back to "
             f"back, against torch.matmul's {hosts[0]['torch_us']:.1f} and {hosts[1]['torch_us']:.1f}") in flat
     shipped = sqlite3.connect(f"file:{ROOT / 'autotune' / 'store' / 'tuned' / 'h100.sqlite'}?immutable=1", uri=True)
