@@ -206,6 +206,27 @@ def test_the_h200_other_seeds_figures_are_the_committed_runs(seed):
             f"(worst {r['min_queued']:.3f} at {worst['M']}x{worst['N']}x{worst['K']})") in flat
 
 
+def test_the_pytorch_docs_control_figures_are_the_committed_runs():
+    """docs/pytorch.md: torch.matmul timed against itself at each H200 seed's first random shapes, from the JSONs."""
+    controls = {seed: json.loads((ROOT / "benchmarks" / "data" / name).read_text())["summary"]["random"]["control_geomean"]
+                for seed, name in ((1, "anyshape-h200.json"), (2, "anyshape-seed2-h200.json"),
+                                   (3, "anyshape-seed3-h200.json"), (5, "anyshape-seed5-h200.json"))}
+    assert f"{controls[2]:.3f}" == f"{controls[5]:.3f}"
+    assert (f"random shapes: {controls[1]:.3f} for seed 1, {controls[2]:.3f} for seeds 2 and 5, {controls[3]:.3f} for "
+            f"seed 3, the method's own spread") in " ".join(PYTORCH_DOC.read_text().split())
+
+
+def test_the_pytorch_docs_covering_probe_figures_are_the_committed_probe():
+    """docs/pytorch.md: at 2x11427x189 the covering row's kernel against its own shape's time, and cuBLAS's."""
+    rows = {tuple(r["shape"]): r for r in
+            json.loads((ROOT / "benchmarks" / "data" / "covering-probe-h200.json").read_text())["rows"]}
+    call, own = rows[(2, 11427, 189)], rows[(16, 16383, 255)]
+    assert "measured at 16x16383x255" in call["kernel"]
+    assert (f"At 2x11427x189 the 16x16383x255 row's kernel took {call['ours_us']:.2f} µs against {own['ours_us']:.2f} "
+            f"at its own shape, as the rule expects, while cuBLAS went from {own['torch_us']:.2f} µs to "
+            f"{call['torch_us']:.2f}") in " ".join(PYTORCH_DOC.read_text().split())
+
+
 def test_the_h200_corners_figures_are_the_committed_corners(tmp_path):
     """docs/pytorch.md on the H200's small corners: how many won, and where load() would run their kernels once
     merged into the shipped database as corners_ship_check.sh merges them (slim, then ship_database.py)."""
