@@ -553,18 +553,20 @@ def test_the_h100_docs_shipped_table_is_the_committed_anyshape_runs():
 def test_the_h100_docs_older_corners_table_is_the_committed_anyshape_runs():
     """docs/results-h100.md, the older lattices' corners merged: each seed's row, before from the shipped table's
     JSON and after from the merged run's; the shapes where the new rows run; 64^3's host time; the rows shipped."""
+    data = ROOT / "benchmarks" / "data"
+    before = {s: json.loads((data / f"anyshape-seed{s}-h100.json").read_text()) for s in range(1, 6)}
+    after = {s: json.loads((data / f"anyshape-seed{s}-older-corners-h100.json").read_text()) for s in range(1, 6)}
     text = (ROOT / "docs" / "results-h100.md").read_text()
     part = section(text, "## The older lattices' corners, merged")
     flat = " ".join(part.split())
     table = table_rows(part)
     assert [row[0] for row in table] == ["1", "2", "3", "4", "5"]
-    for seed, before, after, alone, below, worst, kernels, projections in table:
-        old = json.loads((ROOT / "benchmarks" / "data" / f"anyshape-seed{seed}-h100.json").read_text())
-        run = json.loads((ROOT / "benchmarks" / "data" / f"anyshape-seed{seed}-older-corners-h100.json").read_text())
+    for seed, was, now, alone, below, worst, kernels, projections in table:
+        old, run = before[int(seed)], after[int(seed)]
         r, p = run["summary"]["random"], run["summary"]["projection"]
         assert run["device"].startswith("NVIDIA H100") and run["seed"] == int(seed)
         assert run["commit"] == ("a335087" if seed in "14" else "31bf6ec")
-        assert [before, after, alone, below, worst, kernels, projections] == [
+        assert [was, now, alone, below, worst, kernels, projections] == [
             f"{old['summary']['random']['geomean_queued']:.3f}", f"{r['geomean_queued']:.3f}",
             f"{r['geomean_alone']:.3f}", str(r["below_0.95_queued"]), f"{r['min_queued']:.3f}", str(r["kernels"]),
             f"{p['geomean_queued']:.3f}"]
@@ -575,25 +577,20 @@ def test_the_h100_docs_older_corners_table_is_the_committed_anyshape_runs():
                 assert f"{shape} ({s['torch_ms'] / s['ours_ms']:.2f}x" in flat
             if s["torch_ms"] < 0.95 * s["ours_ms"]:
                 assert s["kernel"].startswith("cuBLAS") and f"{shape} ({s['torch_ms'] / s['ours_ms']:.3f}" in flat
-        if seed == "1":
-            hosts = [run["host_per_call"]]
-    seed4 = json.loads((ROOT / "benchmarks" / "data" / "anyshape-seed4-older-corners-h100.json").read_text())
-    hosts.append(seed4["host_per_call"])
+    hosts = [after[s]["host_per_call"] for s in (1, 4)]
     assert all(h["shape"] == [64, 64, 64] and not h["kernel"].startswith("cuBLAS") for h in hosts)
-    later = [json.loads((ROOT / "benchmarks" / "data" / f"anyshape-seed{s}-older-corners-h100.json").read_text())
-             ["host_per_call"]["torch_us"] for s in (3, 2, 5)]
+    later = [after[s]["host_per_call"]["torch_us"] for s in (3, 2, 5)]
     assert f"torch.matmul took {later[0]:.1f} µs a call at 64³, against {later[1]:.1f} and {later[2]:.1f}" in flat
     assert (f"{hosts[0]['ours_us']:.1f} and {hosts[1]['ours_us']:.1f} µs of host time a call, 2,000 calls back to "
             f"back, against torch.matmul's {hosts[0]['torch_us']:.1f} and {hosts[1]['torch_us']:.1f}") in flat
     shipped = sqlite3.connect(f"file:{ROOT / 'autotune' / 'store' / 'tuned' / 'h100.sqlite'}?immutable=1", uri=True)
     rows = shipped.execute("SELECT count(*) FROM results").fetchone()[0]
     assert f"{rows} rows)" in " ".join(section(text, "## Rows at small host-bound corners").split())
-    runs = [json.loads((ROOT / "benchmarks" / "data" / f"anyshape-seed{s}-older-corners-h100.json").read_text())
-            for s in range(1, 6)]
-    means = [run["summary"]["random"]["geomean_queued"] for run in runs]
-    below = [s["torch_ms"] / s["ours_ms"] for run in runs for s in run["shapes"]
+    summaries = [run["summary"]["random"] for run in after.values()]
+    means = [r["geomean_queued"] for r in summaries]
+    counts = [r["below_0.95_queued"] for r in summaries if r["below_0.95_queued"]]
+    below = [s["torch_ms"] / s["ours_ms"] for run in after.values() for s in run["shapes"]
              if s["kind"] == "random" and s["torch_ms"] < 0.95 * s["ours_ms"]]
-    counts = [run["summary"]["random"]["below_0.95_queued"] for run in runs if run["summary"]["random"]["below_0.95_queued"]]
     words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
     assert (f"with more corners shipped since, {min(means):.3f}-{max(means):.3f}x, but at {words[len(counts)]} of the "
             f"seeds {words[min(counts)]} to {words[max(counts)]} shapes that cuBLAS runs read {min(below):.3f}-"
@@ -601,7 +598,7 @@ def test_the_h100_docs_older_corners_table_is_the_committed_anyshape_runs():
     assert f"is not met at {words[len(counts)]} of the five" in flat
     assert (f"the geometric mean is {min(means):.3f}-{max(means):.3f} at seeds 1-5, but at {words[len(counts)]} of them "
             f"{words[min(counts)]} to {words[max(counts)]} shapes that cuBLAS runs read below 0.95"
-            ) in " ".join((ROOT / "docs" / "pytorch.md").read_text().split())
+            ) in " ".join(PYTORCH_DOC.read_text().split())
 
 
 def test_the_h100_docs_cover_figures_are_the_committed_runs():
