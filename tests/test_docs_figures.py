@@ -125,6 +125,7 @@ def test_the_blocked_space_size_is_what_autotune_space_counts(search_doc):
 
 
 PYTORCH_DOC = ROOT / "docs" / "pytorch.md"
+HOST_DOC = ROOT / "docs" / "host-bound.md"  # what host-bound calls cost, and the rows that cover them
 ANYSHAPE_JSON = ROOT / "benchmarks" / "data" / "anyshape-h200.json"
 
 
@@ -216,15 +217,15 @@ def test_the_pytorch_docs_control_figures_are_the_committed_runs():
             f"seed 3, the method's own spread") in " ".join(PYTORCH_DOC.read_text().split())
 
 
-def test_the_pytorch_docs_covering_probe_figures_are_the_committed_probe():
-    """docs/pytorch.md: at 2x11427x189 the covering row's kernel against its own shape's time, and cuBLAS's."""
+def test_the_host_bound_docs_covering_probe_figures_are_the_committed_probe():
+    """docs/host-bound.md: at 2x11427x189 the covering row's kernel against its own shape's time, and cuBLAS's."""
     rows = {tuple(r["shape"]): r for r in
             json.loads((ROOT / "benchmarks" / "data" / "covering-probe-h200.json").read_text())["rows"]}
     call, own = rows[(2, 11427, 189)], rows[(16, 16383, 255)]
     assert "measured at 16x16383x255" in call["kernel"]
     assert (f"At 2x11427x189 the 16x16383x255 row's kernel took {call['ours_us']:.2f} µs against {own['ours_us']:.2f} "
             f"at its own shape, as the rule expects, while cuBLAS went from {own['torch_us']:.2f} µs to "
-            f"{call['torch_us']:.2f}") in " ".join(PYTORCH_DOC.read_text().split())
+            f"{call['torch_us']:.2f}") in " ".join(HOST_DOC.read_text().split())
 
 
 def test_the_h200_corners_figures_are_the_committed_corners(tmp_path):
@@ -374,7 +375,7 @@ def test_the_ozaki_docs_energy_table_is_the_committed_benchmark():
     assert f"commit `{data['commit']}`" in doc
 
 
-def test_the_pytorch_docs_host_bound_probe_figures_are_the_committed_probe():
+def test_the_host_bound_docs_host_bound_probe_figures_are_the_committed_probe():
     import math
 
     data = json.loads(gzip.decompress((ROOT / "benchmarks" / "data" / "hostbound-probe-h200.json.gz").read_bytes()))
@@ -388,7 +389,7 @@ def test_the_pytorch_docs_host_bound_probe_figures_are_the_committed_probe():
 
     hidden = [ratio(r, r["nearest"]["queued_us"] if r["nearest"]["gpu_us"] <= 10 else r["load"]["queued_us"])
               for r in rows]
-    flat = " ".join((ROOT / "docs" / "pytorch.md").read_text().split())
+    flat = " ".join(HOST_DOC.read_text().split())
     assert f"at the {len(rows)} of the three seeds' random shapes" in flat
     assert f"load() {geomean([ratio(r, r['load']['queued_us']) for r in rows]):.3f};" in flat
     assert f"load() elsewhere, {geomean(hidden):.3f} ({sum(h < 0.95 for h in hidden)} shapes below 0.95)" in flat
@@ -424,9 +425,9 @@ def _span(values) -> str:
     return f"{min(values):.1f}-{max(values):.1f}"
 
 
-def test_the_pytorch_docs_host_path_figures_are_the_committed_probes():
-    """docs/pytorch.md's host microseconds of load()'s pass-through to torch.mm: the probes' outputs."""
-    flat = " ".join((ROOT / "docs" / "pytorch.md").read_text().split())
+def test_the_host_bound_docs_host_path_figures_are_the_committed_probes():
+    """docs/host-bound.md's host microseconds of load()'s pass-through to torch.mm: the probes' outputs."""
+    flat = " ".join(HOST_DOC.read_text().split())
     path = _probe_lines("host-path-h200.txt")
     assert len(path) == 3
     assert (f"load() took {_span([p['ours'] - p['torch.mm'] for _, p in path])} µs a call above torch.mm's "
@@ -447,18 +448,18 @@ def test_the_pytorch_docs_host_path_figures_are_the_committed_probes():
 
 
 
-def test_the_pytorch_docs_c_first_step_figures_are_the_committed_probe():
-    """docs/pytorch.md's host microseconds of load() with its first step in C, beside the same steps in Python."""
-    flat = " ".join((ROOT / "docs" / "pytorch.md").read_text().split())
+def test_the_host_bound_docs_c_first_step_figures_are_the_committed_probe():
+    """docs/host-bound.md's host microseconds of load() with its first step in C, beside the same steps in Python."""
+    flat = " ".join(HOST_DOC.read_text().split())
     lines = [p for _, p in _probe_lines("passthrough-c-h200.txt")]
     assert len(lines) == 3
     assert (f"torch.mm {_span([p['torch.mm'] for p in lines])} µs): load() {_span([p['ours'] for p in lines])} µs "
             f"against the Python steps' {_span([p['ours, Python steps'] for p in lines])} in the same process, "
             f"{_span([p['ours'] - p['torch.matmul'] for p in lines])} above torch.matmul") in flat
 
-def test_the_pytorch_docs_libtorch_figures_are_the_committed_probe():
-    """docs/pytorch.md's host microseconds of the pass-through in C++ (aten_direct.py on a CPU build)."""
-    flat = " ".join((ROOT / "docs" / "pytorch.md").read_text().split())
+def test_the_host_bound_docs_libtorch_figures_are_the_committed_probe():
+    """docs/host-bound.md's host microseconds of the pass-through in C++ (aten_direct.py on a CPU build)."""
+    flat = " ".join(HOST_DOC.read_text().split())
     [(shape, us)] = _probe_lines("aten-direct-cpu.txt")
     assert shape == (2, 4, 3)
     first_step = us["load()'s first step"]
@@ -469,9 +470,9 @@ def test_the_pytorch_docs_libtorch_figures_are_the_committed_probe():
 
 
 
-def test_the_pytorch_docs_memo_figures_are_the_committed_probe():
-    """docs/pytorch.md's host microseconds of the C first step with its memo and without (memo_probe.py on a CPU)."""
-    flat = " ".join((ROOT / "docs" / "pytorch.md").read_text().split())
+def test_the_host_bound_docs_memo_figures_are_the_committed_probe():
+    """docs/host-bound.md's host microseconds of the C first step with its memo and without (memo_probe.py on a CPU)."""
+    flat = " ".join(HOST_DOC.read_text().split())
     [(shape, us)] = _probe_lines("memo-probe-cpu.txt")
     assert shape == (2, 4, 3)
     assert (f"torch.mm {us['torch.mm']:.2f} µs, torch.matmul {us['torch.matmul']:.2f}, the C first step "
@@ -483,9 +484,9 @@ def test_the_pytorch_docs_memo_figures_are_the_committed_probe():
     assert (f"took {min(memo):+.2f} to {max(memo):+.2f} µs more than without it, while torch.mm and torch.matmul, "
             f"the same product, were {_span(same)} apart") in flat
 
-def test_the_pytorch_docs_staged_store_figures_are_the_committed_runs():
-    """docs/pytorch.md's CS=1 figures: staged_store.py's pairs and the odd-N cover's products."""
-    flat = " ".join((ROOT / "docs" / "pytorch.md").read_text().split())
+def test_the_host_bound_docs_staged_store_figures_are_the_committed_runs():
+    """docs/host-bound.md's CS=1 figures: staged_store.py's pairs and the odd-N cover's products."""
+    flat = " ".join(HOST_DOC.read_text().split())
     rows = json.loads((ROOT / "benchmarks" / "data" / "staged-store-h200.json").read_text())["rows"]
     odd = [r["cs0_ms"] / r["cs1_ms"] for r in rows if r["N"] % 4]
     even = [r["cs0_ms"] / r["cs1_ms"] for r in rows if r["N"] % 4 == 0]
