@@ -3,10 +3,11 @@ offline, are the ones a GPU run through the same shipped database ran."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.programs import program
 
 ROOT = Path(__file__).resolve().parents[1]
 H100 = "NVIDIA H100 80GB HBM3"
@@ -14,12 +15,7 @@ H100 = "NVIDIA H100 80GB HBM3"
 
 @pytest.fixture(scope="module")
 def preview():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import dispatch_preview
-    finally:
-        sys.path.pop(0)
-    return dispatch_preview
+    return program("benchmarks", "dispatch_preview")
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])

@@ -21,6 +21,7 @@ import pytest
 
 from autotune.families import BLOCKED, NAIVE, TILED
 from autotune.space import Limits, count_valid
+from tests.programs import program
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -244,11 +245,7 @@ def test_the_h200_corners_figures_are_the_committed_corners(tmp_path):
                            tmp_path / "merged.sqlite")):
         subprocess.run([sys.executable, str(ROOT / "scripts" / script), *map(str, args)], check=True,
                        capture_output=True)
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        from dispatch_preview import kernels_at
-    finally:
-        sys.path.pop(0)
+    kernels_at = program("benchmarks", "dispatch_preview").kernels_at
 
     def counts(paths: list[str]) -> str:  # how many of seeds 1-8's random shapes run a kernel
         found = [len(kernels_at(Dispatcher(paths), "NVIDIA H200", seed, 40)) for seed in range(1, 9)]

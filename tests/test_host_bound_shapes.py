@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.programs import program
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -21,11 +23,8 @@ def test_the_committed_lattice_is_the_scripts_output(flag: str, name: str) -> No
 
 
 def test_odd_n_is_the_misaligned_lattice_where_c_rows_are_misaligned() -> None:
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        from host_bound_shapes import misaligned, shapes
-    finally:
-        sys.path.pop(0)
+    lattice = program("scripts", "host_bound_shapes")
+    misaligned, shapes = lattice.misaligned, lattice.shapes
     every = misaligned(shapes())
     odd = misaligned(shapes(), odd_n=True)
     assert odd == [s for s in every if s[1] % 4] and len(odd) == 2 * len(shapes())
@@ -40,11 +39,7 @@ def test_the_small_lattice_holds_what_its_docstring_says() -> None:
 
     from autotune.api.dispatch import beats_library, covers, holds_alike
 
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        from host_bound_shapes import written
-    finally:
-        sys.path.pop(0)
+    written = program("scripts", "host_bound_shapes").written
     shapes = []
     for name in ("anyshape-h200.json", "anyshape-seed2-h200.json", "anyshape-seed3-h200.json"):
         data = json.loads((ROOT / "benchmarks" / "data" / name).read_text())

@@ -1,13 +1,11 @@
 """benchmarks/cuda_events.paired_ms under a drifting GPU: a call paired with itself must come out even."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from cuda_events import paired_ms  # noqa: E402
+from tests.programs import program
+
+paired_ms = program("benchmarks", "cuda_events").paired_ms
 
 
 class DriftingGPU:

@@ -10,16 +10,14 @@ from pathlib import Path
 from autotune.api.dispatch import takes_short_way
 from autotune.families import config_of_row
 from autotune.space import Limits
+from tests.programs import program
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_the_candidates_take_the_short_way_and_read_misaligned_rows_as_they_lie() -> None:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        from small_corners import SMALL_TILES, candidates
-    finally:
-        sys.path.pop(0)
+    corners = program("benchmarks", "small_corners")
+    SMALL_TILES, candidates = corners.SMALL_TILES, corners.candidates
     for shape in [(2048, 1023, 32), (64, 128, 255), (256, 2048, 128)]:
         found = candidates(shape, Limits())
         assert found and all(takes_short_way(c, shape) for c in found), shape

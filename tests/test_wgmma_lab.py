@@ -6,16 +6,14 @@ flight (WARPGROUP.DEPBAR.LE gsb0, 0x1: not serialized), and the float4 split use
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
 from autotune.errors import AutotuneError
 from autotune.explain import sass
+from tests.programs import program
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "profiling"))
-import wgmma_lab  # noqa: E402
+wgmma_lab = program("benchmarks/profiling", "wgmma_lab")
 
 
 @pytest.mark.parametrize("variant", wgmma_lab.VARIANTS, ids=lambda v: "BN{}_S{}_T{}_P{}".format(*v))
