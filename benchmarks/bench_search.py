@@ -4,7 +4,7 @@ the best, per sampler over many seeds, as markdown (for docs/search.md).
     python benchmarks/bench_search.py                       # every dataset below, 20 seeds
     python benchmarks/bench_search.py --only synthetic --seeds 5 --samplers random,tpe,model
     python benchmarks/bench_search.py --replay-db new.sqlite --family naive,tiled --M 2048
-    python benchmarks/bench_search.py --make-synthetic benchmarks/data/synthetic-fake-naive-tiled-4096.sqlite
+    python benchmarks/bench_search.py --make-synthetic synthetic.sqlite    # benchmarks/data keeps it gzip'd (-9 -n)
 
 The README's sampler table comes from (both files committed; tests/test_docs_figures.py checks
 that the README quotes the JSON):
@@ -42,10 +42,10 @@ SYNTHETIC_LABEL = ("SYNTHETIC: times from tests/fakes.py's FakeBackend (bigger t
                    "a hash jitter), not a GPU; it checks the machinery, not the samplers' worth on real kernels")
 # name -> (file, families, label or "" to read it from the data, M = N = K)
 DATASETS = {
-    "h200-gt-4096": ("h200-gt-naive-tiled-4096.sqlite", "naive,tiled", "", 4096),
-    "h200-gt-2048": ("h200-gt-naive-tiled-2048.sqlite", "naive,tiled", "", 2048),
-    "h200-blocked-sample": ("h200-gt-blocked-4096.sqlite", "blocked", "", 4096),
-    "synthetic": ("synthetic-fake-naive-tiled-4096.sqlite", "naive,tiled", SYNTHETIC_LABEL, 4096),
+    "h200-gt-4096": ("h200-gt-naive-tiled-4096.sqlite.gz", "naive,tiled", "", 4096),
+    "h200-gt-2048": ("h200-gt-naive-tiled-2048.sqlite.gz", "naive,tiled", "", 2048),
+    "h200-blocked-sample": ("h200-gt-blocked-4096.sqlite.gz", "blocked", "", 4096),
+    "synthetic": ("synthetic-fake-naive-tiled-4096.sqlite.gz", "naive,tiled", SYNTHETIC_LABEL, 4096),
 }
 
 

@@ -21,3 +21,4 @@ for db in "$OUT"/h200-gt-*.sqlite; do
   sqlite3 "$db" "select '$(basename "$db")', status, count(*) from results group by status" 2>/dev/null \
     || python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(sys.argv[1], c.execute('select status, count(*) from results group by status').fetchall())" "$db"
 done
+gzip -9 -n -k "$OUT"/h200-gt-*.sqlite  # benchmarks/data keeps datasets gzip'd; they are read as they are

@@ -14,6 +14,7 @@ from autotune.backends.reference import FP32, FP32_TC, TC_FACTOR, TOLERANCE, UNI
 from autotune.backends.sim.backend import SimBackend
 from autotune.codegen.render import render
 from autotune.families import TF32X3, precision_of
+from autotune.packed import unpacked
 from autotune.search.measure import evaluate
 from autotune.space import Limits, make_config
 from tests.emulated import plain_tf32
@@ -22,7 +23,7 @@ from tests.emulated import plain_tf32
 # 2**-11, whatever K) a thousand times above it; small M and N keep the emulator at ~1 s a kernel.
 SHAPE = (48, 40, 256)
 SMALL = {"BM": 64, "BN": 64, "BK": 16, "WM": 32, "WN": 32, "STAGES": 2}
-OLD_DB = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "h200-4096-blocked-search2.sqlite"
+OLD_DB = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "h200-4096-blocked-search2.sqlite.gz"
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +87,7 @@ def test_rows_of_an_old_database_still_read_and_new_rows_add_the_columns(tmp_pat
     assert before is not None and "precision" not in before  # written before the contracts
     assert "contract fp32" in format_row(before)
     copy = tmp_path / "old.sqlite"
-    shutil.copy(OLD_DB, copy)
+    shutil.copy(unpacked(OLD_DB), copy)
     db = store.open_db(copy)
     row = evaluate(db, backend, tf32(3), Limits(), None).row
     again = store.result_by_id(db, row["id"])

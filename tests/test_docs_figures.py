@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from autotune.families import BLOCKED, NAIVE, TILED
+from autotune.packed import unpacked
 from autotune.space import Limits, count_valid
 from tests.programs import program
 
@@ -27,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 SEARCH_DOC = ROOT / "docs" / "search.md"  # the sampler table and the space sizes
 SAMPLER_JSON = ROOT / "benchmarks" / "data" / "bench-search-naive-tiled-h200.json"
-BLOCKED_GT = ROOT / "benchmarks" / "data" / "h200-gt-blocked-4096.sqlite"
+BLOCKED_GT = ROOT / "benchmarks" / "data" / "h200-gt-blocked-4096.sqlite.gz"
 SECTION = "## Search efficiency: replayed, against ground truth"
 
 
@@ -114,7 +115,7 @@ def test_the_replayed_datasets_are_what_the_search_doc_says(search_doc, bench):
     assert quoted and all(q == f"{naive_tiled:,}" for q in quoted), quoted
     for d in bench["datasets"]:  # "every one of the 916 valid naive and tiled configs at 4096³ and at 2048³"
         assert d["exhaustive"] and d["space"] == naive_tiled, d["name"]
-    with sqlite3.connect(BLOCKED_GT) as db:
+    with closing(sqlite3.connect(unpacked(BLOCKED_GT))) as db:
         ok = db.execute("SELECT COUNT(*) FROM results WHERE family = 'blocked' AND status = 'ok' "
                         "AND M = 4096 AND N = 4096 AND K = 4096").fetchone()[0]
     assert f"and {ok} blocked configs at 4096³" in text

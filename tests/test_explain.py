@@ -122,7 +122,7 @@ def test_sass_without_nvdisasm_is_one_line(monkeypatch, tmp_path):
 
 
 # A database of ten tiled kernels' counts written before hgmma, imma and igmma were columns of the kernels table
-OLD_DB = Path(__file__).resolve().parent / "data" / "h200-4096-issue2-counted.sqlite"
+OLD_DB = Path(__file__).resolve().parent / "data" / "h200-4096-naive-tiled-counted.sqlite"
 
 
 def test_a_kernels_table_from_before_the_integer_mma_columns_still_reads(tmp_path, monkeypatch):

@@ -32,7 +32,7 @@ from autotune.space.devices import PRESETS
 from autotune.space.formula import GridFormula, derive_formula
 
 DATA = Path(__file__).resolve().parent / "data"
-PRE_BSWAP = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "h200-4096-final.sqlite"
+PRE_BSWAP = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "h200-4096-final.sqlite.gz"
 ODD = (1, 3, 7, 31, 33, 63, 65, 127, 129, 255, 257, 511, 999, 1000, 1001, 4095, 4097, 8191, 9999, 10000)
 SHAPES = [(m, n) for m in ODD for n in ODD[::3]] + [(1, 10000), (10000, 1), (65535 * 16 + 1, 3)]
 # refused by split-K's turnstile count at small tiles (tiles > 65536), and by the int range

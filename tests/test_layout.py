@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "autotune"
-# Lowest first. A module may import its own layer's modules and any lower layer's.
-LAYERS = ["errors", "space", "families", "codegen", "backends", "store", "explain", "search", "api", "torch", "cli"]
+# Lowest first. A module may import its own layer's modules and any lower layer's. packed: reading a gzip'd
+# database, which backends (replay), store and explain all do.
+LAYERS = ["errors", "packed", "space", "families", "codegen", "backends", "store", "explain", "search", "api", "torch", "cli"]
 MAX_LINES = 400
 
 

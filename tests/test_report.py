@@ -18,11 +18,12 @@ from autotune.explain.page import PLOTS, plot_name, write_page
 from autotune.explain.plots import write_plots
 from autotune.explain.report import build
 from autotune.explain.roofline import roofline
+from autotune.packed import unpacked
 
-H200_DB = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "h200-4096-issue2-run1.sqlite"
+H200_DB = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "h200-4096-naive-tiled-search.sqlite.gz"
 # The same with its ten fastest kernels' SASS counts saved, as a search saves them today
 # (tests/data/make_counted_db.py): the report analyses only the ladder's kernels
-COUNTED_DB = Path(__file__).resolve().parent / "data" / "h200-4096-issue2-counted.sqlite"
+COUNTED_DB = Path(__file__).resolve().parent / "data" / "h200-4096-naive-tiled-counted.sqlite"
 SHAPE = (4096, 4096, 4096)
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 needs_nvdisasm = pytest.mark.skipif(not ex.have_nvdisasm(), reason="nvdisasm not installed (the sass extra)")
@@ -138,18 +139,18 @@ def test_progress_is_best_so_far_over_the_trials_table(made):
 
 def test_report_leaves_the_database_untouched(tmp_path, monkeypatch):
     db_path = tmp_path / "h200.sqlite"
-    shutil.copyfile(H200_DB, db_path)
+    shutil.copyfile(unpacked(H200_DB), db_path)
     monkeypatch.setattr(ex, "have_nvdisasm", lambda: False)  # fast: no compiling, and it must still work
     result = CliRunner().invoke(cli, ["report", "--M", "4096", "--db", str(db_path), "-o", str(tmp_path / "r")])
     assert result.exit_code == 0, result.output
-    assert db_path.read_bytes() == H200_DB.read_bytes()
+    assert db_path.read_bytes() == unpacked(H200_DB).read_bytes()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["h200.sqlite", "r"]  # no -wal/-shm left beside it
     assert "no SASS model" in (tmp_path / "r" / "report.md").read_text()
 
 
 def test_report_for_a_shape_with_no_results_is_one_line(tmp_path):
     db_path = tmp_path / "h200.sqlite"
-    shutil.copyfile(H200_DB, db_path)
+    shutil.copyfile(unpacked(H200_DB), db_path)
     result = CliRunner().invoke(cli, ["report", "--M", "64", "--db", str(db_path), "-o", str(tmp_path / "r")])
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [

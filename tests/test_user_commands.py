@@ -30,14 +30,15 @@ import pytest
 from click.testing import CliRunner
 
 from autotune.cli import cli
+from autotune.packed import unpacked
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "benchmarks" / "data"
 # Every naive and tiled config at 4096^3 on an H200 (backend cuda); rollback-journal mode, no
 # `sources` table: any write (WAL switch, schema creation, SASS counts) changes its bytes.
-NAIVE_TILED = DATA / "h200-gt-naive-tiled-4096.sqlite"
+NAIVE_TILED = DATA / "h200-gt-naive-tiled-4096.sqlite.gz"
 # Blocked rows recorded before the BSWAP parameter existed (no BSWAP column), with their sources.
-PRE_BSWAP = DATA / "h200-4096-final.sqlite"
+PRE_BSWAP = DATA / "h200-4096-final.sqlite.gz"
 SHAPE_4096 = ["--M", "4096"]
 TINY = ["--M", "24", "--N", "20", "--K", "9"]  # small enough for the CPU emulator to be quick
 SIM_TRIALS = 4
@@ -84,8 +85,10 @@ def assert_process_one_line_error(rc: int, out: str, err: str) -> str:
 
 
 def copy_of(src: Path, tmp_path: Path, name: str | None = None) -> tuple[Path, bytes]:
-    dst = tmp_path / (name or src.name)
-    shutil.copyfile(src, dst)
+    """A plain copy of a committed dataset (gzip'd ones unpacked) to run commands on, and its bytes."""
+    plain = unpacked(src)
+    dst = tmp_path / (name or plain.name)
+    shutil.copyfile(plain, dst)
     return dst, dst.read_bytes()
 
 

@@ -22,9 +22,10 @@ import pytest
 from click.testing import CliRunner
 
 from autotune.cli import cli
+from autotune.packed import unpacked
 
 ROOT = Path(__file__).resolve().parent.parent
-DATASET = ROOT / "benchmarks" / "data" / "h200-gt-naive-tiled-4096.sqlite"  # every valid naive/tiled config, 4096^3
+DATASET = ROOT / "benchmarks" / "data" / "h200-gt-naive-tiled-4096.sqlite.gz"  # every valid naive/tiled config, 4096^3
 SIM = ["--backend", "sim", "--M", "24", "--N", "20", "--K", "9"]  # tiny: the emulator answers in a fraction of a second
 FAILED = ("compile_error", "launch_error", "timeout")
 
@@ -67,7 +68,7 @@ def rows(db: Path, where: str = "1") -> list[dict]:
 def dataset(tmp_path) -> Path:
     """A copy of the recorded dataset: a replay must never touch the committed file."""
     copy = tmp_path / "gt.sqlite"
-    shutil.copyfile(DATASET, copy)
+    shutil.copyfile(unpacked(DATASET), copy)
     return copy
 
 

@@ -31,6 +31,7 @@ from autotune.backends.base import Backend
 from autotune.backends.outcome import OK, UNRECORDED, Outcome, Timing
 from autotune.errors import AutotuneError, SpaceError
 from autotune.families import FAMILIES, config_of_row
+from autotune.packed import unpacked
 from autotune.space import Config
 
 OVERHEAD_S = 0.3  # per new trial: render + compile wait + verify + bookkeeping (see the module doc)
@@ -52,6 +53,7 @@ def _connect(db_path: str | Path) -> sqlite3.Connection:
     path = Path(db_path)
     if not path.is_file():
         raise AutotuneError(f"replay database {path} does not exist; pass --replay-db with a recorded results database")
+    path = unpacked(path)  # a gzip'd dataset is replayed from its plain copy
     # Read-only: a replay never changes its dataset. A checkpointed file (no -wal beside it) is
     # opened immutable, which also keeps SQLite from leaving -shm/-wal files next to it.
     wal = path.with_name(path.name + "-wal")

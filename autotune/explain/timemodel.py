@@ -22,11 +22,8 @@ benchmarks/timemodel_eval.py, its figures docs/time-model.md.
 """
 from __future__ import annotations
 
-import gzip
 import math
-import shutil
 import sqlite3
-import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
@@ -40,6 +37,7 @@ from autotune.errors import AutotuneError, SpaceError
 from autotune.explain.boost import Trees, fit_trees
 from autotune.explain.model import PRESETS, DeviceSpec
 from autotune.families import FAMILIES, config_of_row
+from autotune.packed import unpacked
 from autotune.space import Config, Limits, Shape, ceil_div
 
 LAUNCH_MS = 0.004  # a launch's few microseconds: near the shortest times the H200 rows record at all
@@ -271,15 +269,8 @@ def measured(rows: Iterable[Mapping[str, Any]]) -> list[tuple[Config, Shape, flo
 
 def read_rows(path: str | Path, gpu: str | None = None, backend: str = "cuda") -> list[dict[str, Any]]:
     """The verified rows of one backend (and GPU name or UUID, when given) in a results database,
-    gzip'd (benchmarks/data's *.sqlite.gz, unpacked into a temporary folder) or not."""
-    path = Path(path)
-    if path.suffix != ".gz":
-        return _query(path, gpu, backend)
-    with tempfile.TemporaryDirectory() as folder:
-        plain = Path(folder) / path.stem
-        with gzip.open(path) as src, plain.open("wb") as dst:
-            shutil.copyfileobj(src, dst)
-        return _query(plain, gpu, backend)
+    gzip'd (benchmarks/data's *.sqlite.gz: autotune.packed) or not."""
+    return _query(unpacked(path), gpu, backend)
 
 
 def _query(path: Path, gpu: str | None, backend: str) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ from typing import Iterator
 import sqlite_utils
 
 from autotune.errors import AutotuneError
+from autotune.packed import unpacked
 
 DEFAULT_DB = Path("db") / "autotune.sqlite"
 # The tuned databases the package ships (scripts/ship_database.py makes them), read by load() after the
@@ -52,10 +53,14 @@ def now() -> str:
 
 def check_not_shipped(path: str | Path) -> None:
     """The databases the package ships are only read (load() reads them by itself): a search, a measurement or
-    a first-use job that wrote into one would change the package for every later user of the install."""
+    a first-use job that wrote into one would change the package for every later user of the install. A gzip'd
+    database is only read too (autotune.packed): rows written to its unpacked copy would be lost."""
     if TUNED.resolve() in Path(path).resolve().parents:
         raise AutotuneError(f"database {path} is a database the package ships, which is only read; pass --db (db=, "
                             f"or AUTOTUNE_DB) with a database of your own")
+    if Path(path).suffix == ".gz":
+        raise AutotuneError(f"database {path} is gzip'd, which is only read; gunzip it and pass --db with the plain "
+                            f"file to write to")
 
 
 def open_db(path: str | Path) -> sqlite_utils.Database:
@@ -223,6 +228,7 @@ def open_readonly(path: str | Path) -> sqlite_utils.Database:
     if not path.is_file():
         raise AutotuneError(f"database {path} does not exist; pass --db (or set AUTOTUNE_DB) with the file "
                             f"a search wrote")
+    path = unpacked(path)  # a gzip'd database is read from its plain copy
     try:
         conn = sqlite3.connect(f"{path.absolute().as_uri()}?{_read_mode(path)}", uri=True, check_same_thread=False)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")

@@ -17,7 +17,7 @@ from autotune.search import bench  # noqa: E402
 from autotune.search.loop import run_search  # noqa: E402
 from autotune.space import Limits  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "h200-gt-naive-tiled-4096.sqlite"
+DATA = Path(__file__).resolve().parents[1] / "data" / "h200-gt-naive-tiled-4096.sqlite.gz"
 ds = bench.load_dataset(DATA, (4096, 4096, 4096), [NAIVE, TILED])
 assert ds.exhaustive
 stop_ms = ds.best["time_ms"] / (1.0 - min(bench.TARGETS))
