@@ -62,6 +62,20 @@ def test_space_lists_constraints():
     assert "784 valid of 1960" in result.output and "constraint: bx must divide T" in result.output
 
 
+def test_space_counts_the_sub_space_that_p_leaves():
+    """-p narrows the space as search -p does: tiled with T=32 alone, one of its five tile edges."""
+    from autotune.families import TILED
+    from autotune.space import Limits, count_valid, narrow
+
+    result = run("space", "--family", "tiled", "-p", "T=32")
+    narrowed = narrow(TILED, {"T": ["32"]})
+    assert result.exit_code == 0, result.output
+    assert f"{count_valid(narrowed, Limits())} valid of 392" in result.output and "  T       32  default" in result.output
+    assert count_valid(narrowed, Limits()) < 784
+    refused = run("space", "--family", "tiled", "-p", "T=7")
+    assert refused.exit_code == 2 and refused.output.startswith("error: T=7 is outside the space")
+
+
 @pytest.fixture
 def filled_db(tmp_path):
     path = tmp_path / "r.sqlite"

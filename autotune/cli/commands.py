@@ -238,12 +238,15 @@ def verify(backend, family_text, precision, limit, shapes, seed, device, as_json
 @click.option("--family", type=click.Choice(sorted(FAMILIES)), help="one family only")
 @click.option("--device-preset", default="h200", show_default=True,
               help=f"the device the space is sized for: {', '.join(DEVICE_PRESETS)}")
+@click.option("-p", "--param", "params", multiple=True, metavar="NAME=V1,V2",
+              help="only these values of a parameter (repeat for others), as search -p takes them")
 @friendly
-def space(family, device_preset) -> None:
+def space(family, device_preset, params) -> None:
     """The search space: parameters, values, defaults, constraints and how many configs are valid."""
     from autotune.api.commands import describe_space
 
-    families, refused = for_device([FAMILIES[family]] if family else list(FAMILIES.values()), device_preset_limits(device_preset))
+    chosen = narrow_families([FAMILIES[family]] if family else list(FAMILIES.values()), params)
+    families, refused = for_device(chosen, device_preset_limits(device_preset))
     for line in refused:
         click.echo(f"{line}: no configs")
     for f in families:
