@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from autotune.api.suite import read_shapes
 from autotune.families import BLOCKED, NAIVE, TILED
 from autotune.packed import unpacked
 from autotune.space import Limits, count_valid
@@ -156,6 +157,13 @@ def test_the_pytorch_docs_table_is_the_anyshape_benchmarks_committed_outputs():
             f"{suite['geomean_alone']:.3f} alone, worst {suite['min_queued']:.3f}, none below 0.95, tuned kernels at "
             f"{suite['kernels']}") in flat and suite["below_0.95_queued"] == 0
     runs = {seed: json.loads((ROOT / "benchmarks" / "data" / name).read_text()) for seed, name in H200_SEEDS.items()}
+    ratios = [s["torch_ms"] / s["ours_ms"] for s in runs[1]["shapes"] if s["kind"] == "suite"]
+    groups = [s.group for s in read_shapes(ROOT / "autotune" / "api" / "shapes.toml")]
+    first, few = ratios[:groups.index("few-tiles")], ratios[groups.index("few-tiles"):]
+    assert len(ratios) == len(groups) and set(groups[len(first):]) == {"few-tiles"}
+    mean = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))  # noqa: E731
+    assert (f"The first {len(first)} shapes read {mean(first):.3f} queued (worst {min(first):.3f}), the {len(few)} "
+            f"few-tile shapes {mean(few):.3f} (worst {min(few):.3f})") in flat
     for seed in (1, 5):  # where a covering row ran, what the call gained
         gains = [f"{s['M']}x{s['N']}x{s['K']} {s['torch_ms'] / s['ours_ms']:.3f}" for s in runs[seed]["shapes"]
                  if s["kind"] == "random" and "(covering" in s["kernel"]]
