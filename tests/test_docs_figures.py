@@ -652,3 +652,34 @@ def test_the_readmes_h100_cover_figures_are_the_committed_run():
     assert (f"after `autotune cover` of 40 others (seed 1, {cover['trials']} trials a product, {cover['took_s']:.0f} s), "
             f"{r['geomean_queued']:.3f}x queued and {r['geomean_alone']:.3f}x alone, none below 0.95"
             ) in " ".join(README.read_text().split())
+
+
+def test_the_pytorch_docs_describe_example_is_what_load_says_on_the_h200(launcher):
+    """docs/pytorch.md's example of Choice.describe(): load() on the H200's shipped database says it today."""
+    import autotune
+
+    said = autotune.load(launcher=launcher, gpu="NVIDIA H200").choose(2048, 2048, 2048).describe()
+    kernel = said.split(", ")[1]
+    example = said.replace(kernel, kernel[:kernel.index("_", len("sgemm_")) + 1] + "...")
+    assert f"e.g. on the H200 `{example}`: not 2% faster" in " ".join(PYTORCH_DOC.read_text().split())
+
+
+def test_the_host_bound_docs_counts_are_the_committed_databases():
+    """docs/host-bound.md: the 27 host-bound shapes' rows that beat cuBLAS (by WIN_MARGIN) and cover (within
+    HOST_BOUND_MS), and the shipped rows that run at their own shape though cuBLAS was faster on the GPU."""
+    from autotune.api.dispatch import HOST_BOUND_MS, beats_library
+
+    with closing(sqlite3.connect(unpacked(ROOT / "benchmarks" / "data" / "h200-host-bound.sqlite.gz"))) as db:
+        db.row_factory = sqlite3.Row
+        best: dict[tuple, dict] = {}
+        for r in map(dict, db.execute("SELECT * FROM results WHERE status = 'ok'")):
+            key = (r["M"], r["N"], r["K"])
+            best[key] = min(best.get(key, r), r, key=lambda x: x["time_ms"])
+    won = [r for r in best.values() if beats_library(r)]
+    with closing(sqlite3.connect(ROOT / "autotune" / "store" / "tuned" / "h200.sqlite")) as db:
+        shipped = list(db.execute("SELECT time_ms, cublas_ms FROM results"))
+    flat = " ".join(HOST_DOC.read_text().split())
+    assert (f"{len(won)} of {len(best)} beat cuBLAS by 2%, {sum(r['time_ms'] <= HOST_BOUND_MS for r in won)} of them "
+            f"within 11 µs") in flat
+    assert f"{sum(ms > cublas for ms, cublas in shipped)} of its {len(shipped)} rows today" in flat
+
