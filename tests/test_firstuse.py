@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import statistics
 import threading
 import time
 from pathlib import Path
@@ -88,12 +89,14 @@ def test_the_callers_cost_is_an_enqueue_and_the_queue_is_bounded(path, launcher)
     tuner = FakeTuner(released=False)  # busy with the first shape for the whole test
     background = Background(autotune.load(db=path, launcher=launcher), tuner)
     layout = Layout(False, False)
-    slowest = 0.0
+    took = []
     for M in range(1, 2 * MAX_PENDING + 1):
         start = time.perf_counter()
         background.offer(0, (M, 64, 64), layout)
-        slowest = max(slowest, time.perf_counter() - start)
-    assert slowest < 1e-3  # the stated bound (background.py): no I/O, no wait, whatever the tuner does
+        took.append(time.perf_counter() - start)
+    # the stated bound (background.py): no I/O, no wait, whatever the tuner does (held here: a wait on it would
+    # never return). The median call is within it; a busy test machine may preempt one call, never for long.
+    assert statistics.median(took) < 1e-3 and max(took) < 0.05
     assert background.dropped == MAX_PENDING  # the first is in flight and counts among those pending
     tuner.release.set()
     assert background.wait(5) and len(tuner.jobs) == MAX_PENDING

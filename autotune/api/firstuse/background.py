@@ -3,7 +3,7 @@ daemon thread that hands them, one at a time, to a Tuner (tuner.py).
 
 The caller's cost (Matmul.on_library, once per call kind the matmul plans onto cuBLAS, not per call):
 offer() holds one lock for a set lookup and a deque append, with no I/O and no wait, whatever the
-tuner is doing (tests/test_firstuse.py bounds it at 1 ms; it is a few microseconds). A call kind is
+tuner is doing (tests/test_firstuse.py bounds its median at 1 ms; it is a few microseconds). A call kind is
 offered once per process: one whose tuning failed stays on cuBLAS. With MAX_PENDING waiting, an offer
 is dropped, not kept: the matmul offers it again when it plans that call kind again (after the next
 tuned shape, which drops every plan).
