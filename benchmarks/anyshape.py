@@ -23,7 +23,6 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -36,6 +35,7 @@ from autotune.api.python import databases
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cuda_events import in_turn, paired_ms, time_ms  # noqa: E402
+from sources import commit  # noqa: E402
 
 # (tokens, out_features, in_features) of common projections: x (tokens x in) · Wᵀ (W: out x in)
 PROJECTIONS = [(2048, 4096, 4096), (2048, 11008, 4096), (2048, 4096, 11008), (2048, 12288, 4096),
@@ -202,7 +202,7 @@ def main() -> int:
     host = {"shape": [64, 64, 64], "calls": 2000, "ours_us": ours_us, "torch_us": torch_us,
             "kernel": mm.choose(64, 64, 64, torch.cuda.current_device()).describe()}
     gpu = torch.cuda.get_device_name()
-    out = {"device": gpu, "database": args.db or " + ".join(databases(None)), "cover": covered, "seed": args.seed, "commit": args.commit or _commit(),
+    out = {"device": gpu, "database": args.db or " + ".join(databases(None)), "cover": covered, "seed": args.seed, "commit": args.commit or commit(),
            "torch": torch.__version__, "method": {"rounds": args.rounds, "alone_calls": args.alone},
            "host_per_call": host, "shapes": rows,
            "summary": {kind: summary([r for r in rows if r["kind"] == kind]) for kind in groups}}
@@ -224,11 +224,6 @@ def cover(groups: dict, args: argparse.Namespace) -> dict:
     rows = run_cover(CoverOptions(products, args.cover_db, families, args.cover, args.cover_trials))
     return {"budget_s": args.cover, "trials": args.cover_trials, "took_s": round(time.monotonic() - started, 1),
             "kernels": sum(r["runs"] == "kernel" for r in rows), "products": rows}
-
-
-def _commit() -> str:
-    run = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    return run.stdout.strip()
 
 
 if __name__ == "__main__":

@@ -21,10 +21,13 @@ from pathlib import Path
 import autotune
 from autotune import store
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sources import commit  # noqa: E402
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--commit", default="", help="the sources' commit, recorded in the output")
+    parser.add_argument("--commit", help="the sources' commit, recorded in the output (default: benchmarks/sources.py's)")
     parser.add_argument("-o", "--out", help="output JSON (default benchmarks/data/main-job-<gpu>.json)")
     parser.add_argument("--M", type=int, default=4096, help="the shape's side (default the README's 4096)")
     parser.add_argument("--backend", default="cuda", help="cuda (the GPU) or sim (the CPU emulator, small M only)")
@@ -43,7 +46,7 @@ def main() -> int:
         best = autotune.best(args.M, db=str(db), backend=args.backend)
     device = best["gpu_name"] or args.backend
     statuses = Counter(r["status"] for r in rows)  # every row the search wrote, failures included
-    out = {"device": device, "commit": args.commit, "command": shlex.join(command), "seconds": round(seconds, 1),
+    out = {"device": device, "commit": args.commit or commit(), "command": shlex.join(command), "seconds": round(seconds, 1),
            "rows": dict(sorted(statuses.items())),
            "best": {k: best[k] for k in ("kernel", "time_ms", "tflops", "cublas_ms", "pct_cublas")}}
     tag = "h200" if "H200" in device else "h100" if "H100" in device else "gpu"

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -28,6 +27,9 @@ import numpy as np
 
 from autotune.explain.timemodel import TimeModel, measured, read_rows
 from autotune.space import Config, Shape, rank_shapes, shape_text
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sources import commit  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 # The one place the data is named (the integrator may move the file).
@@ -136,11 +138,6 @@ def summary(shapes: list[dict], who: str) -> dict:
             "shapes_top1_within_10pct": sum(t <= 1.1 for t in top1)}
 
 
-def _commit() -> str:
-    run = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
-    return run.stdout.strip()
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", default=str(SUITE_DB), help="results database (.sqlite or .sqlite.gz)")
@@ -162,7 +159,7 @@ def main() -> int:
               f"top1 {r['model']['top1_regret']:5.2f} | ridge top1 {r['ridge']['top1_regret']:5.2f} | nearest rho "
               f"{r['nearest']['spearman']:5.2f} top1 {r['nearest']['top1_regret']:5.2f}", flush=True)
     out = {"database": relative(Path(args.db)),
-           "command": "PYTHONPATH=. python benchmarks/timemodel_eval.py", "commit": _commit(),
+           "command": "PYTHONPATH=. python benchmarks/timemodel_eval.py", "commit": commit(),
            "rows": whole.rows, "shapes_recorded": whole.shapes, "fit_all_s": round(fit_all_s, 2), "top": TOP,
            "summary": {who: summary(shapes, who) for who in ("model", "ridge", "nearest")}, "shapes": shapes,
            "other_databases": others}

@@ -12,7 +12,6 @@ product of 2x3 by 3x4 is what is timed; on a GPU, the host-bound shapes of passt
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import torch.utils.cpp_extension as cpp_extension
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parents[1]))
+import sources  # noqa: E402
 from cuda_events import CPU_CLOCK, host_lines, planned  # noqa: E402
 
 from autotune.api import fastcall  # noqa: E402
@@ -55,7 +55,7 @@ def main() -> int:
     if first_step is None:
         print("load()'s first step in C was not built (setup.py build_ext --inplace)")
         return 1
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE).stdout.strip()
+    commit = sources.commit()
     header = (f"# python benchmarks/profiling/aten_direct.py --device {args.device}, sources {commit or '?'}, torch "
               f"{torch.__version__}: host us a call, median chunk of 500 of 8,000 calls")
     shapes = GPU_SHAPES if args.device == "cuda" else CPU_SHAPES

@@ -10,10 +10,11 @@
 # shipped database holds the small lattice already, the three older lattices.
 # CORNERS=file.sqlite.gz: no new corners; step 2 merges that database (one step 1 wrote before, such as
 # benchmarks/data/h200-host-bound-small.sqlite.gz), so the call is the before-and-after alone.
-# From the repository root with OUT set (COMMIT names the sources, as the device has no .git):
+# From the repository root with OUT set (COMMIT names the sources; else benchmarks/sources.py reads git, marking
+# a tree that differs from its HEAD, as a GPU node's copy with an older .git does):
 #   OUT=out COMMIT=abc1234 bash benchmarks/release/corners_ship_check.sh
 source benchmarks/release/common.sh
-COMMIT="${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}"
+COMMIT="${COMMIT:-$(python3 -c "import sys; sys.path.insert(0, 'benchmarks'); import sources; print(sources.commit())")}"
 case "$TAG" in
   h200) SHAPES="${SHAPES:-benchmarks/host-bound-small-shapes.toml}"; SEEDS="${SEEDS:-5 2}" ;;
   h100) SEEDS="${SEEDS:-1 4}"
