@@ -18,16 +18,17 @@ def preview():
     return program("benchmarks", "dispatch_preview")
 
 
+@pytest.mark.parametrize("gpu, name", [(H100, "older-corners-h100"), ("NVIDIA H200", "small-corners-h200")])
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
-def test_the_preview_names_the_kernels_the_h100_run_through_the_shipped_database_ran(preview, seed):
+def test_the_preview_names_the_kernels_the_gpu_runs_through_the_shipped_database_ran(preview, seed, gpu, name):
     from autotune import store
     from autotune.api.dispatch import Dispatcher
 
-    run = json.loads((ROOT / "benchmarks" / "data" / f"anyshape-seed{seed}-older-corners-h100.json").read_text())
+    run = json.loads((ROOT / "benchmarks" / "data" / f"anyshape-seed{seed}-{name}.json").read_text())
     ran = [((s["M"], s["N"], s["K"]), s["kernel"]) for s in run["shapes"]
            if s["kind"] == "random" and not s["kernel"].startswith("cuBLAS")]
     dispatcher = Dispatcher([str(p) for p in store.shipped_databases()])
-    assert preview.kernels_at(dispatcher, H100, seed, run["summary"]["random"]["shapes"]) == ran
+    assert run["device"] == gpu and preview.kernels_at(dispatcher, gpu, seed, run["summary"]["random"]["shapes"]) == ran
     assert len(ran) == run["summary"]["random"]["kernels"]
 
 
