@@ -12,7 +12,6 @@ import re
 import sqlite3
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
@@ -37,6 +36,10 @@ def section(text: str, heading: str) -> str:
     start = text.index(heading)
     end = text.find("\n## ", start + len(heading))
     return text[start:end if end >= 0 else None]
+
+
+def geomean(xs: list[float]) -> float:
+    return math.exp(sum(map(math.log, xs)) / len(xs))
 
 
 def table_rows(text: str) -> list[list[str]]:
@@ -136,29 +139,30 @@ H200_SEEDS = {1: "anyshape-h200.json", 2: "anyshape-seed2-h200.json", 3: "anysha
               5: "anyshape-seed5-h200.json"}  # through the database shipped before the small corners
 
 
-def h200_table(heading: str, names: dict[int, str]) -> str:
+def h200_table(heading: str, names: dict[int, str]) -> tuple[str, dict[int, dict]]:
     """The section of docs/pytorch.md under heading: its table's row for each seed is the summary that
-    benchmarks/anyshape.py wrote there, at the commit it names, through the shipped database. Returns the section."""
+    benchmarks/anyshape.py wrote there, at the commit it names, through the shipped database. Returns the section
+    and the runs, by seed."""
     part = section(PYTORCH_DOC.read_text(), heading)
     rows = table_rows(part)
+    runs = {seed: json.loads((ROOT / "benchmarks" / "data" / name).read_text()) for seed, name in names.items()}
     assert [int(row[0]) for row in rows] == list(names)
-    for row, (seed, name) in zip(rows, names.items()):
-        data = json.loads((ROOT / "benchmarks" / "data" / name).read_text())
+    for row, (seed, data) in zip(rows, runs.items()):
         r, p = data["summary"]["random"], data["summary"]["projection"]
         assert data["seed"] == seed and data["device"].startswith("NVIDIA H200") and r["shapes"] == 40
         assert data["database"].endswith("tuned/h200.sqlite")
         assert row[1:] == [f"`{data['commit']}`", f"{r['geomean_queued']:.3f}", f"{r['geomean_alone']:.3f}",
                            f"{r['min_queued']:.3f}", str(r["below_0.95_queued"]), str(r["kernels"]),
                            f"{p['geomean_queued']:.3f}", f"{r['control_geomean']:.3f}"], seed
-    return part
+    return part, runs
 
 
 def test_the_pytorch_docs_h200_table_is_the_small_corners_runs():
     """docs/pytorch.md's table through the database shipped now, the runs before the merge on the same lease, what
     our kernels gained, and the shapes that read below 0.95."""
-    names = {seed: f"anyshape-seed{seed}-small-corners-h200.json" for seed in range(1, 6)}
-    flat = " ".join(h200_table("## Measured on the H200", names).split())
-    runs = [json.loads((ROOT / "benchmarks" / "data" / name).read_text()) for name in names.values()]
+    part, by_seed = h200_table("## Measured on the H200",
+                               {seed: f"anyshape-seed{seed}-small-corners-h200.json" for seed in range(1, 6)})
+    flat, runs = " ".join(part.split()), list(by_seed.values())
     before = {seed: json.loads((ROOT / "benchmarks" / "data" / f"anyshape-seed{seed}-before-small-corners-h200.json")
                                .read_text())["summary"]["random"] for seed in (1, 2, 5)}
     assert all(run["commit"] == "742ca37" for run in runs)
@@ -177,20 +181,18 @@ def test_the_pytorch_docs_h200_table_is_the_small_corners_runs():
 
 def test_the_pytorch_docs_earlier_h200_table_is_the_committed_outputs():
     """docs/pytorch.md's earlier runs: each seed's row; the suite's figures are seed 1's run's."""
-    part = h200_table("## Earlier runs on the H200", H200_SEEDS)
-    suite = json.loads(ANYSHAPE_JSON.read_text())["summary"]["suite"]
+    part, runs = h200_table("## Earlier runs on the H200", H200_SEEDS)
+    suite = runs[1]["summary"]["suite"]  # seed 1's run is anyshape-h200.json, with the suite
     flat = " ".join(part.split())
     assert (f"The {suite['shapes']} suite shapes of seed 1's run: {suite['geomean_queued']:.3f} queued, "
             f"{suite['geomean_alone']:.3f} alone, worst {suite['min_queued']:.3f}, none below 0.95, tuned kernels at "
             f"{suite['kernels']}") in flat and suite["below_0.95_queued"] == 0
-    runs = {seed: json.loads((ROOT / "benchmarks" / "data" / name).read_text()) for seed, name in H200_SEEDS.items()}
     ratios = [s["torch_ms"] / s["ours_ms"] for s in runs[1]["shapes"] if s["kind"] == "suite"]
     groups = [s.group for s in read_shapes(ROOT / "autotune" / "api" / "shapes.toml")]
     first, few = ratios[:groups.index("few-tiles")], ratios[groups.index("few-tiles"):]
     assert len(ratios) == len(groups) and set(groups[len(first):]) == {"few-tiles"}
-    mean = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))  # noqa: E731
-    assert (f"The first {len(first)} shapes read {mean(first):.3f} queued (worst {min(first):.3f}), the {len(few)} "
-            f"few-tile shapes {mean(few):.3f} (worst {min(few):.3f})") in flat
+    assert (f"The first {len(first)} shapes read {geomean(first):.3f} queued (worst {min(first):.3f}), the "
+            f"{len(few)} few-tile shapes {geomean(few):.3f} (worst {min(few):.3f})") in flat
     for seed in (1, 5):  # where a covering row ran, what the call gained
         gains = [f"{s['M']}x{s['N']}x{s['K']} {s['torch_ms'] / s['ours_ms']:.3f}" for s in runs[seed]["shapes"]
                  if s["kind"] == "random" and "(covering" in s["kernel"]]
@@ -279,9 +281,8 @@ def test_the_h200_corners_figures_are_the_committed_corners(tmp_path):
     where load() runs a kernel at seeds 1-8 through it."""
     from autotune.api.dispatch import HOST_BOUND_MS, WIN_MARGIN, Dispatcher
 
-    corners = tmp_path / "corners.sqlite"  # unpacked once: read here, then merged by the scripts
-    corners.write_bytes(gzip.decompress((ROOT / "benchmarks" / "data" / "h200-host-bound-small.sqlite.gz").read_bytes()))
-    with closing(sqlite3.connect(corners)) as db:
+    corners = unpacked(ROOT / "benchmarks" / "data" / "h200-host-bound-small.sqlite.gz")  # read here, then merged
+    with closing(sqlite3.connect(f"file:{corners}?immutable=1", uri=True)) as db:
         best = list(db.execute("SELECT M, N, K, min(time_ms), cublas_ms FROM results WHERE status = 'ok' "
                                "GROUP BY M, N, K"))
     won = [r for r in best if r[3] <= (1 - WIN_MARGIN) * r[4] and r[3] <= HOST_BOUND_MS]
@@ -320,8 +321,7 @@ def test_the_results_docs_suite_table_is_the_committed_suite():
     assert f"geometric mean of cuBLAS/ours: {data['geomean_cublas_over_ours']:.3f}" in flat.replace("**", "")
     few_tiles = [s["cublas_over_ours"] for s in data["shapes"] if s["group"] == "few-tiles"]
     if few_tiles:
-        geomean = math.exp(sum(map(math.log, few_tiles)) / len(few_tiles))
-        assert f"the few-tile group: {geomean:.3f}" in flat
+        assert f"the few-tile group: {geomean(few_tiles):.3f}" in flat
     if data["tuning_s"] is None:  # the table read from the databases the tuning passes left (--no-tune)
         few = json.loads((ROOT / "benchmarks" / "data" / "shape-suite-few-tiles-h200.json").read_text())
         assert "autotune suite --no-tune" in flat and f"({few['tuning_s']} s)" in flat
@@ -370,15 +370,9 @@ def test_the_ozaki_docs_table_is_the_committed_benchmark():
 
 @contextmanager
 def _committed_database(name: str) -> Iterator[sqlite3.Connection]:
-    """A gzipped database of benchmarks/data, unpacked once into a temporary file and opened read-only."""
-    with tempfile.TemporaryDirectory() as folder:
-        plain = Path(folder) / "unpacked.sqlite"
-        plain.write_bytes(gzip.decompress((ROOT / "benchmarks" / "data" / name).read_bytes()))
-        conn = sqlite3.connect(f"file:{plain}?immutable=1", uri=True)
-        try:
-            yield conn
-        finally:
-            conn.close()
+    """A gzipped database of benchmarks/data, unpacked (autotune.packed) and opened read-only."""
+    with closing(sqlite3.connect(f"file:{unpacked(ROOT / 'benchmarks' / 'data' / name)}?immutable=1", uri=True)) as conn:
+        yield conn
 
 
 def test_the_ozaki_docs_tiles_table_is_the_committed_database():
@@ -418,13 +412,8 @@ def test_the_ozaki_docs_energy_table_is_the_committed_benchmark():
 
 
 def test_the_host_bound_docs_host_bound_probe_figures_are_the_committed_probe():
-    import math
-
     data = json.loads(gzip.decompress((ROOT / "benchmarks" / "data" / "hostbound-probe-h200.json.gz").read_bytes()))
     rows = data["rows"]
-
-    def geomean(xs: list[float]) -> float:
-        return math.exp(sum(math.log(v) for v in xs) / len(xs))
 
     def ratio(r: dict, ours: float) -> float:
         return r["torch"]["queued_us"] / ours
@@ -532,8 +521,7 @@ def test_the_host_bound_docs_staged_store_figures_are_the_committed_runs():
     rows = json.loads((ROOT / "benchmarks" / "data" / "staged-store-h200.json").read_text())["rows"]
     odd = [r["cs0_ms"] / r["cs1_ms"] for r in rows if r["N"] % 4]
     even = [r["cs0_ms"] / r["cs1_ms"] for r in rows if r["N"] % 4 == 0]
-    mean = math.exp(sum(map(math.log, odd)) / len(odd))
-    assert (f"CS=0 took {min(odd):.2f}-{max(odd):.2f}x CS=1's time ({mean:.2f}x, the geometric mean of {len(odd)} pairs)"
+    assert (f"CS=0 took {min(odd):.2f}-{max(odd):.2f}x CS=1's time ({geomean(odd):.2f}x, the geometric mean of {len(odd)} pairs)"
             f" at misaligned and odd shapes, and {min(even):.2f}-{max(even):.2f}x at their aligned twins") in flat
     products = json.loads((ROOT / "benchmarks" / "data" / "cover-host-bound-odd-n-cs-h200.json").read_text())["products"]
     runs = [p for p in products if p["runs"] == "kernel"]

@@ -1,7 +1,5 @@
 """blocked's fit takes a smaller tile where K is short and the default's tiles would leave SMs idle
 (families.short_k), and the committed H200 measurements behind the rule agree with it."""
-import gzip
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -9,6 +7,7 @@ import pytest
 
 from autotune.families import BLOCKED
 from autotune.families.short_k import SHORT_K, SMALL_TILE, SMALLER_TILE
+from autotune.packed import unpacked
 from autotune.space import Limits, fitted, make_config, shape_violations, violations
 
 DATA = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "h200-small-tiles.sqlite.gz"
@@ -43,11 +42,8 @@ def test_the_tiles_are_counted_against_the_devices_sms():
     assert fitted_tile((144, 10131, 4), Limits(sms=16)) == tile_of(make_config(BLOCKED, {}).values)
 
 
-def test_the_fits_tile_was_within_three_percent_of_the_fastest_measured_at_each_shape(tmp_path):
-    db_path = tmp_path / "tiles.sqlite"
-    with gzip.open(DATA) as src, open(db_path, "wb") as dst:
-        shutil.copyfileobj(src, dst)
-    db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+def test_the_fits_tile_was_within_three_percent_of_the_fastest_measured_at_each_shape():
+    db = sqlite3.connect(f"file:{unpacked(DATA)}?immutable=1", uri=True)
     db.row_factory = sqlite3.Row
     rows = [dict(r) for r in db.execute("SELECT * FROM results WHERE status = 'ok'")]
     shapes = {(r["M"], r["N"], r["K"]) for r in rows}
