@@ -17,3 +17,7 @@ def commit(root: Path = ROOT) -> str:
         return ""
     same = subprocess.run(["git", "diff", "--quiet", "HEAD", "--"], capture_output=True, cwd=root).returncode == 0
     return head.stdout.strip() + ("" if same else "+changes")
+
+
+if __name__ == "__main__":  # for the shell checks (benchmarks/release/common.sh)
+    print(commit())

@@ -26,3 +26,13 @@ def test_a_clean_tree_is_its_head_and_a_changed_one_says_so(tmp_path):
     (tmp_path / "untracked.txt").write_text("")
     git(tmp_path, "checkout", "-q", "a.py")
     assert sources.commit(tmp_path) == head  # files git does not track are not sources
+
+
+def test_the_script_prints_it_for_the_shell_checks():
+    """benchmarks/release/common.sh takes COMMIT from `python3 benchmarks/sources.py` when none is given."""
+    import sys
+
+    root = sources.ROOT
+    printed = subprocess.run([sys.executable, str(root / "benchmarks" / "sources.py")], capture_output=True, text=True,
+                             check=True, cwd=root).stdout.strip()
+    assert printed == sources.commit() and printed.startswith(git(root, "rev-parse", "--short", "HEAD"))

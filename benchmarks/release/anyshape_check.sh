@@ -8,7 +8,6 @@
 # From the repository root with OUT set:
 #   OUT=out bash benchmarks/release/anyshape_check.sh
 source benchmarks/release/common.sh
-COMMIT="${COMMIT:-$(python3 -c "import sys; sys.path.insert(0, 'benchmarks'); import sources; print(sources.commit())")}"
 SEED1=(--seed 1 --count 40 --forced --commit "$COMMIT" -o "$OUT/anyshape-covered-$TAG.json")
 if [ -n "${COVER_DB:-}" ]; then  # a cover made before (its database carried here): load() reads it, no new cover
   step "anyshape through $COVER_DB and the shipped database (seed 1)"

@@ -1,5 +1,5 @@
 # Sourced by the release checks (operands_check.sh, tf32x3wg_check.sh, tf32x3ws_check.sh) from the repository root: OUT
-# (created), WORK (a scratch folder the caller tars into OUT), LOG ($OUT/log.txt, started with the
+# (created), WORK (a scratch folder the caller tars into OUT), COMMIT (the sources' commit: as given, else benchmarks/sources.py's), LOG ($OUT/log.txt, started with the
 # GPU's name, UUID, driver and clock), GPU_NAME and TAG (h200, h100 or gpu: the suffix of output files), the lean wheelhouse installed (benchmarks/device_setup.sh), AT
 # (the CLI as a command that `timeout` can run: device_setup.sh's `autotune` may be a shell function),
 # step (a timestamped heading in the log), fp32_tc_search (issue 15's default search at 4096^3, its
@@ -11,6 +11,7 @@ OUT="${OUT:-out}"; mkdir -p "$OUT"
 WORK=$(mktemp -d); LOG="$OUT/log.txt"
 source benchmarks/device_setup.sh >/dev/null 2>&1 || { echo "setup failed"; exit 1; }
 AT="python3 -m autotune.cli"
+COMMIT="${COMMIT:-$(python3 benchmarks/sources.py)}"  # the sources, as the outputs record them (benchmarks/sources.py)
 step() { echo "== $* ($(date +%T))" | tee -a "$LOG"; }
 nvidia-smi --query-gpu=name,uuid,driver_version,clocks.max.sm --format=csv,noheader | tee "$LOG"
 GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)

@@ -14,7 +14,6 @@
 # a tree that differs from its HEAD, as a GPU node's copy with an older .git does):
 #   OUT=out COMMIT=abc1234 bash benchmarks/release/corners_ship_check.sh
 source benchmarks/release/common.sh
-COMMIT="${COMMIT:-$(python3 -c "import sys; sys.path.insert(0, 'benchmarks'); import sources; print(sources.commit())")}"
 case "$TAG" in
   h200) SHAPES="${SHAPES:-benchmarks/host-bound-small-shapes.toml}"; SEEDS="${SEEDS:-5 2}" ;;
   h100) SEEDS="${SEEDS:-1 4}"

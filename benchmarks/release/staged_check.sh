@@ -8,7 +8,7 @@
 source benchmarks/release/common.sh
 TESTS="${TESTS:-tests/test_gpu.py}" gpu_tests
 step "CS=0 against CS=1"
-timeout 240 python3 benchmarks/staged_store.py --commit "${COMMIT:-}" -o "$OUT/staged-store-h200.json" 2>&1 | tee -a "$LOG"
+timeout 240 python3 benchmarks/staged_store.py --commit "$COMMIT" -o "$OUT/staged-store-h200.json" 2>&1 | tee -a "$LOG"
 step "cover of the host-bound shapes of odd N, CS=1"
 timeout "$((${BUDGET:-420} + 120))" $AT cover --shapes benchmarks/host-bound-odd-n-shapes.toml --family blocked \
   -p CS=1 --budget "${BUDGET:-420}" --trials "${TRIALS:-10}" --db "$OUT/h200-host-bound-odd-n-cs.sqlite" \
