@@ -120,16 +120,20 @@ def read_shapes(path: str | Path, groups: tuple[str, ...] = ()) -> list[SuiteSha
 
 # --------------------------------------------------------------------------- running it
 
-def git_commit() -> str | None:
-    """The checkout's short commit, when the package runs from a git checkout."""
+def git_commit(folder: Path = Path(__file__).resolve().parent) -> str | None:
+    """The short commit of the git checkout the folder lies in (by default the package's own, when it runs from
+    one), marked `+changes` where tracked files differ from it: a GPU node's copy of a working tree may carry an
+    older .git, whose HEAD alone would name sources that did not run. None outside a checkout."""
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).resolve().parent,
-                             capture_output=True, text=True, timeout=10)
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=folder, capture_output=True, text=True,
+                              timeout=10)
+        if head.returncode != 0 or not head.stdout.strip():
+            return None
+        same = subprocess.run(["git", "diff", "--quiet", "HEAD", "--"], cwd=folder, capture_output=True,
+                              timeout=10).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return None
-    if out.returncode != 0:
-        return None
-    return out.stdout.strip() or None
+    return head.stdout.strip() + ("" if same else "+changes")
 
 
 def stem(device: str | None, kind: str) -> str:
