@@ -31,7 +31,9 @@ import numpy as np
 import tomllib
 
 import autotune
+from autotune.api.fastcall import NATIVE
 from autotune.api.python import databases
+from autotune.space.devices import gpu_tag
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cuda_events import in_turn, paired_ms, time_ms  # noqa: E402
@@ -204,9 +206,10 @@ def main() -> int:
     gpu = torch.cuda.get_device_name()
     out = {"device": gpu, "database": args.db or " + ".join(databases(None)), "cover": covered, "seed": args.seed, "commit": args.commit or commit(),
            "torch": torch.__version__, "method": {"rounds": args.rounds, "alone_calls": args.alone},
+           "first_step": "C" if NATIVE is not None else "Python",  # load()'s first step (api.fastcall)
            "host_per_call": host, "shapes": rows,
            "summary": {kind: summary([r for r in rows if r["kind"] == kind]) for kind in groups}}
-    path = Path(args.out or f"benchmarks/data/anyshape-{gpu.split()[-1].lower()}.json")
+    path = Path(args.out or f"benchmarks/data/anyshape-{gpu_tag(gpu)}.json")
     path.write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps({"summary": out["summary"], "host_per_call": host}, indent=1))
     return 0

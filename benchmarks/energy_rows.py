@@ -14,6 +14,8 @@ import sqlite3
 import sys
 from pathlib import Path
 
+from autotune.space.devices import gpu_tag
+
 
 def rows(db: sqlite3.Connection, M: int, N: int, K: int) -> list[dict]:
     base = db.execute("SELECT gpu_name, time_ms, tflops, watts FROM baselines WHERE M=? AND N=? AND K=? AND watts "
@@ -42,7 +44,7 @@ def main() -> int:
     db = sqlite3.connect(f"file:{args.db}?mode=ro", uri=True)
     gpu = db.execute("SELECT gpu_name FROM baselines LIMIT 1").fetchone()[0]
     out = {"device": gpu, "shape": [M, N, K], "commit": args.commit, "rows": rows(db, M, N, K)}
-    path = Path(args.out or f"benchmarks/data/energy-{M}x{N}x{K}-{gpu.split()[-1].lower()}.json")
+    path = Path(args.out or f"benchmarks/data/energy-{M}x{N}x{K}-{gpu_tag(gpu)}.json")
     path.write_text(json.dumps(out, indent=1) + "\n")
     print(path)
     return 0

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import autotune
 from autotune import store
+from autotune.space.devices import gpu_tag
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sources import commit  # noqa: E402
@@ -49,8 +50,7 @@ def main() -> int:
     out = {"device": device, "commit": args.commit or commit(), "command": shlex.join(command), "seconds": round(seconds, 1),
            "rows": dict(sorted(statuses.items())),
            "best": {k: best[k] for k in ("kernel", "time_ms", "tflops", "cublas_ms", "pct_cublas")}}
-    tag = "h200" if "H200" in device else "h100" if "H100" in device else "gpu"
-    path = Path(args.out or Path(__file__).resolve().parent / "data" / f"main-job-{tag}.json")
+    path = Path(args.out or Path(__file__).resolve().parent / "data" / f"main-job-{gpu_tag(device)}.json")
     path.write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps(out, indent=1))
     return 0

@@ -13,6 +13,7 @@ from autotune.space import (
     valid_configs,
     violations,
 )
+from autotune.space.devices import gpu_tag
 
 
 def test_defaults_are_documented_values():
@@ -181,3 +182,13 @@ def test_a_family_allows_exactly_the_values_with_no_violation(family):
         assert allowed == (not violations(config, Limits()))
         seen.add(allowed)
     assert seen == {True, False} or len(family.constraints) == 0
+
+
+@pytest.mark.parametrize("name, tag", [
+    ("NVIDIA H200", "h200"), ("NVIDIA H100 80GB HBM3", "h100"), ("NVIDIA H100 PCIe", "h100"),
+    ("NVIDIA A100-SXM4-80GB", "a100"), ("Tesla V100-SXM2-16GB", "v100"), ("NVIDIA L40S", "l40s"),
+    ("NVIDIA GeForce RTX 4090", "geforce-rtx-4090"), ("", "gpu"), (None, "gpu")])
+def test_a_gpu_model_has_one_short_name_in_file_names(name, tag):
+    """anyshape's, main_job's and the suite's outputs, and the release checks' shipped database, name a model alike:
+    the H100's files were once -hbm3 by one rule and -h100-80gb-hbm3 by another."""
+    assert gpu_tag(name) == tag

@@ -27,6 +27,7 @@ from autotune.explain.model import PRESETS
 from autotune.explain.report import check_folder
 from autotune.explain.suite import Suite, SuiteShape, suite_device, suite_rows, summary_lines, write_suite
 from autotune.space import Family, check_shape
+from autotune.space.devices import gpu_tag
 
 SHAPE_KEYS = {"M", "N", "K", "group"}
 
@@ -137,8 +138,9 @@ def git_commit(folder: Path = Path(__file__).resolve().parent) -> str | None:
 
 
 def stem(device: str | None, kind: str) -> str:
-    """shape-suite-h200 for a GPU run; the emulator's and replays' names say so (never a GPU's file)."""
-    name = "".join(c if c.isalnum() else "-" for c in (device or "").lower().removeprefix("nvidia ")).strip("-")
+    """shape-suite-h200 for a GPU run (space.devices.gpu_tag); the emulator's and replays' names say so (never a
+    GPU's file)."""
+    name = gpu_tag(device) if device else ""
     tag = name if backend_kind(kind).on_gpus and name else "-".join(p for p in (kind, name) if p)
     return f"shape-suite-{tag}"
 

@@ -4,6 +4,8 @@ compiling ahead for another machine). On a GPU the backend reads the same number
 guide's table of compute capabilities (threads, blocks, shared memory and registers per SM)."""
 from __future__ import annotations
 
+import re
+
 from autotune.errors import SpaceError
 from autotune.space.config import Family, Limits, arch_refusal, on_device
 
@@ -43,6 +45,17 @@ PRESETS: dict[str, Limits] = {
 # One preset per architecture, for what is checked per architecture (tests/test_compile_matrix.py).
 ARCH_PRESETS: dict[str, str] = {"sm_80": "a100", "sm_86": "a10", "sm_89": "rtx4090", "sm_90": "h200",
                                 "sm_100": "b200", "sm_120": "rtx5090"}
+
+
+def gpu_tag(name: str | None) -> str:
+    """The short name of a GPU model in file names (benchmarks/data/*-h200.json, the shipped tuned/h100.sqlite):
+    its first model code, a word of letters then digits (NVIDIA H100 80GB HBM3: h100; Tesla V100-SXM2-16GB: v100),
+    else its whole name as a slug (GeForce RTX 4090: geforce-rtx-4090); "gpu" for none. One rule, so that a run's
+    outputs and the database it reads name a model alike."""
+    words = re.sub(r"[^a-z0-9]+", " ", (name or "").lower()).split()
+    words = [w for w in words if w != "nvidia"]
+    code = next((w for w in words if re.fullmatch(r"[a-z]+[0-9]+[a-z]*", w)), None)
+    return code or "-".join(words) or "gpu"
 
 
 def preset(name: str) -> Limits:

@@ -51,7 +51,7 @@ def now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def check_not_shipped(path: str | Path) -> None:
+def check_writable(path: str | Path) -> None:
     """The databases the package ships are only read (load() reads them by itself): a search, a measurement or
     a first-use job that wrote into one would change the package for every later user of the install. A gzip'd
     database is only read too (autotune.packed): rows written to its unpacked copy would be lost."""
@@ -66,7 +66,7 @@ def check_not_shipped(path: str | Path) -> None:
 def open_db(path: str | Path) -> sqlite_utils.Database:
     """Open (creating if needed) the results database; a bad path is a one-line error."""
     path = Path(path)
-    check_not_shipped(path)
+    check_writable(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite_utils.Database(path)
@@ -114,7 +114,7 @@ def check_path(path: str | Path) -> None:
     """Refuse a database path that cannot work, creating nothing (so that a command that fails
     later, e.g. with no GPU, leaves no file behind)."""
     path = as_path(path)
-    check_not_shipped(path)
+    check_writable(path)
     if path.exists():
         if not path.is_file() or not os.access(path, os.R_OK | os.W_OK):
             raise AutotuneError(f"database {path} is not a readable and writable file; pass --db with another path")

@@ -1,6 +1,6 @@
 # Sourced by the release checks (operands_check.sh, tf32x3wg_check.sh, tf32x3ws_check.sh) from the repository root: OUT
 # (created), WORK (a scratch folder the caller tars into OUT), COMMIT (the sources' commit: as given, else benchmarks/sources.py's), LOG ($OUT/log.txt, started with the
-# GPU's name, UUID, driver and clock), GPU_NAME and TAG (h200, h100 or gpu: the suffix of output files), the lean wheelhouse installed (benchmarks/device_setup.sh), AT
+# GPU's name, UUID, driver and clock), GPU_NAME and TAG (h200, h100, ...: space.devices.gpu_tag, the suffix of output files), the lean wheelhouse installed (benchmarks/device_setup.sh), AT
 # (the CLI as a command that `timeout` can run: device_setup.sh's `autotune` may be a shell function),
 # step (a timestamped heading in the log), fp32_tc_search (issue 15's default search at 4096^3, its
 # summary and best in the log, its database $WORK/tc.sqlite), family_measure (named configs of a family), splitk_measure (of splitk)
@@ -15,7 +15,7 @@ COMMIT="${COMMIT:-$(python3 benchmarks/sources.py)}"  # the sources, as the outp
 step() { echo "== $* ($(date +%T))" | tee -a "$LOG"; }
 nvidia-smi --query-gpu=name,uuid,driver_version,clocks.max.sm --format=csv,noheader | tee "$LOG"
 GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-case "$GPU_NAME" in *H200*) TAG=h200 ;; *H100*) TAG=h100 ;; *) TAG=gpu ;; esac  # output files' suffix, shipped db
+TAG=$(python3 -c 'import sys; from autotune.space.devices import gpu_tag; print(gpu_tag(sys.argv[1]))' "$GPU_NAME")  # output files' suffix, shipped db
 fp32_tc_search() {
   step "autotune search --M 4096 --precision fp32-tc (the default budget)"
   ( time timeout 200 $AT search --M 4096 --precision fp32-tc --db "$WORK/tc.sqlite" ) 2>"$WORK/tc-progress.txt" | head -8 | tee -a "$LOG"

@@ -152,6 +152,6 @@ def job_args(job: Job, db_path: str, backend: str, precision: str, budget: Budge
 def writable_db(path: str) -> str:
     """The database a first-use tuning writes: refused where it is one the package ships; created
     (empty, with its tables) where it does not exist yet, so the loader can read it from the start; one the
-    package ships is refused (store.check_not_shipped)."""
+    package ships is refused (store.check_writable)."""
     store.open_db(path).close()
     return path
