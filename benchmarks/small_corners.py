@@ -12,12 +12,14 @@ corner costs its baselines and its kernels' runs. A kernel that breaks the CUDA 
 its row is recorded, as an in-process search does.
 
 The kernels: the default of each plain FP32 family quick at small products, fitted to the corner (a search's
-first trial), and blocked at four small tiles without a prologue (misaligned rows read a float at a time:
-MA/MB), those that take the short way there.
+first trial), blocked at four small tiles without a prologue (misaligned rows read a float at a time:
+MA/MB), and where K is long splitk at three small tiles (SPLIT_TILES); those that take the short way there.
+--families limits them to some of the families (splitk: its default and its small tiles).
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 import time
 from pathlib import Path
@@ -30,6 +32,7 @@ from autotune.api.suite import read_shapes  # noqa: E402
 from autotune.backends.child import WorkerSpec, build_backend  # noqa: E402
 from autotune.errors import AutotuneError, SpaceError  # noqa: E402
 from autotune.families import FAMILIES  # noqa: E402
+from autotune.families.splitk import SPLITS  # noqa: E402
 from autotune.search.measure import evaluate  # noqa: E402
 from autotune.space import Config, Limits, fitted, make_config, shape_violations, violations  # noqa: E402
 
@@ -39,12 +42,19 @@ FAMILY_NAMES = ("blocked", "splitk", "skinny", "tall")
 # blocked without a prologue at small tiles: (BM, BN, BK, WM, WN, WNITER, TM, TN)
 SMALL_TILES = [(32, 32, 8, 16, 32, 1, 2, 4), (32, 64, 16, 16, 32, 1, 4, 4), (64, 32, 16, 32, 16, 1, 4, 2),
                (64, 64, 16, 32, 32, 1, 4, 4)]
+# Where K is long, splitk at small tiles with a long K step: each block's k-loop is a few steps and the splits sum in
+# the last block to arrive (RED=1). On an H100 (benchmarks/data/splitk-small-tiles-h100.txt) the 32 x 64 tile with
+# BK=32 in 4 or 16 splits took 9.3-10.3 us at 1024x64x511, 128x512x511 and 64x128x4096, where cuBLAS took 10.0-11.7
+# and the kernels the lattice's first pass tried (above, and the families' defaults) 13-22 on the H200.
+SPLIT_TILES = [(32, 64), (32, 32), (64, 32)]  # (BM, BN): warps of 16 x 32, a thread's 4 x 4 outputs
+LONG_K = 255  # from this K on, the split tiles are tried
+SPLIT_CHUNK = (96, 384)  # the K of each split: the measured best were 128 and 256
 
 
-def candidates(shape: tuple[int, int, int], limits: Limits) -> list[Config]:
-    """The kernels tried at a corner: those that launch there and take the short way, each once."""
+def candidates(shape: tuple[int, int, int], limits: Limits, families: tuple[str, ...] = FAMILY_NAMES) -> list[Config]:
+    """The kernels of these families tried at a corner: those that launch there and take the short way, each once."""
     found: dict[str, Config] = {}
-    for name in FAMILY_NAMES:
+    for name in families:
         family = FAMILIES[name]
         options = [fitted(make_config(family, {}), shape, limits)]
         if name == "blocked":
@@ -55,11 +65,28 @@ def candidates(shape: tuple[int, int, int], limits: Limits) -> list[Config]:
                     options.append(make_config(family, given))
                 except SpaceError:
                     continue
+        if name == "splitk":
+            options += split_tiles(family, shape)
         for config in options:
             if (not violations(config) and not shape_violations(config, shape[0], shape[1])
                     and takes_short_way(config, shape)):
                 found.setdefault(config.name, config)
     return list(found.values())
+
+
+def split_tiles(family, shape: tuple[int, int, int]) -> list[Config]:
+    """splitk's small tiles at a corner of long K (SPLIT_TILES), in each split count whose chunk of K is SPLIT_CHUNK."""
+    K = shape[2]
+    if K < LONG_K:
+        return []
+    low, high = SPLIT_CHUNK
+    out = []
+    for (BM, BN), splits in itertools.product(SPLIT_TILES, SPLITS):
+        if low <= K / splits <= high:
+            given = dict(BM=BM, BN=BN, BK=32, WM=16, WN=32, WNITER=1, TM=4, TN=4, STAGES=2, ASYNC=0, BSWAP=0,
+                         SPLITK=splits, RED=1)
+            out.append(make_config(family, given))
+    return out
 
 
 def main() -> None:
@@ -69,16 +96,22 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--budget", type=float, default=400, help="seconds: no corner is started after this")
     parser.add_argument("--backend", default="cuda", help="cuda, or sim: the emulator, for a check without a GPU")
+    parser.add_argument("--families", default=",".join(FAMILY_NAMES), help="the families tried, comma-separated")
     args = parser.parse_args()
+    families = tuple(f.strip() for f in args.families.split(",") if f.strip())
+    unknown = [f for f in families if f not in FAMILY_NAMES]
+    if unknown or not families:
+        print(f"small_corners.py: --families {args.families!r}: choose from {', '.join(FAMILY_NAMES)}", file=sys.stderr)
+        sys.exit(2)
     try:
         shapes = [s.shape for s in read_shapes(args.shapes)]
-        measure(shapes, args)
+        measure(shapes, args, families)
     except AutotuneError as exc:  # no device, a bad database path, a shape too large for the GPU: one line
         print(f"small_corners.py: {exc}", file=sys.stderr)
         sys.exit(2)
 
 
-def measure(shapes: list[tuple[int, int, int]], args: argparse.Namespace) -> None:
+def measure(shapes: list[tuple[int, int, int]], args: argparse.Namespace, families: tuple[str, ...]) -> None:
     db = None  # opened once the first corner's backend stands: a machine without a GPU writes nothing
     started = time.monotonic()
     for i, shape in enumerate(shapes, 1):
@@ -91,7 +124,7 @@ def measure(shapes: list[tuple[int, int, int]], args: argparse.Namespace) -> Non
         if backend.baseline:  # the emulator times no cuBLAS
             record_baseline(db, backend)
         best = None
-        for config in candidates(shape, backend.limits):
+        for config in candidates(shape, backend.limits, families):
             done = evaluate(db, backend, config, backend.limits, backend.peak_tflops)
             row = done.row if done else {}
             if row.get("status") == "ok" and (best is None or row["time_ms"] < best["time_ms"]):

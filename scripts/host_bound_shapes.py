@@ -22,6 +22,12 @@ draws (seeds 1-3) where torch.matmul took under 17 us a call, aligned alike, the
 that cover today (within 11 us, beating cuBLAS; these corners' winners shipped among them) hold 8, 2 before:
 
     python scripts/host_bound_shapes.py --small > benchmarks/host-bound-small-shapes.toml
+
+--long-k writes those of --small's corners whose K is LONG_K or more, where the first pass's kernels took 13-22 us
+and splitk's small tiles 9-10 on an H100 (benchmarks/small_corners.py, SPLIT_TILES): the corners to measure again
+with them (small_corners.py --families splitk):
+
+    python scripts/host_bound_shapes.py --long-k > benchmarks/host-bound-long-k-shapes.toml
 """
 from __future__ import annotations
 
@@ -39,6 +45,7 @@ def estimate_us(M: int, N: int, K: int) -> float:
 
 SMALL_SIDES = [2 ** p for p in range(3, 15)]
 SMALL_BUDGET_US = 6.0
+LONG_K = 255  # benchmarks/small_corners.py tries splitk's small tiles from this K on
 
 
 def shapes(sides: list[int] = SIDES, budget_us: float = BUDGET_US) -> list[tuple[int, int, int]]:
@@ -54,15 +61,16 @@ def misaligned(kept: list[tuple[int, int, int]], odd_n: bool = False) -> list[tu
 
 
 def written(flag: str) -> list[tuple[int, int, int]]:
-    if flag == "--small":
-        return misaligned(shapes(SMALL_SIDES, SMALL_BUDGET_US))
+    if flag in ("--small", "--long-k"):
+        small = misaligned(shapes(SMALL_SIDES, SMALL_BUDGET_US))
+        return [s for s in small if s[2] >= LONG_K] if flag == "--long-k" else small
     return misaligned(shapes(), flag == "--odd-n") if flag else shapes()
 
 
 if __name__ == "__main__":
-    flag = next((a for a in sys.argv[1:] if a in ("--misaligned", "--odd-n", "--small")), "")
+    flag = next((a for a in sys.argv[1:] if a in ("--misaligned", "--odd-n", "--small", "--long-k")), "")
     group = {"--misaligned": "host-bound-misaligned", "--odd-n": "host-bound-odd-n",
-             "--small": "host-bound-small"}.get(flag, "host-bound")
+             "--small": "host-bound-small", "--long-k": "host-bound-long-k"}.get(flag, "host-bound")
     print(f"# written by scripts/host_bound_shapes.py{' ' + flag if flag else ''}: the shapes whose rows cover "
           f"host-bound calls")
     print("shapes = [")

@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.mark.parametrize("flag, name", [("", "host-bound-shapes.toml"), ("--small", "host-bound-small-shapes.toml"),
                                         ("--misaligned", "host-bound-misaligned-shapes.toml"),
-                                        ("--odd-n", "host-bound-odd-n-shapes.toml")])
+                                        ("--odd-n", "host-bound-odd-n-shapes.toml"),
+                                        ("--long-k", "host-bound-long-k-shapes.toml")])
 def test_the_committed_lattice_is_the_scripts_output(flag: str, name: str) -> None:
     args = [sys.executable, str(ROOT / "scripts" / "host_bound_shapes.py"), *([flag] if flag else [])]
     written = subprocess.run(args, capture_output=True, text=True, check=True).stdout
@@ -28,6 +29,12 @@ def test_odd_n_is_the_misaligned_lattice_where_c_rows_are_misaligned() -> None:
     every = misaligned(shapes())
     odd = misaligned(shapes(), odd_n=True)
     assert odd == [s for s in every if s[1] % 4] and len(odd) == 2 * len(shapes())
+
+
+def test_long_k_is_the_small_lattice_where_k_is_long() -> None:
+    lattice = program("scripts", "host_bound_shapes")
+    small, long_k = lattice.written("--small"), lattice.written("--long-k")
+    assert long_k == [s for s in small if s[2] >= 255] and 0 < len(long_k) < len(small)
 
 
 def test_the_small_lattice_holds_what_its_docstring_says() -> None:

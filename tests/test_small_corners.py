@@ -28,6 +28,18 @@ def test_the_candidates_take_the_short_way_and_read_misaligned_rows_as_they_lie(
     assert not any(c.family.name == "blocked" and c.values["AL"] for c in candidates((2048, 1023, 32), Limits()))
 
 
+def test_where_k_is_long_splitk_tries_its_small_tiles_in_splits_of_a_chunk_of_k() -> None:
+    corners = program("benchmarks", "small_corners")
+    for shape in [(1024, 64, 511), (64, 128, 4096), (32, 127, 16384)]:
+        found = [c for c in corners.candidates(shape, Limits(), ("splitk",)) if c.values["BK"] == 32]
+        assert {(c.values["BM"], c.values["BN"]) for c in found} == set(corners.SPLIT_TILES), shape
+        low, high = corners.SPLIT_CHUNK
+        assert all(low <= shape[2] / c.values["SPLITK"] <= high and c.values["RED"] == 1 for c in found), shape
+        assert all(takes_short_way(c, shape) for c in found), shape
+    assert all(c.values["BK"] != 32 for c in corners.candidates((512, 4096, 31), Limits(), ("splitk",)))
+    assert {c.family.name for c in corners.candidates((1024, 64, 511), Limits(), ("splitk",))} == {"splitk"}
+
+
 def test_each_corner_gets_verified_rows_on_the_emulator(tmp_path) -> None:
     shapes = tmp_path / "s.toml"
     shapes.write_text('shapes = [\n  { group = "t", M = 8, N = 7, K = 16 },\n  { group = "t", M = 16, N = 16, K = 15 },\n]\n')

@@ -8,6 +8,7 @@
 #      then with the merged one installed in their place: before and after on the same lease.
 # SHAPES by default: the small lattice on an H200 (none of its corners is shipped there yet); on an H100, whose
 # shipped database holds the small lattice already, the three older lattices.
+# FAMILIES=splitk: step 1 tries only these families' kernels (small_corners.py --families).
 # CORNERS=file.sqlite.gz: no new corners; step 2 merges that database (one step 1 wrote before, such as
 # benchmarks/data/h200-host-bound-small.sqlite.gz), so the call is the before-and-after alone.
 # From the repository root with OUT set (COMMIT names the sources; else benchmarks/sources.py reads git, marking
@@ -29,7 +30,7 @@ else
   for f in "${files[@]}"; do
     step "corners of $f ($share s)"
     timeout "$((share + 120))" python3 benchmarks/small_corners.py --shapes "$f" --budget "$share" \
-      --db "$WORK/corners.sqlite" >"$WORK/corners.log" 2>&1
+      ${FAMILIES:+--families "$FAMILIES"} --db "$WORK/corners.sqlite" >"$WORK/corners.log" 2>&1
     echo "rc $?" | tee -a "$LOG"
     tail -3 "$WORK/corners.log" | tee -a "$LOG"
   done
