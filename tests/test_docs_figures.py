@@ -719,3 +719,328 @@ def test_the_readmes_main_job_is_the_committed_run():
     assert job["device"] == "NVIDIA H200" and job["command"] == "autotune search --M 4096"
     assert (f"{job['rows']['ok']} new measurements in {job['seconds']:.1f} s, best {best['time_ms']:.3f} ms = "
             f"{best['tflops']:.1f} TFLOP/s, {best['pct_cublas']:.1f}% of cuBLAS") in " ".join(README.read_text().split())
+
+
+DATA = ROOT / "benchmarks" / "data"
+
+
+def _flat(path: Path) -> str:
+    return " ".join(path.read_text().split())
+
+
+def _json(name: str) -> dict:
+    return json.loads((DATA / name).read_text())
+
+
+def test_the_results_docs_main_job_and_ladder_are_the_committed_runs():
+    """docs/results-h200.md's main job (main_job.py's output) and the ladder at 4096³: its first row the main job's
+    best, the others the exhaustive naive and tiled ground truth (the best tiled config, the chapter's T=32 kernel
+    with one output a thread, and naive's default both ways)."""
+    job = _json("main-job-h200.json")
+    best = job["best"]
+    doc = RESULTS_DOC.read_text()
+    assert (f"{job['rows']['ok']} new measurements in {job['seconds']:.1f} s, best the tail split's default at "
+            f"{best['time_ms']:.3f} ms = {best['tflops']:.1f} TFLOP/s, {best['pct_cublas']:.1f}% of that process's "
+            f"cuBLAS") in " ".join(doc.split()) and best["kernel"].startswith("sgemm_tailsplit_")
+    with _committed_database("h200-gt-naive-tiled-4096.sqlite.gz") as db:
+        def row(where: str) -> tuple[float, float]:
+            return db.execute(f"SELECT tflops, pct_cublas FROM results WHERE status = 'ok' AND {where} "
+                              "ORDER BY time_ms LIMIT 1").fetchone()
+        tiled = db.execute("SELECT kernel, tflops, pct_cublas FROM results WHERE status = 'ok' AND family = 'tiled' "
+                           "ORDER BY time_ms LIMIT 1").fetchone()
+        chapter = row("kernel = 'sgemm_tiled_T32_bx32_by32_xcols_pad0'")
+        cols, rows = row("kernel = 'sgemm_naive_xcols_bx32_by8'"), row("kernel = 'sgemm_naive_xrows_bx32_by8'")
+    table = table_rows(doc[doc.index("The ladder at 4096³"):])
+    assert [r[1:] for r in table[:4]] == [
+        [f"{best['tflops']:.1f}", f"{best['pct_cublas']:.1f}"], [f"{tiled[1]:.1f}", f"{tiled[2]:.0f}"],
+        [f"{chapter[0]:.1f}", f"{chapter[1]:.1f}"],
+        [f"{cols[0]:.1f} / {rows[0]:.2f}", f"{cols[1]:.1f} / {rows[1]:.1f}"]]
+    assert f"`{tiled[0].removeprefix('sgemm_tiled_')}`" in table[1][0]
+    assert f"(tiled at best {tiled[2]:.0f}% at 4096³" in _flat(ROOT / "docs" / "families.md")
+
+
+def test_the_suite_summaries_are_the_committed_suite():
+    """The sentences that sum the suite up: results-h200.md's bullets, streamk.md's few-tile paragraph, and
+    families.md's cuBLAS/ours where each FP32 family won the first seven groups' shapes."""
+    shapes = json.loads(SUITE_JSON.read_text())["shapes"]
+    flat = _flat(RESULTS_DOC)
+    rows = [s for s in shapes if s["M"] in (8, 16) and s["group"] in ("skinny-m", "llm")]
+    pct, ratio = [s["pct_roofline"] for s in rows], [s["cublas_over_ours"] for s in rows]
+    assert all(s["memory_bound"] for s in rows) and 1.8 < min(ratio) and max(ratio) < 2.2  # "about 2x"
+    assert f"8-16 rows at {min(pct):.0f}-{max(pct):.0f}% of HBM bandwidth, about 2x cuBLAS" in flat
+    few = {(s["M"], s["N"], s["K"]): s for s in shapes if s["group"] == "few-tiles"}
+    family = {k: s["kernel"].split("_")[1] for k, s in few.items()}
+    won = sorted(s["cublas_over_ours"] for k, s in few.items() if family[k] == "streamk" and s["cublas_over_ours"] > 1)
+    fewest = [s["cublas_over_ours"] for (m, n, _), s in few.items() if m * n <= 1024 * 1024]
+    assert f"waves, {won[0]:.2f}-{won[-1]:.2f};" in flat and f"stay at {min(fewest):.2f}-{max(fewest):.2f} of cuBLAS" in flat
+    streamk = _flat(ROOT / "docs" / "streamk.md")
+    assert f"geometric mean of cuBLAS/ours {geomean([s['cublas_over_ours'] for s in few.values()]):.3f}" in streamk
+    by = {f"{m} x {n} x {k}" if m != n or n != k else f"{m}³": s["cublas_over_ours"] for (m, n, k), s in few.items()}
+    assert (f"Stream-K won 1536³ ({by['1536³']:.3f}) and 2176 x 2048 x 2048 ({by['2176 x 2048 x 2048']:.3f}), and "
+            f"1024 x 1024 x 16384 at {by['1024 x 1024 x 16384']:.3f}; split-K won 1024 x 2048 x 8192 "
+            f"({by['1024 x 2048 x 8192']:.3f})") in streamk
+    splitk = [s["cublas_over_ours"] for (m, n, _), s in few.items() if m * n <= 1024 * 1024 and family[m, n, _] == "splitk"]
+    assert f"held {min(splitk):.2f}-{max(splitk):.2f} at the fewest-tile shapes" in streamk
+    assert f"blocked stayed best ({by['2048 x 2048 x 8192']:.3f})" in streamk and family[2048, 2048, 8192] == "blocked"
+    table = {row[0].strip("`"): row[2] for row in table_rows(section((ROOT / "docs" / "families.md").read_text(),
+                                                                      "## Where each one wins"))}
+    first = [s for s in shapes if s["group"] != "few-tiles"]
+    for name in ("blocked", "tailsplit", "splitk", "skinny", "tall"):
+        mine = [s["cublas_over_ours"] for s in first if s["kernel"].split("_")[1] == name]
+        assert table[name] == f"{min(mine):.2f}-{max(mine):.2f}", name
+
+
+def test_the_streamk_docs_sentences_are_its_table():
+    """docs/streamk.md's sentences under its table: the geometric mean, where stream-K wins, the fewest-tile shapes."""
+    shapes = _json("streamk-h200.json")["shapes"]
+    sk = [s["cublas_ms"] / s["streamk_ms"] for s in shapes]
+    bl = [s["cublas_ms"] / s["blocked_ms"] for s in shapes]
+    fewest = [i for i, s in enumerate(shapes) if s["M"] * s["N"] <= 1024 * 1024]
+    flat = _flat(ROOT / "docs" / "streamk.md")
+    won = [x for x in sk if x > 1]
+    assert f"Geometric mean of cuBLAS / streamk: {geomean(sk):.3f}" in flat
+    assert f"waves ({min(won):.2f}-{max(won):.2f})" in flat and len(won) == 2
+    assert (f"fewest-tile shapes from {min(bl[i] for i in fewest):.2f}-{max(bl[i] for i in fewest):.2f} of cuBLAS to "
+            f"{min(sk[i] for i in fewest):.2f}-{max(sk[i] for i in fewest):.2f}") in flat and len(fewest) == 4
+
+
+def test_the_measuring_docs_verify_and_compile_figures_are_the_committed_outputs():
+    """docs/measuring.md: the emulator against the GPU (compare_verify.py's pairs) and NVRTC's time per family;
+    docs/search.md's compile time of the register-blocked families from the same CSV."""
+    import csv
+    import statistics
+
+    def statuses(name: str) -> dict:
+        return {(r["config"], tuple(r["shape"])): r["status"] for r in _json(name)}
+
+    sim, gpu = statuses("cpu-verify-sim.json"), statuses("h200-verify-cuda.json")
+    flat = _flat(ROOT / "docs" / "measuring.md")
+    assert set(sim) == set(gpu) and set(sim.values()) == set(gpu.values()) == {"ok"}
+    assert f"{len(sim)} (variant, shape) pairs, all ok on both, none differ" in flat
+    assert len({c for c, _ in sim}) == 12 * len({c.split("_")[1] for c, _ in sim})  # 12 variants of each family
+    seconds: dict[str, list[float]] = {}
+    with open(DATA / "compile-times-nvrtc13.5-sm90.csv") as f:
+        for r in csv.DictReader(f):
+            assert r["status"] == "ok"
+            seconds.setdefault(r["family"], []).append(float(r["seconds"]))
+    medians = {fam: statistics.median(v) for fam, v in seconds.items()}
+    [count] = {len(v) for v in seconds.values()}
+    assert (f"{count} configs each: median {min(medians.values()):.1f}-{max(medians.values()):.1f} s, the slowest "
+            f"{max(map(max, seconds.values())):.0f} s") in flat
+    blocked = [medians[fam] for fam in ("blocked", "splitk", "tailsplit")]
+    assert f"takes NVRTC {min(blocked):.1f}-{max(blocked):.1f} s in the median" in _flat(SEARCH_DOC)
+
+
+def test_the_host_cost_figures_are_the_committed_runs():
+    """What a repeated call costs the host per path (host_cost.py, with the first step in C and in Python): in
+    docs/pytorch.md, docs/python.md, docs/measuring.md and the README."""
+    c, py = _json("host-cost-h200.json"), _json("host-cost-pure-python-h200.json")
+    assert c["first_step"] == "C" and py["first_step"] == "Python" and c["commit"] == py["commit"]
+
+    def first(run: dict, key: str) -> dict[tuple, float]:  # each path's first figure, by shape
+        return {tuple(r["shape"]): r[key][0] for r in run["rows"]}
+
+    ours, torch = first(c, "load(library=False)"), first(c, "torch.matmul")
+    ours_py, torch_py = first(py, "load(library=False)"), first(py, "torch.matmul")
+    slow = (64, 64, 64)  # the row that ran while the host was slower
+    rest = [s for s in ours if s != slow]
+    assert len(rest) == 4
+    pytorch, python, measuring = _flat(PYTORCH_DOC), _flat(ROOT / "docs" / "python.md"), _flat(ROOT / "docs" / "measuring.md")
+    c_line = f"{_span([ours[s] for s in rest])} µs a call where torch.matmul took {_span([torch[s] for s in rest])}"
+    assert f"our kernel's short way in C took {c_line} (four of the five shapes)" in pytorch
+    assert f"and {ours[slow]:.1f} against {torch[slow]:.1f} at 64³" in pytorch
+    py_line = f"{_span(ours_py.values())} against {_span(torch_py.values())}"
+    assert f"in Python {py_line}." in pytorch
+    assert f"a kernel's prepared launch, {c_line} on the H200 (the steps in Python: {py_line};" in python
+    assert f"our kernel through `autotune.load()` took {c_line} (" in measuring
+    saved = [100 * (1 - ours[s] / torch[s]) for s in ours]
+    saved_py = [100 * (1 - ours_py[s] / torch_py[s]) for s in ours_py]
+    assert f"the C steps save {min(saved):.0f}-{max(saved):.0f}% of torch.matmul's host time, the Python ones " \
+           f"{min(saved_py):.0f}-{max(saved_py):.0f}%" in pytorch
+    less = f"{min(saved):.0f}-{max(saved):.0f}% less than `torch.matmul`"
+    assert f"costs the host {less}" in pytorch and f"costs the host {less}" in _flat(README)
+    assert (f"costs the host {_span([torch_py[s] - ours_py[s] for s in ours_py])} µs less than `torch.matmul` with "
+            f"the steps in Python, {_span([torch[s] - ours[s] for s in ours])} with them in C") in pytorch
+    assert f"Allocating C (`new_empty`) is {_span([r['new_empty'][0] for r in c['rows']])} µs" in pytorch
+    through = [r["load()"][0] - r["torch.matmul"][0] for r in c["rows"] if r["load()"][0] > r["load(library=False)"][0] + 1]
+    assert len(through) == 3 and f"cost {_span(through)} µs above torch.matmul at the three shapes" in pytorch
+    assert f"the cuBLAS call costs the lookup more, {_span(through)} µs" in pytorch
+
+
+def test_the_host_times_at_64_cubed_are_the_committed_anyshape_runs():
+    """The host time of a call at 64³ that docs/pytorch.md and docs/results-h100.md quote from anyshape's runs."""
+    h200 = _json("anyshape-h200.json")["host_per_call"]
+    assert h200["shape"] == [64, 64, 64] and "covering" in h200["kernel"] and "256x256x256" in h200["kernel"]
+    assert (f"the two in turn: {h200['ours_us']:.1f} µs, torch.matmul {h200['torch_us']:.1f} µs at "
+            f"`{_json('anyshape-h200.json')['commit']}` (`benchmarks/data/anyshape-h200.json`") in _flat(PYTORCH_DOC)
+    flat = _flat(ROOT / "docs" / "results-h100.md")
+    corners = _json("anyshape-seed4-corners-h100.json")["host_per_call"]
+    assert (f"torch.matmul took {corners['torch_us']:.1f} µs a call at 64³, 2,000 calls back to back "
+            f"(`benchmarks/data/anyshape-seed4-corners-h100.json`, below; {h200['torch_us']:.1f} on the H200's") in flat
+    shipped = {s: _json(f"anyshape-seed{s}-h100.json")["host_per_call"] for s in range(1, 6)}
+    assert all(h["kernel"].startswith("cuBLAS") for h in shipped.values())
+    assert (f"torch.matmul took {_span2([h['torch_us'] for h in shipped.values()])} µs a call at 64³, where a cuBLAS call "
+            f"through load() took {_span2([h['ours_us'] for h in shipped.values()])}") in flat
+    assert (f"through the pass-through before: {shipped[1]['ours_us']:.1f} against {shipped[1]['torch_us']:.1f} and "
+            f"{shipped[4]['torch_us']:.1f}") in flat and f"{shipped[4]['ours_us']:.1f}" == f"{shipped[1]['ours_us']:.1f}"
+
+
+def _span2(values) -> str:
+    return f"{min(values):.2f}-{max(values):.2f}"
+
+
+def test_the_host_bound_docs_library_and_cover_figures_are_the_committed_outputs():
+    """docs/host-bound.md: cuBLASLt through ctypes (cublaslt_direct.py), the misaligned lattice's rows, the staged
+    store at 4096x1023x16, and cuBLAS's fastest time at the odd-N lattice."""
+    flat = _flat(HOST_DOC)
+    lt = dict(_probe_lines("cublaslt-direct-h200.txt"))
+    us = list(lt.values())
+    assert (f"through ctypes {_span([u['lt'] for u in us])} µs a call where torch.mm took "
+            f"{_span([u['torch.mm'] for u in us])}, of which ctypes' conversions and the allocation were "
+            f"{_span([u['lt_null'] for u in us])} (the same call with a null handle)") in flat
+    queued = re.search(r"queued: \{'lt': ([\d.]+)", (DATA / "cublaslt-direct-h200.txt").read_text().split("(20, 46, 9236)")[1])
+    assert f"its algorithm was {1 / float(queued[1]):.0f}x slower at 20x46x9236" in flat
+    from autotune.api.dispatch import beats_library
+
+    with _committed_database("h200-host-bound-misaligned.sqlite.gz") as db:
+        db.row_factory = sqlite3.Row
+        best: dict[tuple, dict] = {}
+        for r in map(dict, db.execute("SELECT * FROM results WHERE status = 'ok'")):
+            key = (r["M"], r["N"], r["K"])
+            best[key] = min(best.get(key, r), r, key=lambda x: x["time_ms"])
+    won = [k for k, r in best.items() if beats_library(r)]
+    assert f"{len(won)} of {len(best)} beat cuBLAS, nearly all with N a multiple of 4 and K odd" in flat
+    assert sum(n % 4 == 0 and k % 2 for _, n, k in won) > 0.75 * len(won)
+    odd = best[4096, 255, 63]
+    assert f"(4096x255x63: {odd['time_ms'] * 1e3:.1f} µs against {odd['cublas_ms'] * 1e3:.1f})" in flat
+    [staged] = [r for r in _json("staged-store-h200.json")["rows"]
+                if (r["M"], r["N"], r["K"], r["tile"]) == (4096, 1023, 16, "64x64 TM2")]
+    assert (f"at 4096x1023x16 a 64x64 tile took {staged['cs1_ms'] * 1e3:.1f} µs against {staged['cs0_ms'] * 1e3:.1f} "
+            f"(cuBLAS {staged['cublas_ms'] * 1e3:.1f})") in flat
+    products = _json("cover-host-bound-odd-n-cs-h200.json")["products"]
+    assert (f"cuBLAS's own time ({min(p['cublas_ms'] for p in products) * 1e3:.1f} µs at the fastest of the "
+            f"{len(products)})") in flat
+
+
+def test_the_host_bound_docs_earlier_covers_are_the_committed_runs():
+    """docs/host-bound.md's earlier covers of seed 1's random shapes: each run's summary, and at the host-bound
+    shapes where cuBLAS ran (at most 11 µs), the best kernel the cover found over cuBLAS's GPU time."""
+    flat = _flat(HOST_DOC)
+    worker = _json("anyshape-covered-worker-per-product-h200.json")
+    r = worker["summary"]["random"]
+
+    def short(run: dict) -> list[dict]:
+        return [p for p in run["cover"]["products"] if p["origin"] == "random" and p["cublas_ms"] <= 0.011]
+
+    lost = [p["ms"] / p["cublas_ms"] for p in short(worker) if p["runs"] == "cuBLAS"]
+    assert (f"the same command measured {r['geomean_queued']:.3f} queued, {r['geomean_alone']:.3f} alone, "
+            f"{r['below_0.95_queued']} below 0.95 (worst {r['min_queued']:.3f}), our kernels at {r['kernels']} of the "
+            f"40; the cover took {worker['cover']['took_s']:.0f} s, and at the {len(lost)} host-bound shapes where "
+            f"cuBLAS ran the best kernel found took {min(lost):.2f}-{max(lost):.2f}x its") in flat
+    first = _json("anyshape-covered-neighbours-first-h200.json")
+    r, cover = first["summary"]["random"], first["cover"]
+    assert f"`--cover {cover['budget_s']:.0f} --cover-trials {cover['trials']}`" in flat and first["commit"] in flat
+    assert (f"{r['geomean_queued']:.3f} queued, {r['geomean_alone']:.3f} alone, {r['below_0.95_queued']} below "
+            f"0.95") in flat
+    slower = [p["ms"] / p["cublas_ms"] for p in short(first) if p["ms"] > p["cublas_ms"]]
+    assert (f"at {len(slower)} of the {len(short(first))} random shapes where cuBLAS took at most 11 µs the best "
+            f"kernel found took {min(slower):.2f}-{max(slower):.2f}x its GPU time") in flat
+    [lost_there] = [s["torch_ms"] / s["ours_ms"] for s in first["shapes"] if (s["M"], s["N"], s["K"]) == (15782, 11, 12)]
+    assert f"the call took the full path and lost ({lost_there:.3f})" in flat
+
+
+def test_the_pytorch_docs_cover_split_and_other_runs_are_the_committed_outputs():
+    """docs/pytorch.md after the cover (which family runs where, the shapes under 17 µs, the 2% wins), the training
+    run and the exported launcher's time."""
+    from autotune.api.dispatch import WIN_MARGIN
+
+    flat = _flat(PYTORCH_DOC)
+    covered = _json("anyshape-covered-h200.json")
+    random = [s for s in covered["shapes"] if s["kind"] == "random"]
+    ours = [s for s in random if not s["kernel"].startswith("cuBLAS")]
+    families: dict[str, int] = {}
+    for s in ours:
+        families[s["kernel"].split("_")[1]] = families.get(s["kernel"].split("_")[1], 0) + 1
+    fast = [s for s in random if s["torch_ms"] < 0.017]
+    assert (f"`blocked` at {families['blocked']} (a kernel runs at {sum(s in ours for s in fast)} of the {len(fast)} "
+            f"shapes where torch.matmul took under 17 µs a call), `skinny` at {families['skinny']}, `tall` at "
+            f"{families['tall']}, `tailsplit` at one") in flat and families["tailsplit"] == 1 and len(families) == 4
+    assert f"torch.matmul against itself read {covered['summary']['random']['control_geomean']:.3f}" in flat
+    products = {(p["M"], p["N"], p["K"]): p for p in covered["cover"]["products"]}
+    gpu = [products[s["M"], s["N"], s["K"]] for s in ours]
+    beat = [p for p in gpu if p["ms"] <= (1 - WIN_MARGIN) * p["cublas_ms"]]
+    assert all(p["ms"] - p["cublas_ms"] <= 0.002 for p in gpu if p not in beat)
+    assert (f"Of the {len(ours)} random shapes whose kernel runs, at {len(beat)} it beat cuBLAS on the GPU and at "
+            f"{len(ours) - len(beat)} it is a host-bound row within 2 µs of it") in flat
+    mlp = _json("train-mlp-h200.json")
+    assert (f"nn.Linear {mlp['nn_linear_ms']:.2f} ms, swapped {mlp['autotune_ms']:.2f} ms "
+            f"({mlp['nn_linear_ms'] / mlp['autotune_ms']:.3f}); gradients identical") in flat
+    assert mlp["worst_grad_rel_diff"] == 0
+    export = _json("export-time-tf32x3wg-h200.json")
+    assert (f"{export['launcher_ms']:.3f} ms through `best.py` against {export['searched_ms']:.3f} ms in the search "
+            f"({export['launcher_over_searched']:.3f}), {export['torch_over_launcher']:.2f}x torch.matmul FP32") in flat
+
+
+def test_the_ozaki_docs_prose_figures_are_the_committed_runs():
+    """docs/ozaki.md's figures beside its tables: the tiles timed together, the H200 bullets and the prologue's
+    times (ozaki-h200.json), the measured side of the ceiling, and the Nsight Compute run's utilisations."""
+    doc = ROOT / "docs" / "ozaki.md"
+    flat = _flat(doc)
+    with _committed_database("ozakiwg-tiles-h200.sqlite.gz") as db:
+        ms = dict(db.execute("SELECT kernel, time_ms FROM results WHERE status = 'ok' AND M = 8192"))
+    tile = {k.removeprefix("sgemm_ozakiwg_").removesuffix("_T7_SCALE1"): v for k, v in ms.items()}
+    assert (f"BN = 256 with WS = 1 took {tile['BN256_S4_WS1']:.2f} ms at 8192³ against BN = 128's "
+            f"{tile['BN128_S4_WS1']:.2f}") in flat
+    assert (f"(BN = 128, WS = 0: {ms['sgemm_ozakiwg_BN128_S3_WS0_T7_SCALE1_LB2']:.2f} ms against "
+            f"{tile['BN128_S3_WS0']:.2f} with one block)") in flat
+
+    rows = _json("ozaki-h200.json")["shapes"]
+
+    def at(family: str, moduli, scale, inputs: str, size: int) -> dict:
+        [row] = [r for r in rows if (r["family"], r.get("moduli"), r.get("scale"), r["inputs"], r["M"]) ==
+                 (family, moduli, scale, inputs, size)]
+        return row
+
+    def x(r: dict) -> float:
+        return r["cublas_ms"] / r["ours_ms"]
+
+    def tflops(r: dict) -> float:
+        return 2 * r["M"] * r["N"] * r["K"] / r["ours_ms"] / 1e9
+
+    n8, n16, w8 = at("ozakiwg", 7, 1, "randn", 8192), at("ozakiwg", 7, 1, "randn", 16384), at("ozakiwg", 7, 1, "wide", 8192)
+    assert (f"7 moduli scaled by the norm run 8192³ at {x(n8):.2f}x cuBLAS ({n8['ours_ms']:.3f} ms, {tflops(n8):.0f} "
+            f"TFLOP/s) and 16384³ at {x(n16):.2f}x ({n16['ours_ms']:.2f} ms, {tflops(n16):.0f} TFLOP/s), at "
+            f"{n8['ratio']:.2f}x and {n16['ratio']:.2f}x cuBLAS FP32's error on randn inputs; on the wide inputs 8192³ "
+            f"runs at {x(w8):.2f}x, at {w8['ratio']:.2f}x its error") in flat
+    l16 = at("ozakiwg", 8, 0, "randn", 16384)
+    assert f"largest value reach {x(l16):.2f}x at 16384³ with {l16['ratio']:.2f}x the error" in flat
+    l8, lw8 = at("ozakiwg", 7, 0, "randn", 8192), at("ozakiwg", 7, 0, "wide", 8192)
+    assert (f"faster still ({x(l8):.2f}x at 8192³) but at {l8['ratio']:.2f}x cuBLAS FP32's error on randn and past "
+            f"the contract on wide inputs ({lw8['ratio']:.1f}x)") in flat
+    assert f"{x(n8):.1f}" == f"{x(n16):.1f}" and f"{x(n8):.1f}x cuBLAS SGEMM on the H200 at 8192³ and 16384³" in flat
+    for page in (RESULTS_DOC, ROOT / "docs" / "families.md", README):
+        assert f"{x(n8):.1f}x" in _flat(page) and "8192³ and 16384³" in _flat(page), page.name
+    assert f"{x(n8):.1f}x at 8192³ and 16384³ with {_span2([n8['ratio'], n16['ratio']])}x its error" in _flat(README)
+    assert (f"the prologue ({n8['prologue_ms']:.2f} ms of {n8['ours_ms']:.2f} at 8192³ scaled by the norm") in flat
+    n4, l4 = at("ozakiwg", 7, 1, "randn", 4096), at("ozakiwg", 7, 0, "randn", 4096)
+    assert (f"{n8['prologue_ms']:.2f} ms at 8192³ and {n4['prologue_ms']:.2f} ms at 4096³ against "
+            f"{l8['prologue_ms']:.2f} and {l4['prologue_ms']:.2f} for the largest value") in flat
+    o4, o8 = at("ozaki", 8, None, "randn", 4096), at("ozaki", 8, None, "randn", 8192)
+    assert f"against {tflops(o4):.1f} and {tflops(o8):.1f} measured at 4096³ and 8192³" in flat
+    ncu = (DATA / "ncu-ozakiwg-8192-h200.txt").read_text()
+
+    def metric(name: str) -> float:
+        return float(re.search(rf"{re.escape(name)}\s+%?\s*([\d.]+)", ncu)[1])
+
+    tensor = float(re.search(r"Shared is the highest-utilized pipeline \(([\d.]+)%\)", ncu)[1])
+    assert "dominated by its Tensor (INT) sub-pipeline" in " ".join(ncu.split())
+    assert (f"its INT8 tensor pipe busy {tensor:.0f}% of the elapsed cycles, L2 at "
+            f"{metric('L2 Cache Throughput'):.0f}% of its throughput, HBM at {metric('DRAM Throughput'):.0f}%, the "
+            f"issue slots {metric('Issue Slots Busy'):.0f}% busy, no local memory") in flat
+    assert metric("Local Memory Spilling Requests") == 0
+    assert f"put BN = 128's product at {metric('L2 Cache Throughput'):.0f}% of L2's throughput" in flat
+
+
+def test_the_first_use_docs_row_count_is_the_shipped_model_rows():
+    rows = json.loads(gzip.decompress((ROOT / "autotune" / "store" / "tuned" / "h200-model-rows.json.gz").read_bytes()))
+    assert f"the package ships the {len(rows['rows']):,} rows of its H200 suite" in _flat(ROOT / "docs" / "first-use.md")

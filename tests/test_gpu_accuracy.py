@@ -45,7 +45,7 @@ def test_the_tensor_core_defaults_meet_fp32_tc(backend, family, params):
     config = make_config(FAMILIES[family], params)
     outcome = backend.measure(config, render(config))
     assert outcome.err is not None and outcome.err_ref is not None
-    # the criterion; 25-43x before PROMOTE=1 (docs/families.md)
+    # the criterion; far above it before PROMOTE=1 (docs/families.md)
     assert outcome.status == "ok", (outcome.reason, outcome.err / outcome.err_ref)
     assert outcome.err <= TC_FACTOR * outcome.err_ref
 

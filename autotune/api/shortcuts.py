@@ -24,8 +24,8 @@ Launch = Callable[[int, int, int, int], int]  # (stream, a, b, c) -> the driver'
 class TorchProduct(NamedTuple):
     """The short way of a call that cuBLAS computes: torch.mm of the operands' views, unless A is not float32
     or torch's TF32 is on (then None: the full path). A tuple, not a closure: Matmul.__call__ runs it inline,
-    which spares a Python frame and a method lookup, 0.6-0.8 us of the 2.6 that a call cost the H200's host
-    above torch.mm at host-bound shapes; called, it does the same."""
+    which spares a Python frame and a method lookup, a part of what a call cost the host above torch.mm at
+    host-bound shapes (docs/host-bound.md); called, it does the same."""
 
     mm: Callable[[Any, Any], Any]
     float32: Any
