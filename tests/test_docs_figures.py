@@ -579,6 +579,14 @@ def test_the_h100_docs_shipped_table_is_the_committed_anyshape_runs():
     assert f"the call was {min(q):.2f}-{max(q):.2f}x torch.matmul queued and {min(a):.2f}-{max(a):.2f}x alone" in flat
 
 
+def _before_after_cells(old: dict, run: dict) -> list[str]:
+    """A before-and-after table's cells after the seed: the queued mean before, then after: queued, alone, shapes
+    below 0.95, the worst, kernels run, the projections' queued mean."""
+    r, p = run["summary"]["random"], run["summary"]["projection"]
+    return [f"{old['summary']['random']['geomean_queued']:.3f}", f"{r['geomean_queued']:.3f}", f"{r['geomean_alone']:.3f}",
+            str(r["below_0.95_queued"]), f"{r['min_queued']:.3f}", str(r["kernels"]), f"{p['geomean_queued']:.3f}"]
+
+
 def test_the_h100_docs_older_corners_table_is_the_committed_anyshape_runs():
     """docs/results-h100.md, the older lattices' corners merged: each seed's row, before from the shipped table's
     JSON and after from the merged run's; the shapes where the new rows run; 64^3's host time; the rows shipped."""
@@ -592,13 +600,9 @@ def test_the_h100_docs_older_corners_table_is_the_committed_anyshape_runs():
     assert [row[0] for row in table] == ["1", "2", "3", "4", "5"]
     for seed, was, now, alone, below, worst, kernels, projections in table:
         old, run = before[int(seed)], after[int(seed)]
-        r, p = run["summary"]["random"], run["summary"]["projection"]
         assert run["device"].startswith("NVIDIA H100") and run["seed"] == int(seed)
         assert run["commit"] == ("a335087" if seed in "14" else "31bf6ec")
-        assert [was, now, alone, below, worst, kernels, projections] == [
-            f"{old['summary']['random']['geomean_queued']:.3f}", f"{r['geomean_queued']:.3f}",
-            f"{r['geomean_alone']:.3f}", str(r["below_0.95_queued"]), f"{r['min_queued']:.3f}", str(r["kernels"]),
-            f"{p['geomean_queued']:.3f}"]
+        assert [was, now, alone, below, worst, kernels, projections] == _before_after_cells(old, run)
         ran = {(s["M"], s["N"], s["K"]) for s in old["shapes"] if not s["kernel"].startswith("cuBLAS")}
         for s in run["shapes"]:
             shape = f"{s['M']}x{s['N']}x{s['K']}"
@@ -1078,12 +1082,8 @@ def test_the_h100_docs_long_k_section_is_the_committed_probe_corners_and_runs():
     new, below, kernels = [], [], []
     for seed, was, now, alone, n_below, worst, n_kernels, projections in table:
         old, run = before[int(seed)], after[int(seed)]
-        r, p = run["summary"]["random"], run["summary"]["projection"]
         assert run["device"].startswith("NVIDIA H100") and run["commit"] == old["commit"] == "f32a5b1"
-        assert [was, now, alone, n_below, worst, n_kernels, projections] == [
-            f"{old['summary']['random']['geomean_queued']:.3f}", f"{r['geomean_queued']:.3f}",
-            f"{r['geomean_alone']:.3f}", str(r["below_0.95_queued"]), f"{r['min_queued']:.3f}", str(r["kernels"]),
-            f"{p['geomean_queued']:.3f}"]
+        assert [was, now, alone, n_below, worst, n_kernels, projections] == _before_after_cells(old, run)
         ran = {(s["M"], s["N"], s["K"]) for s in old["shapes"] if not s["kernel"].startswith("cuBLAS")}
         for s in run["shapes"]:
             shape, q = f"{s['M']}x{s['N']}x{s['K']}", s["torch_ms"] / s["ours_ms"]
