@@ -1,5 +1,6 @@
 """blocked's fit takes a smaller tile where K is short and the default's tiles would leave SMs idle
 (families.short_k), and the committed H200 measurements behind the rule agree with it."""
+import math
 import sqlite3
 from pathlib import Path
 
@@ -59,3 +60,40 @@ def test_a_tile_the_caller_chose_stays():
     given = {"TN": 2, "TM": 8}
     config = fitted(make_config(BLOCKED, given), (144, 10131, 4), Limits(), given)
     assert (config.values["BM"], config.values["BN"]) == (128, 256) and not violations(config)
+
+
+LONG_K_DATA = DATA.parent / "h100-long-k-corners.sqlite.gz"
+
+
+def test_splitks_fit_for_a_small_product_of_long_k_was_near_the_fastest_and_beat_its_old_choice_everywhere():
+    """splitk's fit at small products of long K (families.splitk.SPLIT_TILE), held to the H100's rows at the 196
+    long-K corners: each corner has the fit's kernel, the previous fit's (the one row of another K step) and the
+    other small split tiles' (benchmarks/small_corners.py --families splitk)."""
+    from autotune.families import SPLITK
+    from autotune.families.splitk import SPLIT_TILE
+
+    db = sqlite3.connect(f"file:{unpacked(LONG_K_DATA)}?immutable=1", uri=True)
+    db.row_factory = sqlite3.Row
+    rows = [dict(r) for r in db.execute("SELECT * FROM results WHERE status = 'ok'")]
+    shapes = sorted({(r["M"], r["N"], r["K"]) for r in rows})
+    assert len(shapes) == 196
+    near, gained = [], []
+    for shape in shapes:
+        here = [r for r in rows if (r["M"], r["N"], r["K"]) == shape]
+        config = fitted(make_config(SPLITK, {}), shape, Limits())
+        assert {k: config.values[k] for k in SPLIT_TILE} == SPLIT_TILE, shape
+        mine = [r["time_ms"] for r in here if r["kernel"] == config.name]
+        old = [r["time_ms"] for r in here if r["BK"] != SPLIT_TILE["BK"]]
+        assert len(mine) == 1 and len(old) == 1, shape
+        near.append(mine[0] / min(r["time_ms"] for r in here))
+        gained.append(old[0] / mine[0])
+    geomean = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))  # noqa: E731
+    assert max(near) <= 1.17 and geomean(near) <= 1.02
+    assert min(gained) > 1.0 and round(geomean(gained), 1) == 2.0
+
+
+@pytest.mark.parametrize("shape", [(1024, 1024, 4096), (512, 4096, 31), (32, 127, 16384), (4096, 4096, 254)])
+def test_splitks_fit_keeps_its_tiles_beyond_small_products_of_long_k(shape):
+    from autotune.families import SPLITK
+
+    assert fitted(make_config(SPLITK, {}), shape, Limits()).values["BK"] != 32

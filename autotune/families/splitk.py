@@ -137,8 +137,33 @@ def _shrunk(q: Params, M: int, N: int, K: int, limits: Limits) -> Params:
     return q
 
 
+# A small product of long K (M*N*K at most SMALL_PRODUCT, K at least LONG_K) takes a few µs, most of it its
+# k-loop's latency: the fit gives it SPLIT_TILE, 32 x 32 with a 32-wide K step, in the splits that leave each a
+# chunk of about 128 of K (about 256 from K = 2048), summed through the workspace. At the 196 long-K corners of
+# the host-bound lattices (MNK 3.1e7-3.4e7) on an H100 it came within 17% of the fastest kernel measured at each
+# (three small split tiles in two split counts, 2% in the geometric mean), and beat the tile this fit chose before
+# at every one of them, 2.0x in the geometric mean (benchmarks/data/h100-long-k-corners.sqlite.gz; tests/test_small_tiles.py).
+SMALL_PRODUCT = 1 << 25
+LONG_K = 255
+SPLIT_TILE = {"BM": 32, "BN": 32, "BK": 32, "WM": 16, "WN": 32, "WNITER": 1, "TM": 4, "TN": 4, "STAGES": 2,
+              "ASYNC": 0, "BSWAP": 0}
+
+
+def _small_product(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params | None:
+    """SPLIT_TILE and its splits for a small product of long K (the comment above); None elsewhere, or where the
+    constraints refuse it."""
+    M, N, K = shape
+    if K < LONG_K or M * N * K > SMALL_PRODUCT:
+        return None
+    longest = 192 if K < 2048 else 384  # each split's chunk: at most 1.5x the 128 (256) that ran fastest
+    splits = [s for s in SPLITS if K / s <= longest]
+    q = {**p, **SPLIT_TILE, "SPLITK": min(splits, default=max(SPLITS)), "RED": 1}
+    return q if SPLITK.allows(q, limits) and not _shape_rules(q, M, N) else None
+
+
 def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
-    """The default for a shape whose tiles leave SMs idle. Where M fills BM and N twice BN, the tile is
+    """The default for a shape whose tiles leave SMs idle. A small product of long K takes SPLIT_TILE (above).
+    Otherwise, where M fills BM and N twice BN, the tile is
     widened to the blocked default's (BN doubled, 8 warps); where even the most splits of such tiles
     would leave half the SMs idle, shrunk to SMALL_TILE. A tile twice as tall (wide) as M (N) is
     halved with its warp tile, where the constraints allow: half its FMAs would be on padding. Then
@@ -147,6 +172,9 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     LONG_CHAIN splits or more (SHORT_CHAIN where a thread's tile is full) are summed through the
     workspace where it holds them (RED=1), TREE_FROM or more in a tree (RED=2)."""
     M, N, K = shape
+    small = _small_product(p, shape, limits)
+    if small is not None:
+        return {name: value for name, value in small.items() if value != p[name]}
     q = dict(p)
     wide = {**q, "BN": 2 * q["BN"]}
     if M >= q["BM"] and N >= wide["BN"] and BLOCKED.allows(wide, limits):
