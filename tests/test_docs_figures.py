@@ -1098,6 +1098,11 @@ def test_the_h100_docs_long_k_section_is_the_committed_probe_corners_and_runs():
     assert (f"The new rows run at {len(fresh)} shapes, at {min(q for q, _ in fresh):.2f}-{max(q for q, _ in fresh):.2f}x "
             f"torch.matmul queued and {min(a for _, a in fresh):.2f}-{max(a for _, a in fresh):.2f}x alone") in flat
     assert all(n in flat for n in new) and all(b in flat for b in below)
+    host = " ".join(HOST_DOC.read_text().split())
+    named = [q for seed in (2, 3) for s in after[seed]["shapes"] for q in [s["torch_ms"] / s["ours_ms"]]
+             if (s["M"], s["N"], s["K"]) in {(733, 36, 306), (96, 302, 437), (42, 76, 2460)}]
+    assert len(named) == 3 and f"at {covered} of the {corners} corners" in host
+    assert f"42x76x2460 ran at {min(named):.2f}-{max(named):.2f}x torch.matmul queued" in host
     counts = ", ".join(str(before[s]["summary"]["random"]["below_0.95_queued"]) for s in range(1, 5))
     assert f"the same seeds had {counts} and {before[5]['summary']['random']['below_0.95_queued']} such shapes" in flat
     rs = [run["summary"]["random"] for run in after.values()]
