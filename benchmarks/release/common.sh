@@ -5,7 +5,8 @@
 # step (a timestamped heading in the log), fp32_tc_search (issue 15's default search at 4096^3, its
 # summary and best in the log, its database $WORK/tc.sqlite), family_measure (named configs of a family), splitk_measure (of splitk)
 # suite_pass (the shape suite with TRIALS, TIMEOUT and TOTAL, and REMEASURE if set, on $OUT/suite.sqlite, its outputs in $OUT) and gpu_tests
-# (the GPU tests under TESTS, default all of tests/; the summary in the log, the whole output in $WORK/gpu_tests.txt).
+# (the GPU tests under TESTS, default all of tests/; the summary in the log, the whole output in $WORK/gpu_tests.txt)
+# and pack_out (with PACK=1, $OUT's files tarred into $OUT/out.tgz: a device call brings back at most 8 files).
 set -o pipefail
 OUT="${OUT:-out}"; mkdir -p "$OUT"
 WORK=$(mktemp -d); LOG="$OUT/log.txt"
@@ -41,4 +42,8 @@ gpu_tests() {
   step "GPU tests"
   timeout 240 python3 -m pytest -m gpu -p no:cacheprovider --timeout 90 ${TESTS:-tests} >"$WORK/gpu_tests.txt" 2>&1
   grep -E "passed|failed|FAILED|Error" "$WORK/gpu_tests.txt" | tail -15 | tee -a "$LOG"
+}
+pack_out() {  # with PACK=1: $OUT's files into $OUT/out.tgz, alone (a device call brings back at most 8 files)
+  [ "${PACK:-}" = 1 ] || return 0
+  (cd "$OUT" && tar czf out.tgz --exclude=out.tgz -- * && find . -type f ! -name out.tgz -delete)
 }

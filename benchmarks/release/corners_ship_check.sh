@@ -8,7 +8,8 @@
 #      then with the merged one installed in their place: before and after on the same lease.
 # SHAPES by default: the small lattice on an H200 (none of its corners is shipped there yet); on an H100, whose
 # shipped database holds the small lattice already, the three older lattices.
-# FAMILIES=splitk: step 1 tries only these families' kernels (small_corners.py --families).
+# FAMILIES=splitk: step 1 tries only these families' kernels (small_corners.py --families). PACK=1: the outputs
+# (13 files with five seeds) end as one, $OUT/out.tgz: a device call brings back at most 8.
 # CORNERS=file.sqlite.gz: no new corners; step 2 merges that database (one step 1 wrote before, such as
 # benchmarks/data/h200-host-bound-small.sqlite.gz), so the call is the before-and-after alone.
 # From the repository root with OUT set (COMMIT names the sources; else benchmarks/sources.py reads git, marking
@@ -52,3 +53,4 @@ cp "$OUT/$TAG.sqlite" "$INSTALLED/$TAG.sqlite"
 for s in $SEEDS; do anyshape "$s" merged; done
 [ -n "${CORNERS:-}" ] || gzip -c "$WORK/slim.sqlite" >"$OUT/$TAG-corners.sqlite.gz"
 step "done"
+pack_out
