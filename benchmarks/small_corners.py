@@ -32,7 +32,7 @@ from autotune.api.suite import read_shapes  # noqa: E402
 from autotune.backends.child import WorkerSpec, build_backend  # noqa: E402
 from autotune.errors import AutotuneError, SpaceError  # noqa: E402
 from autotune.families import FAMILIES  # noqa: E402
-from autotune.families.splitk import SPLITS  # noqa: E402
+from autotune.families.splitk import LONG_K, SPLIT_TILE, SPLITS  # noqa: E402
 from autotune.search.measure import evaluate  # noqa: E402
 from autotune.space import Config, Limits, fitted, make_config, shape_violations, violations  # noqa: E402
 
@@ -46,8 +46,7 @@ SMALL_TILES = [(32, 32, 8, 16, 32, 1, 2, 4), (32, 64, 16, 16, 32, 1, 4, 4), (64,
 # the last block to arrive (RED=1). On an H100 (benchmarks/data/splitk-small-tiles-h100.txt) the 32 x 64 tile with
 # BK=32 in 4 or 16 splits took 9.3-10.3 us at 1024x64x511, 128x512x511 and 64x128x4096, where cuBLAS took 10.0-11.7
 # and the kernels the lattice's first pass tried (above, and the families' defaults) 13-22 on the H200.
-SPLIT_TILES = [(32, 64), (32, 32), (64, 32)]  # (BM, BN): warps of 16 x 32, a thread's 4 x 4 outputs
-LONG_K = 255  # from this K on, the split tiles are tried
+SPLIT_TILES = [(32, 64), (32, 32), (64, 32)]  # (BM, BN), the rest of splitk's SPLIT_TILE: warps of 16 x 32
 SPLIT_CHUNK = (96, 384)  # the K of each split: the measured best were 128 and 256
 
 
@@ -80,13 +79,8 @@ def split_tiles(family, shape: tuple[int, int, int]) -> list[Config]:
     if K < LONG_K:
         return []
     low, high = SPLIT_CHUNK
-    out = []
-    for (BM, BN), splits in itertools.product(SPLIT_TILES, SPLITS):
-        if low <= K / splits <= high:
-            given = dict(BM=BM, BN=BN, BK=32, WM=16, WN=32, WNITER=1, TM=4, TN=4, STAGES=2, ASYNC=0, BSWAP=0,
-                         SPLITK=splits, RED=1)
-            out.append(make_config(family, given))
-    return out
+    return [make_config(family, {**SPLIT_TILE, "BM": BM, "BN": BN, "SPLITK": splits, "RED": 1})
+            for (BM, BN), splits in itertools.product(SPLIT_TILES, SPLITS) if low <= K / splits <= high]
 
 
 def main() -> None:

@@ -23,10 +23,11 @@ that cover today (within 11 us, beating cuBLAS; these corners' winners shipped a
 
     python scripts/host_bound_shapes.py --small > benchmarks/host-bound-small-shapes.toml
 
---long-k writes smaller corners of K LONG_K or more, aligned and misaligned (the lattices of LONG_K_BUDGETS_US
-by the same estimate): at --small's there the first pass's kernels took 13-22 us on the H200 and splitk's small
-tiles 12-13 on an H100, beside cuBLAS, while at corners half as large those tiles took 9.3-10.3 us, beating it
-(benchmarks/small_corners.py, SPLIT_TILES). They are measured with those tiles (small_corners.py --families splitk):
+--long-k writes smaller corners of K LONG_K (splitk's) or more, aligned and misaligned (the lattice within
+LONG_K_BUDGET_US by the same estimate): at --small's there the first pass's kernels took 13-22 us on the H200 and
+splitk's small tiles 11.6-23.0 on an H100, covering none, while at corners half as large those tiles took 9.3-10.3
+us, beating cuBLAS (benchmarks/small_corners.py, SPLIT_TILES). They are measured with those tiles
+(small_corners.py --families splitk):
 
     python scripts/host_bound_shapes.py --long-k > benchmarks/host-bound-long-k-shapes.toml
 """
@@ -34,6 +35,10 @@ from __future__ import annotations
 
 import itertools
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from autotune.families.splitk import LONG_K  # noqa: E402
 
 SIDES = [16, 64, 256, 1024, 4096, 16384]
 BUDGET_US = 8.0
@@ -46,8 +51,7 @@ def estimate_us(M: int, N: int, K: int) -> float:
 
 SMALL_SIDES = [2 ** p for p in range(3, 15)]
 SMALL_BUDGET_US = 6.0
-LONG_K = 255  # benchmarks/small_corners.py tries splitk's small tiles from this K on
-LONG_K_BUDGETS_US = (4.0, 5.0)
+LONG_K_BUDGET_US = 5.0
 
 
 def shapes(sides: list[int] = SIDES, budget_us: float = BUDGET_US) -> list[tuple[int, int, int]]:
@@ -66,9 +70,8 @@ def written(flag: str) -> list[tuple[int, int, int]]:
     if flag == "--small":
         return misaligned(shapes(SMALL_SIDES, SMALL_BUDGET_US))
     if flag == "--long-k":
-        lattices = [shapes(SMALL_SIDES, budget) for budget in LONG_K_BUDGETS_US]
-        every = dict.fromkeys(s for kept in lattices for s in [*kept, *misaligned(kept)] if s[2] >= LONG_K)
-        return list(every)
+        kept = shapes(SMALL_SIDES, LONG_K_BUDGET_US)
+        return [s for s in [*kept, *misaligned(kept)] if s[2] >= LONG_K]
     return misaligned(shapes(), flag == "--odd-n") if flag else shapes()
 
 
