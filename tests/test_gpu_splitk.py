@@ -60,3 +60,20 @@ def test_launches_of_one_loaded_kernel_give_identical_bytes(family, params, shap
         outputs.append(download(runner.stream, c, M, N))
     assert np.isfinite(outputs[0]).all()
     assert outputs[0].tobytes() == outputs[1].tobytes() == outputs[2].tobytes()
+
+
+# small products of long K (families/splitk.py's SMALL_PRODUCT), where the fit gives SPLIT_TILE in as many splits as
+# leave each about 128 of K, summed through the workspace: odd sides, and K from just past LONG_K to 7472
+SMALL_PRODUCTS = ((733, 36, 306), (42, 76, 2460), (1, 689, 7472), (7, 1001, 3001))
+
+
+@pytest.mark.parametrize("shape", SMALL_PRODUCTS, ids=["x".join(map(str, s)) for s in SMALL_PRODUCTS])
+def test_fitted_small_product_verifies(shape):
+    from autotune.backends.cuda.backend import CudaBackend
+    from autotune.families.splitk import SPLIT_TILE
+    from autotune.space import Limits, fitted
+
+    config = fitted(make_config(SPLITK, {}), shape, Limits())
+    assert {k: config.values[k] for k in SPLIT_TILE} == SPLIT_TILE and config.values["RED"] == 1
+    outcome = CudaBackend(*shape, seed=7).measure(config, render(config))
+    assert outcome.status == "ok", outcome.reason
