@@ -1119,6 +1119,31 @@ def test_the_h100_docs_long_k_section_is_the_committed_probe_corners_and_runs():
             f"one to four shapes that cuBLAS runs read {min(low):.3f}-") in readme
 
 
+
+def test_the_h100_docs_gemv_holes_are_the_committed_skinny_measurements():
+    """docs/results-h100.md, the GEMV-like holes: at each of the four shapes skinny's fastest of its 12 configs
+    against cuBLAS (a win at 8x3144x591 only), cuBLAS's rate of reading B where it won, the slowest configs where K is short."""
+    flat = " ".join(section((ROOT / "docs" / "results-h100.md").read_text(), "## Long-K corners, with splitk's small tiles").split())
+    with _committed_database("h100-skinny-gemv-holes.sqlite.gz") as db:
+        rows = {(M, N, K): (best, worst, cublas) for M, N, K, best, worst, cublas in db.execute(
+            "SELECT M, N, K, min(time_ms) * 1e3, max(time_ms) * 1e3, cublas_ms * 1e3 FROM results WHERE status = 'ok' "
+            "AND family = 'skinny' GROUP BY M, N, K HAVING count(*) = 12")}
+        slowest = {(M, N, K): kernel for M, N, K, kernel in db.execute(
+            "SELECT M, N, K, kernel FROM results r WHERE time_ms = "
+            "(SELECT max(time_ms) FROM results WHERE M = r.M AND N = r.N AND K = r.K)")}
+    assert sorted(rows) == [(1, 689, 7472), (1, 6634, 672), (2, 13060, 389), (8, 3144, 591)]
+    won = rows.pop((8, 3144, 591))
+    assert won[0] < won[2] and f"At 8x3144x591 the fastest took {won[0]:.2f} µs against cuBLAS's {won[2]:.2f}" in flat
+    assert all(best > cublas for best, _, cublas in rows.values())
+    rate = [4 * N * K / (cublas * 1e-6) / 1e12 for (M, N, K), (_, _, cublas) in rows.items()]
+    assert (f"{min(b for b, _, _ in rows.values()):.2f}-{max(b for b, _, _ in rows.values()):.2f} µs against "
+            f"{min(c for _, _, c in rows.values()):.2f}-{max(c for _, _, c in rows.values()):.2f}, where cuBLAS reads B at "
+            f"{min(rate):.2f}-{max(rate):.2f} TB/s") in flat
+    short = {shape: worst for shape, (_, worst, _) in (*rows.items(), ((8, 3144, 591), won)) if shape[2] < 700}
+    assert len(short) == 3 and all("_SK64_KW16_" in slowest[shape] for shape in short)
+    assert f"the most splits and slices (64 of 16) were the slowest, {min(short.values()):.2f}-{max(short.values()):.2f} µs" in flat
+
+
 def test_the_host_bound_docs_repeat_figures_are_the_two_runs_through_one_database():
     """docs/host-bound.md, "The pass-through, run twice": the same database read twice at seeds 1-4."""
     flat = " ".join(HOST_DOC.read_text().split())
