@@ -1132,14 +1132,15 @@ def test_the_h100_docs_gemv_holes_are_the_committed_skinny_measurements():
             "SELECT M, N, K, kernel FROM results r WHERE time_ms = "
             "(SELECT max(time_ms) FROM results WHERE M = r.M AND N = r.N AND K = r.K)")}
     assert sorted(rows) == [(1, 689, 7472), (1, 6634, 672), (2, 13060, 389), (8, 3144, 591)]
-    won = rows.pop((8, 3144, 591))
+    won = rows[(8, 3144, 591)]
+    lost = {shape: row for shape, row in rows.items() if shape != (8, 3144, 591)}
     assert won[0] < won[2] and f"At 8x3144x591 the fastest took {won[0]:.2f} µs against cuBLAS's {won[2]:.2f}" in flat
-    assert all(best > cublas for best, _, cublas in rows.values())
-    rate = [4 * N * K / (cublas * 1e-6) / 1e12 for (M, N, K), (_, _, cublas) in rows.items()]
-    assert (f"{min(b for b, _, _ in rows.values()):.2f}-{max(b for b, _, _ in rows.values()):.2f} µs against "
-            f"{min(c for _, _, c in rows.values()):.2f}-{max(c for _, _, c in rows.values()):.2f}, where cuBLAS reads B at "
+    assert all(best > cublas for best, _, cublas in lost.values())
+    rate = [4 * N * K / (cublas * 1e-6) / 1e12 for (M, N, K), (_, _, cublas) in lost.items()]
+    assert (f"{min(b for b, _, _ in lost.values()):.2f}-{max(b for b, _, _ in lost.values()):.2f} µs against "
+            f"{min(c for _, _, c in lost.values()):.2f}-{max(c for _, _, c in lost.values()):.2f}, where cuBLAS reads B at "
             f"{min(rate):.2f}-{max(rate):.2f} TB/s") in flat
-    short = {shape: worst for shape, (_, worst, _) in (*rows.items(), ((8, 3144, 591), won)) if shape[2] < 700}
+    short = {shape: worst for shape, (_, worst, _) in rows.items() if shape[2] < 700}
     assert len(short) == 3 and all("_SK64_KW16_" in slowest[shape] for shape in short)
     assert f"the most splits and slices (64 of 16) were the slowest, {min(short.values()):.2f}-{max(short.values()):.2f} µs" in flat
 
