@@ -10,7 +10,8 @@ SASS counts and profiles stay behind.
 The H200's: the shape suite's searches (benchmarks/data/h200-suite.sqlite.gz, h200-few-tiles.sqlite.gz)
 and the host-bound shapes' (h200-host-bound.sqlite.gz, `autotune cover --shapes
 benchmarks/host-bound-shapes.toml`; h200-host-bound-misaligned.sqlite.gz, the same with
-benchmarks/host-bound-misaligned-shapes.toml), each gunzipped first, in that order. The H100's (h100.sqlite):
+benchmarks/host-bound-misaligned-shapes.toml; h200-host-bound-misaligned-pairs.sqlite.gz, the same by blocked with MA and
+MB free), each gunzipped first, in that order. The H100's (h100.sqlite):
 the small host-bound lattice's corners (h100-host-bound-small.sqlite.gz, benchmarks/small_corners.py).
 """
 from __future__ import annotations

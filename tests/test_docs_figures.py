@@ -1167,3 +1167,16 @@ def test_the_host_bound_docs_repeat_figures_are_the_two_runs_through_one_databas
     assert (f"{len(low)} of the {len(reads)} reads were below 0.95 ({min(min(p) for p in low):.3f}-"
             f"{max(min(p) for p in low):.3f}), and the same shape's other read {min(max(p) for p in low):.3f}-"
             f"{max(max(p) for p in low):.3f}") in flat
+
+
+def test_the_host_bound_docs_misaligned_pairs_cover_is_the_committed_one():
+    """docs/host-bound.md: the cover of the 81 misaligned host-bound shapes by blocked with MA and MB free, the
+    products where load() runs its kernel (all of 256 rows) and their gain over cuBLAS."""
+    flat = " ".join(HOST_DOC.read_text().split())
+    products = _json("cover-host-bound-misaligned-pairs-h200.json")["products"]
+    ours = [p for p in products if p["runs"] == "kernel"]
+    gains = [p["gain"] for p in ours]
+    assert {p["M"] for p in ours} == {256}
+    assert (f"found a kernel load() runs at {len(ours)} of them, all of 256 rows "
+            f"(cuBLAS's GPU time over its kernel's: {min(gains):.2f}-{max(gains):.2f})") in flat
+    assert len(products) == 81 and "A second cover of the same 81" in flat
