@@ -13,8 +13,8 @@ its row is recorded, as an in-process search does.
 
 The kernels: the default of each plain FP32 family quick at small products, fitted to the corner (a search's
 first trial), blocked at four small tiles without a prologue (misaligned rows read a float at a time:
-MA/MB), and where K is long splitk at three small tiles (SPLIT_TILES); those that take the short way there.
---families limits them to some of the families (splitk: its default and its small tiles).
+MA/MB), where K is long splitk at three small tiles (SPLIT_TILES), and tall at three (TALL_TILES); those that take
+the short way there. --families limits them to some of the families (splitk: its default and its small tiles).
 """
 from __future__ import annotations
 
@@ -48,6 +48,11 @@ SMALL_TILES = [(32, 32, 8, 16, 32, 1, 2, 4), (32, 64, 16, 16, 32, 1, 4, 4), (64,
 # and the kernels the lattice's first pass tried (above, and the families' defaults) 13-22 on the H200.
 SPLIT_TILES = [(32, 64), (32, 32), (64, 32)]  # (BM, BN), the rest of splitk's SPLIT_TILE: warps of 16 x 32
 SPLIT_CHUNK = (96, 384)  # the K of each split: the measured best were 128 and 256
+# tall at its own corners (scripts/host_bound_shapes.py --tall), A through registers (ST=0) and 8 lanes a row: (ROWS,
+# NR at most, KT), each with one split and with the fit's. On an H100 (benchmarks/data/tall-short-k-h100.sqlite.gz)
+# these were the fastest at 16384x16x256, 16384x15x255, 8192x31x255 and 4096x16x1024: 10.3-12.4 us, cuBLAS 10.8-17.1;
+# with K % 4 != 0 (MA=1: A's rows as aligned pairs) 4 rows of 16 columns and KT=128 spill (tests/test_tall.py).
+TALL_TILES = {True: [(4, 16, 128), (2, 16, 64), (4, 4, 128)], False: [(2, 16, 64), (2, 16, 128), (4, 4, 128)]}
 
 
 def candidates(shape: tuple[int, int, int], limits: Limits, families: tuple[str, ...] = FAMILY_NAMES) -> list[Config]:
@@ -66,6 +71,8 @@ def candidates(shape: tuple[int, int, int], limits: Limits, families: tuple[str,
                     continue
         if name == "splitk":
             options += split_tiles(family, shape)
+        if name == "tall":
+            options += tall_tiles(family, shape, limits)
         for config in options:
             if (not violations(config) and not shape_violations(config, shape[0], shape[1])
                     and takes_short_way(config, shape)):
@@ -81,6 +88,22 @@ def split_tiles(family, shape: tuple[int, int, int]) -> list[Config]:
     low, high = SPLIT_CHUNK
     return [make_config(family, {**SPLIT_TILE, "BM": BM, "BN": BN, "SPLITK": splits, "RED": 1})
             for (BM, BN), splits in itertools.product(SPLIT_TILES, SPLITS) if low <= K / splits <= high]
+
+
+def tall_tiles(family, shape: tuple[int, int, int], limits: Limits) -> list[Config]:
+    """tall's TALL_TILES at a corner (MA=1 where K % 4 != 0), NR cut to the columns there are, in one split and in
+    the fit's."""
+    aligned = shape[2] % 4 == 0
+    found = []
+    for rows, columns, kt in TALL_TILES[aligned]:
+        given = {"THREADS": 256, "LANES": 8, "ROWS": rows, "KT": kt, "ST": 0, "MA": int(not aligned)}
+        fit = fitted(make_config(family, given), shape, limits, given).values
+        for splits in sorted({1, fit["SPLITK"]}):
+            try:
+                found.append(make_config(family, {**fit, "NR": min(columns, fit["NR"]), "SPLITK": splits}))
+            except SpaceError:
+                continue
+    return found
 
 
 def main() -> None:

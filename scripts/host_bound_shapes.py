@@ -30,6 +30,13 @@ us, beating cuBLAS (benchmarks/small_corners.py, SPLIT_TILES). They are measured
 (small_corners.py --families splitk):
 
     python scripts/host_bound_shapes.py --long-k > benchmarks/host-bound-long-k-shapes.toml
+
+--tall writes corners of few columns and many rows (N of 16 or 8, M of 1024 or more; TALL_NS, TALL_BUDGETS_US),
+aligned and misaligned: GEMV-like products of A by a few columns, which tall's small tiles (small_corners.py
+--families tall, TALL_TILES) ran in 10.3-12.4 us on an H100 at such shapes where the lattices' first passes ran tall's
+default in 14-27 us on the H200:
+
+    python scripts/host_bound_shapes.py --tall > benchmarks/host-bound-tall-shapes.toml
 """
 from __future__ import annotations
 
@@ -52,10 +59,16 @@ def estimate_us(M: int, N: int, K: int) -> float:
 SMALL_SIDES = [2 ** p for p in range(3, 15)]
 SMALL_BUDGET_US = 6.0
 LONG_K_BUDGET_US = 5.0
+# --tall: N of at most one tall block's 16 columns and M of 1024 or more, at two budgets (each lattice's largest
+# shapes): at 16384x16x256 (7.1 us by the estimate) tall took 10.3 us on an H100, within HOST_BOUND_MS
+TALL_NS = [8, 16]
+TALL_MIN_M = 1024
+TALL_BUDGETS_US = (5.0, 7.5)
 
 
-def shapes(sides: list[int] = SIDES, budget_us: float = BUDGET_US) -> list[tuple[int, int, int]]:
-    kept = [s for s in itertools.product(sides, repeat=3) if estimate_us(*s) <= budget_us]
+def shapes(sides: list[int] = SIDES, budget_us: float = BUDGET_US, ns: list[int] | None = None) -> list[tuple[int, int, int]]:
+    """The largest shapes of the grid (N from ns where given) within the budget by the estimate."""
+    kept = [s for s in itertools.product(sides, ns or sides, sides) if estimate_us(*s) <= budget_us]
     return sorted(s for s in kept if not any(t != s and all(a >= b for a, b in zip(t, s)) for t in kept))
 
 
@@ -72,13 +85,16 @@ def written(flag: str) -> list[tuple[int, int, int]]:
     if flag == "--long-k":
         kept = shapes(SMALL_SIDES, LONG_K_BUDGET_US)
         return [s for s in [*kept, *misaligned(kept)] if s[2] >= LONG_K]
+    if flag == "--tall":
+        kept = sorted(s for budget in TALL_BUDGETS_US for s in shapes(SMALL_SIDES, budget, TALL_NS) if s[0] >= TALL_MIN_M)
+        return [*kept, *misaligned(kept)]
     return misaligned(shapes(), flag == "--odd-n") if flag else shapes()
 
 
 if __name__ == "__main__":
-    flag = next((a for a in sys.argv[1:] if a in ("--misaligned", "--odd-n", "--small", "--long-k")), "")
+    flag = next((a for a in sys.argv[1:] if a in ("--misaligned", "--odd-n", "--small", "--long-k", "--tall")), "")
     group = {"--misaligned": "host-bound-misaligned", "--odd-n": "host-bound-odd-n",
-             "--small": "host-bound-small", "--long-k": "host-bound-long-k"}.get(flag, "host-bound")
+             "--small": "host-bound-small", "--long-k": "host-bound-long-k", "--tall": "host-bound-tall"}.get(flag, "host-bound")
     print(f"# written by scripts/host_bound_shapes.py{' ' + flag if flag else ''}: the shapes whose rows cover "
           f"host-bound calls")
     print("shapes = [")

@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.parametrize("flag, name", [("", "host-bound-shapes.toml"), ("--small", "host-bound-small-shapes.toml"),
                                         ("--misaligned", "host-bound-misaligned-shapes.toml"),
                                         ("--odd-n", "host-bound-odd-n-shapes.toml"),
-                                        ("--long-k", "host-bound-long-k-shapes.toml")])
+                                        ("--long-k", "host-bound-long-k-shapes.toml"),
+                                        ("--tall", "host-bound-tall-shapes.toml")])
 def test_the_committed_lattice_is_the_scripts_output(flag: str, name: str) -> None:
     args = [sys.executable, str(ROOT / "scripts" / "host_bound_shapes.py"), *([flag] if flag else [])]
     written = subprocess.run(args, capture_output=True, text=True, check=True).stdout
@@ -39,6 +40,16 @@ def test_long_k_corners_are_smaller_lattices_where_k_is_long_aligned_and_not() -
     assert all(lattice.estimate_us(*s) <= 5.0 for s in long_k)
     # among them the corner where splitk's small tiles took 9.3 us on an H100, and its aligned twin
     assert (1024, 64, 511) in long_k and (1024, 64, 512) in long_k
+
+
+def test_tall_corners_are_few_columns_and_many_rows_aligned_and_not() -> None:
+    lattice = program("scripts", "host_bound_shapes")
+    tall = lattice.written("--tall")
+    assert len(tall) == len(set(tall)) == 40 and all(s[1] <= 16 and s[0] >= 1024 for s in tall)
+    assert {(s[1] % 4 == 0, s[2] % 4 == 0) for s in tall} == {(True, True), (True, False), (False, True), (False, False)}
+    assert all(lattice.estimate_us(*s) <= 7.5 for s in tall)
+    # the corner where tall's small tiles took 10.3 us on an H100, and its misaligned twin (12.4 us with 4-byte loads)
+    assert (16384, 16, 256) in tall and (16384, 15, 255) in tall
 
 
 def test_the_small_lattice_holds_what_its_docstring_says() -> None:
