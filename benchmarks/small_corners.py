@@ -50,9 +50,10 @@ SPLIT_TILES = [(32, 64), (32, 32), (64, 32)]  # (BM, BN), the rest of splitk's S
 SPLIT_CHUNK = (96, 384)  # the K of each split: the measured best were 128 and 256
 # tall at its own corners (scripts/host_bound_shapes.py --tall), A through registers (ST=0) and 8 lanes a row: (ROWS,
 # NR at most, KT), each with one split and with the fit's. On an H100 (benchmarks/data/tall-short-k-h100.sqlite.gz)
-# these were the fastest at 16384x16x256, 16384x15x255, 8192x31x255 and 4096x16x1024: 10.3-12.4 us, cuBLAS 10.8-17.1;
-# with K % 4 != 0 (MA=1: A's rows as aligned pairs) 4 rows of 16 columns and KT=128 spill (tests/test_tall.py).
-TALL_TILES = {True: [(4, 16, 128), (2, 16, 64), (4, 4, 128)], False: [(2, 16, 64), (2, 16, 128), (4, 4, 128)]}
+# these were the fastest at 16384x16x256, 16384x15x255, 8192x31x255 and 4096x16x1024: 10.3-12.4 us, cuBLAS 10.8-17.1.
+# A's misaligned rows (K % 4 != 0) are read a float at a time (MA=0): at each of the lattice's 20 such corners the
+# fitted default with MA=1's pairs took 1.06-1.28x its time without them (benchmarks/data/h100-tall-corners.sqlite.gz).
+TALL_TILES = [(4, 16, 128), (2, 16, 64), (4, 4, 128)]
 
 
 def candidates(shape: tuple[int, int, int], limits: Limits, families: tuple[str, ...] = FAMILY_NAMES) -> list[Config]:
@@ -91,12 +92,10 @@ def split_tiles(family, shape: tuple[int, int, int]) -> list[Config]:
 
 
 def tall_tiles(family, shape: tuple[int, int, int], limits: Limits) -> list[Config]:
-    """tall's TALL_TILES at a corner (MA=1 where K % 4 != 0), NR cut to the columns there are, in one split and in
-    the fit's."""
-    aligned = shape[2] % 4 == 0
+    """tall's TALL_TILES at a corner, NR cut to the columns there are, in one split and in the fit's."""
     found = []
-    for rows, columns, kt in TALL_TILES[aligned]:
-        given = {"THREADS": 256, "LANES": 8, "ROWS": rows, "KT": kt, "ST": 0, "MA": int(not aligned)}
+    for rows, columns, kt in TALL_TILES:
+        given = {"THREADS": 256, "LANES": 8, "ROWS": rows, "KT": kt, "ST": 0}
         fit = fitted(make_config(family, given), shape, limits, given).values
         for splits in sorted({1, fit["SPLITK"]}):
             try:

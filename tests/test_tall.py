@@ -284,7 +284,7 @@ PAIR_SHAPES = ((37, 5, 23), (70, 33, 41), (5, 1, 3), (131, 16, 333), (9, 5, 1001
 PAIR_CONFIGS = (
     {"ST": 0, "MA": 1},  # the default's tiles
     {**SPLIT, "MA": 1},  # K split four ways: each split's rows start at its own offset
-    {"THREADS": 256, "LANES": 8, "ROWS": 4, "NR": 16, "KT": 128, "SPLITK": 1, "ST": 0, "MA": 1},  # small_corners' tile
+    {"THREADS": 256, "LANES": 8, "ROWS": 4, "NR": 16, "KT": 128, "SPLITK": 1, "ST": 0, "MA": 1},  # a small_corners tile
     {"THREADS": 64, "LANES": 4, "ROWS": 1, "NR": 1, "KT": 32, "SPLITK": 32, "ST": 0, "MA": 1},
 )
 
@@ -355,7 +355,7 @@ def test_the_pairs_kernel_keeps_to_registers():
     from autotune.explain.sass import analyze
 
     for params in (PAIR_CONFIGS[1], {**PAIR_CONFIGS[2], "ROWS": 2, "KT": 64}, {**PAIR_CONFIGS[2], "NR": 4}):
-        # a split, and small_corners.py's tiles where K % 4 != 0
+        # a split, and two of small_corners.py's tiles (the third, 4 rows of 16 columns at KT=128, spills with pairs)
         try:
             report = analyze(tall(params))
         except AutotuneError as exc:
@@ -382,3 +382,26 @@ def test_the_fits_reason_for_st0_at_misaligned_k_is_the_committed_measurement():
     slower = sum(staged > plain for plain, staged in pairs)
     doc = " ".join(inspect.getdoc(module.fit).split())
     assert f"of {len(pairs)} configs that differ in ST alone {slower} took longer with ST=4 than with ST=0" in doc
+
+
+def test_the_docstrings_case_against_pairs_is_the_committed_corners():
+    """tall's docstring: at the tall lattice's corners of odd K the fitted default took longer with MA=1 than
+    without (benchmarks/data/h100-tall-corners.sqlite.gz, an H100)."""
+    import inspect
+    import sqlite3
+    from contextlib import closing
+    from pathlib import Path
+
+    from autotune.families import tall as module
+    from autotune.packed import unpacked
+
+    data = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "h100-tall-corners.sqlite.gz"
+    with closing(sqlite3.connect(f"file:{unpacked(data)}?immutable=1", uri=True)) as db:
+        ratios = [r for r, in db.execute(
+            "SELECT b.time_ms / a.time_ms FROM results a JOIN results b USING (M, N, K, THREADS, LANES, ROWS, NR, KT, "
+            "SPLITK, ST) WHERE coalesce(a.MA, 0) = 0 AND b.MA = 1 AND a.status = 'ok' AND b.status = 'ok'")]
+        odd = db.execute("SELECT count(DISTINCT M || 'x' || N || 'x' || K) FROM results WHERE K % 4 != 0").fetchone()[0]
+    doc = " ".join(inspect.getdoc(module).split())
+    assert len(ratios) == odd == 20 and min(ratios) > 1
+    assert (f"At the tall host-bound lattice's {odd} corners of odd K it lost: the fitted default took "
+            f"{min(ratios):.2f}-{max(ratios):.2f}x longer with it") in doc

@@ -31,6 +31,11 @@ moot (the stages' bytes bound them). ST = 0 renders the register kernel unchange
 The default is ST = 4: at 8192 x 16 x 8192 it ran in 0.114 ms against the register kernel's 0.134 (ST = 3
 matched it, ST = 6 lost occupancy: 0.140), and at 8192 x 1 x 8192 (NR = 4) no slower (docs/BENCHMARKS.md as of f793a29,
 "B through shared memory at 16 rows, the tall family's stages").
+
+MA=1 (ST=0) reads each float4 of a misaligned row of A (K % 4 != 0) as the one or two aligned float4s that hold it
+(templates/_pair4.cu.j2), all of a tile's in flight, where MA=0 loads four floats a step at a time. At the tall
+host-bound lattice's 20 corners of odd K it lost: the fitted default took 1.06-1.28x longer with it on an H100
+(benchmarks/data/h100-tall-corners.sqlite.gz), so no fit or corner sets it; it stays a value a search may try.
 """
 from __future__ import annotations
 
