@@ -13,7 +13,7 @@ its row is recorded, as an in-process search does.
 
 The kernels: the default of each plain FP32 family quick at small products, fitted to the corner (a search's
 first trial), blocked at four small tiles without a prologue (misaligned rows read a float at a time:
-MA/MB), where K is long splitk at three small tiles (SPLIT_TILES), and tall at three (TALL_TILES); those that take
+MA/MB), where K is long splitk at three small tiles (SPLIT_TILES), and tall at four (TALL_TILES); those that take
 the short way there. --families limits them to some of the families (splitk: its default and its small tiles).
 """
 from __future__ import annotations
@@ -50,10 +50,11 @@ SPLIT_TILES = [(32, 64), (32, 32), (64, 32)]  # (BM, BN), the rest of splitk's S
 SPLIT_CHUNK = (96, 384)  # the K of each split: the measured best were 128 and 256
 # tall at its own corners (scripts/host_bound_shapes.py --tall), A through registers (ST=0) and 8 lanes a row: (ROWS,
 # NR at most, KT), each with one split and with the fit's. On an H100 (benchmarks/data/tall-short-k-h100.sqlite.gz)
-# these were the fastest at 16384x16x256, 16384x15x255, 8192x31x255 and 4096x16x1024: 10.3-12.4 us, cuBLAS 10.8-17.1.
+# the fastest at 16384x16x256, 16384x15x255, 8192x31x255 and 4096x16x1024 were the first three, in one split:
+# 10.3-12.4 us, cuBLAS 10.8-17.1; the fourth is the default's tile.
 # A's misaligned rows (K % 4 != 0) are read a float at a time (MA=0): at each of the lattice's 20 such corners the
 # fitted default with MA=1's pairs took 1.06-1.28x its time without them (benchmarks/data/h100-tall-corners.sqlite.gz).
-TALL_TILES = [(4, 16, 128), (2, 16, 64), (4, 4, 128)]
+TALL_TILES = [(4, 16, 128), (2, 16, 128), (4, 4, 128), (2, 16, 64)]
 
 
 def candidates(shape: tuple[int, int, int], limits: Limits, families: tuple[str, ...] = FAMILY_NAMES) -> list[Config]:

@@ -33,8 +33,8 @@ us, beating cuBLAS (benchmarks/small_corners.py, SPLIT_TILES). They are measured
 
 --tall writes corners of few columns and many rows (N of 16 or 8, M of 1024 or more; TALL_NS, TALL_BUDGETS_US),
 aligned and misaligned: GEMV-like products of A by a few columns, which tall's small tiles (small_corners.py
---families tall, TALL_TILES) ran in 10.3-12.4 us on an H100 at such shapes where the lattices' first passes ran tall's
-default in 14-27 us on the H200:
+--families tall, TALL_TILES) ran in 10.3-12.4 us on an H100 at four such shapes, where cuBLAS took 10.8-17.1
+(benchmarks/data/tall-short-k-h100.sqlite.gz):
 
     python scripts/host_bound_shapes.py --tall > benchmarks/host-bound-tall-shapes.toml
 """

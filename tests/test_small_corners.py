@@ -74,3 +74,20 @@ def test_a_bad_shapes_file_is_one_line_and_writes_nothing(tmp_path) -> None:
                            str(tmp_path / "none.toml"), "--db", str(db)], capture_output=True, text=True)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "cannot read shapes file" in done.stderr
     assert not db.exists()
+
+
+def test_the_tall_tiles_are_the_probes_fastest() -> None:
+    """TALL_TILES' comment: at each of the probe's four shapes its fastest config is one of the first three tiles,
+    8 lanes and 256 threads, in one split with A through registers (benchmarks/data/tall-short-k-h100.sqlite.gz)."""
+    from contextlib import closing
+
+    from autotune.packed import unpacked
+
+    corners = program("benchmarks", "small_corners")
+    data = ROOT / "benchmarks" / "data" / "tall-short-k-h100.sqlite.gz"
+    with closing(sqlite3.connect(f"file:{unpacked(data)}?immutable=1", uri=True)) as db:
+        fastest = list(db.execute(
+            "SELECT ROWS, NR, KT, SPLITK, ST, LANES, THREADS FROM results r WHERE status = 'ok' AND time_ms = "
+            "(SELECT min(time_ms) FROM results WHERE M = r.M AND N = r.N AND K = r.K AND status = 'ok')"))
+    assert len(fastest) == 4
+    assert {f[:3] for f in fastest} <= set(corners.TALL_TILES[:3]) and {f[3:] for f in fastest} == {(1, 0, 8, 256)}

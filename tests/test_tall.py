@@ -355,7 +355,7 @@ def test_the_pairs_kernel_keeps_to_registers():
     from autotune.explain.sass import analyze
 
     for params in (PAIR_CONFIGS[1], {**PAIR_CONFIGS[2], "ROWS": 2, "KT": 64}, {**PAIR_CONFIGS[2], "NR": 4}):
-        # a split, and two of small_corners.py's tiles (the third, 4 rows of 16 columns at KT=128, spills with pairs)
+        # a split, and two of small_corners.py's tiles with pairs (4 rows of 16 columns at KT=128 spill with them)
         try:
             report = analyze(tall(params))
         except AutotuneError as exc:
