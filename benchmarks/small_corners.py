@@ -52,8 +52,6 @@ SPLIT_CHUNK = (96, 384)  # the K of each split: the measured best were 128 and 2
 # NR at most, KT), each with one split and with the fit's. On an H100 (benchmarks/data/tall-short-k-h100.sqlite.gz)
 # the fastest at 16384x16x256, 16384x15x255, 8192x31x255 and 4096x16x1024 were the first three, in one split:
 # 10.3-12.4 us, cuBLAS 10.8-17.1; the fourth is the default's tile.
-# A's misaligned rows (K % 4 != 0) are read a float at a time (MA=0): at each of the lattice's 20 such corners the
-# fitted default with MA=1's pairs took 1.06-1.28x its time without them (benchmarks/data/h100-tall-corners.sqlite.gz).
 TALL_TILES = [(4, 16, 128), (2, 16, 128), (4, 4, 128), (2, 16, 64)]
 
 

@@ -207,17 +207,15 @@ def test_tall_space_constraints_and_shape_rules():
     assert violations(tall({"LANES": 4, "KT": 256, "ST": 4})) == [
         "ST>0: the stages, ST*KT/(4*LANES)*(ROWS*THREADS + NR*(LANES+1))*16 bytes of dynamic shared memory, "
         "must fit the 227 KiB opt-in limit"]
-    # ST = 0: the 5106 valid configs there were before ST, each with MA = 0 or 1; each ST > 0 (MA = 0 only) needs
-    # whole float4s per lane, at most 64 sums a lane and its stages within 227 KiB
+    # ST = 0: the 5106 valid configs there were before ST; each ST > 0 needs whole float4s per lane, at
+    # most 64 sums a lane and its stages within 227 KiB
     values = {p.name: p.values for p in TALL.params}
     staged = sum(kt % (4 * lanes) == 0 and rows * nr <= 64
                  and st * kt // (4 * lanes) * (rows * threads + nr * (lanes + 1)) * 16 <= 227 * 1024
                  for threads, lanes, rows, nr, kt, st in itertools.product(
                      *(values[k] for k in ("THREADS", "LANES", "ROWS", "NR", "KT")), values["ST"][1:]))
     total = math.prod(len(v) for v in values.values())
-    assert f"{2 * 5106 + staged * len(values['SPLITK'])} valid of {total} combinations" in describe_space(TALL, Limits())
-    assert violations(tall({"MA": 1})) == [
-        "MA=1 reads A's rows into registers: with ST>0 the stages copy them with cp.async instead"]
+    assert f"{5106 + staged * len(values['SPLITK'])} valid of {total} combinations" in describe_space(TALL, Limits())
     # 8192 x 16: 128 block-rows of 64 rows, one column block, four splits
     assert tall({}).geometry(8192, 16).grid == (1, 128, 4) and tall({}).geometry(8192, 16).threads == 256
     assert tall({}).geometry(100, 33).grid == (3, 2, 4)
@@ -247,7 +245,7 @@ def test_the_register_kernel_streams_a_with_16_byte_loads_and_does_not_spill():
     except AutotuneError as exc:
         pytest.skip(str(exc))  # nvdisasm absent: pip install 'sgemm-autotune[sass]'
     p, d = TALL.params, registers.derived
-    assert [x.name for x in p] == ["THREADS", "LANES", "ROWS", "NR", "KT", "SPLITK", "ST", "MA"]
+    assert [x.name for x in p] == ["THREADS", "LANES", "ROWS", "NR", "KT", "SPLITK", "ST"]
     values = registers.values
     assert report.loop.ffma == 4 * values["NR"] * values["ROWS"] * d["QL"]  # a whole tile, unrolled
     assert report.loop.ldg.get(128) == values["ROWS"] * d["QL"]  # A: float4s only
@@ -275,92 +273,13 @@ def test_the_stages_copy_a_and_b_with_cp_async_and_keep_the_loop_in_registers():
     assert loop.ldl == loop.stl == 0 and report.resources.registers <= 128
 
 
+def test_the_fit_takes_a_through_registers_where_k_leaves_rows_misaligned():
+    """The fit takes ST=0 where K % 4 != 0 (the stages would copy A 4 bytes at a time), and keeps the stages elsewhere."""
+    from autotune.space import fitted
 
-# --------------------------------------------------------------------------- MA=1: misaligned rows of A as aligned pairs
-
-# K at each offset from a 16-byte boundary (23, 41, 333: rows start at every one), a K below one float4 (3), a partial
-# last tile (333 = 5 x 64 + 13), rows past the last block (70, 131), N not a multiple of NR (5, 33)
-PAIR_SHAPES = ((37, 5, 23), (70, 33, 41), (5, 1, 3), (131, 16, 333), (9, 5, 1001))
-PAIR_CONFIGS = (
-    {"ST": 0, "MA": 1},  # the default's tiles
-    {**SPLIT, "MA": 1},  # K split four ways: each split's rows start at its own offset
-    {"THREADS": 256, "LANES": 8, "ROWS": 4, "NR": 16, "KT": 128, "SPLITK": 1, "ST": 0, "MA": 1},  # a small_corners tile
-    {"THREADS": 64, "LANES": 4, "ROWS": 1, "NR": 1, "KT": 32, "SPLITK": 32, "ST": 0, "MA": 1},
-)
-
-
-@pytest.mark.parametrize("params", PAIR_CONFIGS, ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()))
-def test_tall_pairs_match_the_reference_at_every_offset(params):
-    config = tall(params)
-    source = render(config)
-    assert "pair4(" in source and config.name.endswith("_MA1")
-    assert statuses(config, source, PAIR_SHAPES) == ["ok"] * len(PAIR_SHAPES)
-
-
-@pytest.mark.parametrize("shape", ((70, 6, 333), (9, 5, 1001), (70, 6, 300)))
-def test_tall_pairs_add_what_the_scalar_loads_add(shape):
-    """MA=1 reads the same four values of a row as MA=0's 4-byte loads, zeros past the tile included, and
-    multiplies them in the same order: the same bits in C (at K % 4 == 0 both take 16-byte loads)."""
-    outputs = [output(config, render(config), shape) for config in (tall(SPLIT), tall({**SPLIT, "MA": 1}))]
-    assert outputs[0].tobytes() == outputs[1].tobytes()
-
-
-@pytest.mark.parametrize(("old", "new", "status"), (
-    # the whole tiles' pairs cut to three values: the fourth of every float4 is lost
-    ("pair4(arow[r] + k0 + 4 * (s * LANES + lane), 4, endA)", "pair4(arow[r] + k0 + 4 * (s * LANES + lane), 3, endA)",
-     "wrong"),
-    # A's end placed past its last value: the last row's second float4 is read beyond A
-    ("A + static_cast<size_t>(M) * K : nullptr", "A + static_cast<size_t>(M) * K + 8 : nullptr", "out_of_bounds"),
-    # the partial tile's pairs not cut at its end: the last row's read past the end of A
-    ("return pair4(p, min(4, kt - c), end);", "return pair4(p, 4, end);", "out_of_bounds"),
-), ids=("three-values", "past-the-end", "uncut-tail"))
-def test_tall_pairs_broken_are_caught(old, new, status):
-    config = tall({**SPLIT, "MA": 1})
-    source = render(config)
-    shape = (70, 6, 333)
-    assert statuses(config, source, (shape,)) == ["ok"]
-    assert statuses(config, edit(source, old, new), (shape,)) == [status]
-
-
-def test_the_values_past_a_tiles_end_are_not_carried_in():
-    """K = 333 in one chunk: the partial last tile's pairs hold the next row's first values. An infinity there must
-    not come into the row's sum (times the zeros past B's tile it would be NaN): with the values past the tile's
-    end kept, it does."""
-    config = tall({**SPLIT, "SPLITK": 1, "MA": 1})
-    M, N, K = 70, 6, 333
-    A, B = random_inputs(M, N, K, 1)
-    A[1, 0] = np.inf
-    source = render(config)
-    right = run_kernel(source, config.name, config.geometry(M, N), A, B, M, N, K)
-    assert np.isfinite(right[0]).all() and np.allclose(right[0], A[0].astype(np.float64) @ B, atol=1e-4)
-    kept = edit(source, "    if (have < 2) v.y = 0.0f;", "    if (have < 0) v.y = 0.0f;")  # row 1's first value, A[333]
-    assert not np.isfinite(run_kernel(kept, config.name, config.geometry(M, N), A, B, M, N, K)[0]).all()
-
-
-def test_tall_pairs_are_walked_where_k_leaves_rows_misaligned_and_fitted_there():
-    """A search walks MA=1 only where K % 4 != 0 (elsewhere it is MA=0's kernel); the fit takes ST=0 there, where
-    the stages would copy A 4 bytes at a time, and wherever MA=1 is given."""
-    from autotune.space import at_shape, fitted
-
-    assert at_shape(TALL, (4096, 16, 256)).param("MA").values == (0,)
-    assert at_shape(TALL, (4096, 16, 255)).param("MA").values == (0, 1)
-    limits = Limits()
-    assert fitted(tall({}), (4096, 16, 255), limits).values["ST"] == 0
-    assert fitted(tall({}), (4096, 16, 256), limits).values["ST"] == 4
-    given = fitted(tall({"MA": 1}), (4096, 16, 256), limits, {"MA": 1})
-    assert given.values["ST"] == 0 and not violations(given)
-
-
-def test_the_pairs_kernel_keeps_to_registers():
-    from autotune.explain.sass import analyze
-
-    for params in (PAIR_CONFIGS[1], {**PAIR_CONFIGS[2], "ROWS": 2, "KT": 64}, {**PAIR_CONFIGS[2], "NR": 4}):
-        # a split, and two of small_corners.py's tiles with pairs (4 rows of 16 columns at KT=128 spill with them)
-        try:
-            report = analyze(tall(params))
-        except AutotuneError as exc:
-            pytest.skip(str(exc))  # nvdisasm absent: pip install 'sgemm-autotune[sass]'
-        assert not report.resources.spills and report.resources.registers <= 128, params
+    assert fitted(tall({}), (4096, 16, 255), Limits()).values["ST"] == 0
+    assert fitted(tall({}), (4096, 16, 256), Limits()).values["ST"] == 4
+    assert fitted(tall({"ST": 4}), (4096, 16, 255), Limits(), {"ST": 4}).values["ST"] == 4  # given, kept
 
 
 def test_the_fits_reason_for_st0_at_misaligned_k_is_the_committed_measurement():
@@ -384,9 +303,9 @@ def test_the_fits_reason_for_st0_at_misaligned_k_is_the_committed_measurement():
     assert f"of {len(pairs)} configs that differ in ST alone {slower} took longer with ST=4 than with ST=0" in doc
 
 
-def test_the_docstrings_case_against_pairs_is_the_committed_corners():
-    """tall's docstring: at the tall lattice's corners of odd K the fitted default took longer with MA=1 than
-    without (benchmarks/data/h100-tall-corners.sqlite.gz, an H100)."""
+def test_the_docstrings_case_against_pairs_is_the_committed_measurements():
+    """tall's docstring: reading misaligned rows of A as aligned pairs lost, at the tall lattice's corners of odd K
+    and at three shapes of long K (the two databases of benchmarks/data, an H100)."""
     import inspect
     import sqlite3
     from contextlib import closing
@@ -395,13 +314,20 @@ def test_the_docstrings_case_against_pairs_is_the_committed_corners():
     from autotune.families import tall as module
     from autotune.packed import unpacked
 
-    data = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "h100-tall-corners.sqlite.gz"
-    with closing(sqlite3.connect(f"file:{unpacked(data)}?immutable=1", uri=True)) as db:
-        ratios = [r for r, in db.execute(
-            "SELECT b.time_ms / a.time_ms FROM results a JOIN results b USING (M, N, K, THREADS, LANES, ROWS, NR, KT, "
-            "SPLITK, ST) WHERE coalesce(a.MA, 0) = 0 AND b.MA = 1 AND a.status = 'ok' AND b.status = 'ok'")]
-        odd = db.execute("SELECT count(DISTINCT M || 'x' || N || 'x' || K) FROM results WHERE K % 4 != 0").fetchone()[0]
+    ratios, odd = {}, 0
+    for name in ("h100-tall-corners.sqlite.gz", "tall-pairs-long-k-h100.sqlite.gz"):
+        data = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / name
+        with closing(sqlite3.connect(f"file:{unpacked(data)}?immutable=1", uri=True)) as db:
+            ratios[name] = [r for r, in db.execute(
+                "SELECT b.time_ms / a.time_ms FROM results a JOIN results b USING (M, N, K, THREADS, LANES, ROWS, NR, "
+                "KT, SPLITK, ST) WHERE coalesce(a.MA, 0) = 0 AND b.MA = 1 AND a.status = 'ok' AND b.status = 'ok'")]
+            if name.startswith("h100-tall"):
+                odd = db.execute("SELECT count(DISTINCT M || 'x' || N || 'x' || K) FROM results WHERE K % 4 != 0").fetchone()[0]
+    corners, long_k = ratios.values()
     doc = " ".join(inspect.getdoc(module).split())
-    assert len(ratios) == odd == 20 and min(ratios) > 1
-    assert (f"At the tall host-bound lattice's {odd} corners of odd K it lost: the fitted default took "
-            f"{min(ratios):.2f}-{max(ratios):.2f}x longer with it") in doc
+    assert len(corners) == odd == 20 and len(long_k) == 6 and min(corners + long_k) > 1
+    assert (f"at the tall host-bound lattice's {odd} corners of odd K the fitted default took {min(corners):.2f}-"
+            f"{max(corners):.2f}x as long with the pairs") in doc
+    assert f"4096x15x16383 {min(long_k):.2f}-{max(long_k):.2f}x" in doc and "MA" not in {p.name for p in TALL.params}
+    families = " ".join((Path(__file__).resolve().parents[1] / "docs" / "families.md").read_text().split())
+    assert f"they took {min(corners + long_k):.2f}-{max(corners + long_k):.2f}x as long on an H100" in families

@@ -32,10 +32,11 @@ The default is ST = 4: at 8192 x 16 x 8192 it ran in 0.114 ms against the regist
 matched it, ST = 6 lost occupancy: 0.140), and at 8192 x 1 x 8192 (NR = 4) no slower (docs/BENCHMARKS.md as of f793a29,
 "B through shared memory at 16 rows, the tall family's stages").
 
-MA=1 (ST=0) reads each float4 of a misaligned row of A (K % 4 != 0) as the one or two aligned float4s that hold it
-(templates/_pair4.cu.j2), all of a tile's in flight, where MA=0 loads four floats a step at a time. At the tall
-host-bound lattice's 20 corners of odd K it lost: the fitted default took 1.06-1.28x longer with it on an H100
-(benchmarks/data/h100-tall-corners.sqlite.gz), so no fit or corner sets it; it stays a value a search may try.
+Misaligned rows of A (K % 4 != 0) are read four floats a step at a time. Reading them as the aligned float4 pairs
+that hold them (blocked's MA, templates/_pair4.cu.j2) was tried and lost on an H100: at the tall host-bound
+lattice's 20 corners of odd K the fitted default took 1.06-1.28x as long with the pairs
+(benchmarks/data/h100-tall-corners.sqlite.gz), and at 8192x16x8191, 16384x8x4095 and 4096x15x16383 1.47-1.68x
+(benchmarks/data/tall-pairs-long-k-h100.sqlite.gz), so the family has no such parameter.
 """
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ from dataclasses import replace
 
 from autotune.families.common import WAVE32
 from autotune.families.splitk import MAX_TILES, fit_block, split_grid
-from autotune.space import Constraint, Family, Launch, Limits, Param, Params, Value, ceil_div
+from autotune.space import Constraint, Family, Launch, Limits, Param, Params, ceil_div
 
 MAX_A_IN_FLIGHT = 16  # float4s of A a lane loads per tile before using them (4 registers each)
 MAX_B_STAGED = 16  # floats of the B tile a thread holds between loading and storing it
@@ -97,11 +98,6 @@ _split_geometry, _shape_rules = split_grid(tiles, lambda p: f"{rows_per_block(p)
                                            "use SPLITK=1 or more rows per block")
 
 
-def _shape_values(shape: tuple[int, int, int]) -> dict[str, tuple[Value, ...]]:
-    """Where A's rows are whole 16-byte vectors (K % 4 == 0) MA=1 reads them as MA=0 does: a search there walks MA=0 only."""
-    return {"MA": (0,)} if shape[2] % 4 == 0 else {}
-
-
 def _geometry(p: Params, M: int, N: int) -> Launch:
     return replace(_split_geometry(p, M, N), shared_bytes=stages_bytes(p))
 
@@ -120,12 +116,12 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     tiles of K. That is the default's 4 at its shape, 8192 x 16 x 8192 (128 block-rows), and 1 at K = 108 or 61,
     where the default's 4 splits each took a part of one tile and waited on a turnstile: 11516x4x108 ran 10.9 us
     with 4 splits against cuBLAS's 8.4 (benchmarks/data/anyshape-covered-h200.json, sources 2b04d0b). Where A's rows
-    are not whole 16-byte vectors (K % 4 != 0), or MA=1 reads them, ST=0: the stages copy such rows 4 bytes at a
-    time: at 16384x15x255 and 8192x31x255, of 40 configs that differ in ST alone 36 took longer with ST=4 than with
-    ST=0, on an H100 (benchmarks/data/tall-short-k-h100.sqlite.gz, tests/test_tall.py)."""
+    are not whole 16-byte vectors (K % 4 != 0), ST=0, as the stages copy such rows 4 bytes at a time: at 16384x15x255
+    and 8192x31x255, of 40 configs that differ in ST alone 36 took longer with ST=4 than with ST=0, on an H100
+    (benchmarks/data/tall-short-k-h100.sqlite.gz, tests/test_tall.py)."""
     M, N, K = shape
     q = {**p, **fit_block(p, "NR", COLUMNS_PER_BLOCK, max(N, 4))}
-    if K % 4 or p["MA"]:
+    if K % 4:
         q["ST"] = 0
     tiles_n, tiles_m = tiles(q, M, N)
     if tiles_n <= MAX_COLUMN_BLOCKS:
@@ -150,9 +146,6 @@ TALL = Family(
         Param("ST", STAGES, 4, "stages of the cp.async pipeline in dynamic shared memory, each a tile of A and "
               "B (0: A loaded into registers a tile at a time, B staged with plain loads)", absent=0,
               named_at_absent=False),
-        Param("MA", (0, 1), 0, "ST=0, where A's rows are not whole 16-byte vectors (K % 4 != 0): 1 = each float4 of a "
-              "row read as the one or two aligned float4s that hold it (the second mostly from L1); 0 = four 4-byte "
-              "loads a step at a time", absent=0, named_at_absent=False),
     ),
     constraints=(
         Constraint("a tile of KT rows of B must give each of a group's LANES lanes whole float4s "
@@ -174,15 +167,12 @@ TALL = Family(
                    lambda p, lim: stages_bytes(p) <= lim.max_shared_optin),
         Constraint(f"a lane's ROWS*NR partial sums are held in registers: at most {MAX_ACCUMULATORS}",
                    ("ROWS", "NR"), lambda p, lim: p["ROWS"] * p["NR"] <= MAX_ACCUMULATORS),
-        Constraint("MA=1 reads A's rows into registers: with ST>0 the stages copy them with cp.async instead",
-                   ("MA", "ST"), lambda p, lim: p["MA"] == 0 or p["ST"] == 0),
     ),
     template="tall.cu.j2",
     geometry=_geometry,
     derive=derive,
     tags={"THREADS": "T", "LANES": "L", "ROWS": "R", "SPLITK": "SK"},
     shape_rules=_shape_rules,
-    shape_values=_shape_values,
     fit=fit,
     hip=replace(WAVE32, no_cp_async="ST=0 (A is loaded into registers, B staged by plain loads)"),
     intensity=lambda p: p["NR"] / 2,  # per float4 of A (16 bytes) 4*NR FMAs (B is NR floats beside it)
