@@ -44,3 +44,24 @@ def test_corners_ship_check_installs_the_merged_database_where_anyshape_imports_
     done = subprocess.run(["bash", "-c", f'{line}; echo "$INSTALLED"'], cwd=checkout, capture_output=True, text=True,
                           env={"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "PYTHONPATH": str(site)})
     assert done.stdout.strip() == str(site / "autotune" / "store" / "tuned"), done.stderr
+
+
+def test_corners_ship_check_shares_its_budget_by_corners_and_lets_a_file_name_its_families() -> None:
+    """SHAPES entries written file@families run small_corners.py with those families for that file alone (the others
+    with FAMILIES, or all of small_corners.py's); BUDGET is shared in proportion to each file's corners."""
+    text = (ROOT / "benchmarks/release/corners_ship_check.sh").read_text()
+    start = text.index("corner_runs() {")
+    function = text[start:text.index("\n}\n", start) + 3]
+    long_k, tall = "benchmarks/host-bound-long-k-shapes.toml", "benchmarks/host-bound-tall-shapes.toml"
+
+    def runs(**env: str) -> list[list[str]]:
+        done = subprocess.run(["bash", "-c", f"{function}corner_runs"], cwd=ROOT, capture_output=True, text=True,
+                              env={"PATH": "/usr/bin:/bin", **env})
+        assert done.returncode == 0, done.stderr
+        return [line.split() for line in done.stdout.splitlines()]
+
+    # 196 long-K corners and 40 tall ones share 300 s as 249 and 50 (whole seconds, rounded down)
+    assert runs(SHAPES=f"{long_k}@splitk {tall}@tall", BUDGET="300") == [[long_k, "splitk", "249"], [tall, "tall", "50"]]
+    assert runs(SHAPES=f"{long_k} {tall}@tall", FAMILIES="blocked,splitk") == [
+        [long_k, "blocked,splitk", str(230 * 196 // 236)], [tall, "tall", str(230 * 40 // 236)]]
+    assert runs(SHAPES=tall) == [[tall, "all", "230"]]

@@ -8,7 +8,9 @@
 #      then with the merged one installed in their place: before and after on the same lease.
 # SHAPES by default: the small lattice on an H200 (none of its corners is shipped there yet); on an H100, whose
 # shipped database holds the small lattice already, the three older lattices.
-# FAMILIES=splitk: step 1 tries only these families' kernels (small_corners.py --families). PACK=1: the outputs
+# FAMILIES=splitk: step 1 tries only these families' kernels (small_corners.py --families); an entry of SHAPES written
+# file@families names its own (benchmarks/host-bound-tall-shapes.toml@tall). BUDGET (seconds, default 230) is shared
+# among the files in proportion to their corners. PACK=1: the outputs
 # (13 files with five seeds) end as one, $OUT/out.tgz: a device call brings back at most 8.
 # CORNERS=file.sqlite.gz: no new corners; step 2 merges that database (one step 1 wrote before, such as
 # benchmarks/data/h200-host-bound-small.sqlite.gz), so the call is the before-and-after alone.
@@ -16,6 +18,15 @@
 # a tree that differs from its HEAD, as a GPU node's copy with an older .git does):
 #   OUT=out COMMIT=abc1234 bash benchmarks/release/corners_ship_check.sh
 source benchmarks/release/common.sh
+corner_runs() {  # a line per entry of SHAPES: its shapes file, its families (all: small_corners.py's), its seconds
+  local f n total=0
+  for f in $SHAPES; do n=$(grep -c "M = " "${f%%@*}"); total=$((total + n)); done
+  for f in $SHAPES; do
+    n=$(grep -c "M = " "${f%%@*}")
+    local families="${FAMILIES:-all}"; [[ "$f" == *@* ]] && families="${f#*@}"
+    echo "${f%%@*} $families $(( ${BUDGET:-230} * n / total ))"
+  done
+}
 case "$TAG" in
   h200) SHAPES="${SHAPES:-benchmarks/host-bound-small-shapes.toml}"; SEEDS="${SEEDS:-5 2}" ;;
   h100) SEEDS="${SEEDS:-1 4}"
@@ -26,15 +37,14 @@ if [ -n "${CORNERS:-}" ]; then
   step "corners from $CORNERS"
   gunzip -c "$CORNERS" >"$WORK/corners.sqlite"
 else
-  files=($SHAPES)
-  share=$(( ${BUDGET:=230} / ${#files[@]} ))
-  for f in "${files[@]}"; do
-    step "corners of $f ($share s)"
+  while read -r f families share; do
+    step "corners of $f ($share s, families: $families)"
+    [ "$families" = all ] && families=""
     timeout "$((share + 120))" python3 benchmarks/small_corners.py --shapes "$f" --budget "$share" \
-      ${FAMILIES:+--families "$FAMILIES"} --db "$WORK/corners.sqlite" >"$WORK/corners.log" 2>&1
+      ${families:+--families "$families"} --db "$WORK/corners.sqlite" </dev/null >"$WORK/corners.log" 2>&1
     echo "rc $?" | tee -a "$LOG"
     tail -3 "$WORK/corners.log" | tee -a "$LOG"
-  done
+  done < <(corner_runs)
 fi
 step "merge into autotune/store/tuned/$TAG.sqlite"
 python3 scripts/slim_database.py "$WORK/corners.sqlite" "$WORK/slim.sqlite" | tee -a "$LOG"
