@@ -13,8 +13,7 @@ import sqlite3
 import statistics
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from autotune.api.suite import read_shapes
 from autotune.families import BLOCKED, NAIVE, TILED
 from autotune.packed import unpacked
 from autotune.space import Limits, count_valid
+from tests.committed import committed_database
 from tests.programs import program
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -369,15 +369,8 @@ def test_the_ozaki_docs_table_is_the_committed_benchmark():
     assert all(f"commit `{s['commit']}`" in doc for s in data["shapes"])
 
 
-@contextmanager
-def _committed_database(name: str) -> Iterator[sqlite3.Connection]:
-    """A gzipped database of benchmarks/data, unpacked (autotune.packed) and opened read-only."""
-    with closing(sqlite3.connect(f"file:{unpacked(ROOT / 'benchmarks' / 'data' / name)}?immutable=1", uri=True)) as conn:
-        yield conn
-
-
-def test_the_ozaki_docs_tiles_table_is_the_committed_database():
-    with _committed_database("ozakiwg-tiles-h200.sqlite.gz") as db:
+def test_the_ozaki_docs_tiles_table_is_thecommitted_database():
+    with committed_database("ozakiwg-tiles-h200.sqlite.gz") as db:
         data = db.execute("select kernel, M, N, K, time_ms, cublas_ms, err, err_ref from results where status = 'ok' "
                           "order by M desc, id").fetchall()
     rows = table_rows(section((ROOT / "docs" / "ozaki.md").read_text(), "## Tiles on the H200"))
@@ -386,7 +379,7 @@ def test_the_ozaki_docs_tiles_table_is_the_committed_database():
 
 
 def test_the_ozaki_docs_search_figures_are_the_committed_search():
-    with _committed_database("h200-fp32-tc-8192-search.sqlite.gz") as db:
+    with committed_database("h200-fp32-tc-8192-search.sqlite.gz") as db:
         best = db.execute("select kernel, time_ms, cublas_ms from results where status = 'ok' order by time_ms "
                           "limit 3").fetchall()
         tf32 = db.execute("select min(time_ms) from results where status = 'ok' and family = 'tf32x3wg'").fetchone()[0]
@@ -538,7 +531,7 @@ def test_the_h100_docs_figures_are_the_committed_corners_and_anyshape_run():
     from autotune.api.dispatch import HOST_BOUND_MS, WIN_MARGIN
 
     flat = " ".join((ROOT / "docs" / "results-h100.md").read_text().split())
-    with _committed_database("h100-host-bound-small.sqlite.gz") as db:
+    with committed_database("h100-host-bound-small.sqlite.gz") as db:
         rows = db.execute("SELECT M, N, K, min(time_ms), cublas_ms FROM results WHERE status = 'ok' GROUP BY M, N, K")
         best = list(rows)
         total = db.execute("SELECT count(*) FROM results").fetchone()[0]
@@ -739,7 +732,7 @@ def test_the_results_docs_main_job_and_ladder_are_the_committed_runs():
     assert (f"{job['rows']['ok']} new measurements in {job['seconds']:.1f} s, best the tail split's default at "
             f"{best['time_ms']:.3f} ms = {best['tflops']:.1f} TFLOP/s, {best['pct_cublas']:.1f}% of that process's "
             f"cuBLAS") in " ".join(doc.split()) and best["kernel"].startswith("sgemm_tailsplit_")
-    with _committed_database("h200-gt-naive-tiled-4096.sqlite.gz") as db:
+    with committed_database("h200-gt-naive-tiled-4096.sqlite.gz") as db:
         def row(where: str) -> tuple[float, float]:
             return db.execute(f"SELECT tflops, pct_cublas FROM results WHERE status = 'ok' AND {where} "
                               "ORDER BY time_ms LIMIT 1").fetchone()
@@ -899,7 +892,7 @@ def test_the_host_bound_docs_library_and_cover_figures_are_the_committed_outputs
     assert f"its algorithm was {1 / float(queued[1]):.0f}x slower at 20x46x9236" in flat
     from autotune.api.dispatch import beats_library
 
-    with _committed_database("h200-host-bound-misaligned.sqlite.gz") as db:
+    with committed_database("h200-host-bound-misaligned.sqlite.gz") as db:
         db.row_factory = sqlite3.Row
         best: dict[tuple, dict] = {}
         for r in map(dict, db.execute("SELECT * FROM results WHERE status = 'ok'")):
@@ -983,7 +976,7 @@ def test_the_ozaki_docs_prose_figures_are_the_committed_runs():
     times (ozaki-h200.json), the measured side of the ceiling, and the Nsight Compute run's utilisations."""
     doc = ROOT / "docs" / "ozaki.md"
     flat = _flat(doc)
-    with _committed_database("ozakiwg-tiles-h200.sqlite.gz") as db:
+    with committed_database("ozakiwg-tiles-h200.sqlite.gz") as db:
         ms = dict(db.execute("SELECT kernel, time_ms FROM results WHERE status = 'ok' AND M = 8192"))
     tile = {k.removeprefix("sgemm_ozakiwg_").removesuffix("_T7_SCALE1"): v for k, v in ms.items()}
     assert (f"BN = 256 with WS = 1 took {tile['BN256_S4_WS1']:.2f} ms at 8192³ against BN = 128's "
@@ -1068,7 +1061,7 @@ def test_the_h100_docs_long_k_section_is_the_committed_probe_corners_and_runs():
             f"64x128x4096, where cuBLAS took {min(c for _, c in named):.1f}-{max(c for _, c in named):.1f}") in flat
     for name, corners, covered in (("h100-small-lattice-long-k-splitk.sqlite.gz", 126, 0),
                                    ("h100-long-k-corners.sqlite.gz", 196, 107)):
-        with _committed_database(name) as db:
+        with committed_database(name) as db:
             rows = list(db.execute("SELECT M, N, K, min(time_ms), cublas_ms FROM results WHERE status = 'ok' "
                                    "GROUP BY M, N, K"))
         won = [r for r in rows if r[3] <= (1 - WIN_MARGIN) * r[4] and r[3] <= HOST_BOUND_MS]
@@ -1111,7 +1104,7 @@ def test_the_h100_docs_gemv_holes_are_the_committed_skinny_measurements():
     """docs/results-h100.md, the GEMV-like holes: at each of the four shapes skinny's fastest of its 12 configs
     against cuBLAS (a win at 8x3144x591 only), cuBLAS's rate of reading B where it won, the slowest configs where K is short."""
     flat = " ".join(section((ROOT / "docs" / "results-h100.md").read_text(), "## Long-K corners, with splitk's small tiles").split())
-    with _committed_database("h100-skinny-gemv-holes.sqlite.gz") as db:
+    with committed_database("h100-skinny-gemv-holes.sqlite.gz") as db:
         rows = {(M, N, K): (best, worst, cublas) for M, N, K, best, worst, cublas in db.execute(
             "SELECT M, N, K, min(time_ms) * 1e3, max(time_ms) * 1e3, cublas_ms * 1e3 FROM results WHERE status = 'ok' "
             "AND family = 'skinny' GROUP BY M, N, K HAVING count(*) = 12")}
@@ -1175,15 +1168,16 @@ def test_the_h100_docs_tall_section_is_the_committed_probe_corners_and_runs():
     H100 figures from the same runs."""
     from autotune.api.dispatch import HOST_BOUND_MS, WIN_MARGIN
 
-    flat = " ".join(section((ROOT / "docs" / "results-h100.md").read_text(), "## Tall corners, with tall's small tiles").split())
-    with _committed_database("tall-short-k-h100.sqlite.gz") as db:
+    part = section((ROOT / "docs" / "results-h100.md").read_text(), "## Tall corners, with tall's small tiles")
+    flat = " ".join(part.split())
+    with committed_database("tall-short-k-h100.sqlite.gz") as db:
         probe = list(db.execute("SELECT min(time_ms) * 1e3, cublas_ms * 1e3, ST, SPLITK FROM results r WHERE status = 'ok' "
                                 "AND time_ms = (SELECT min(time_ms) FROM results WHERE M = r.M AND N = r.N AND K = r.K "
                                 "AND status = 'ok') GROUP BY M, N, K"))
     assert len(probe) == 4 and all((st, splits) == (0, 1) for _, _, st, splits in probe)
     assert (f"fastest with A through registers in one split: {min(p[0] for p in probe):.1f}-{max(p[0] for p in probe):.1f} "
             f"µs, cuBLAS {min(p[1] for p in probe):.1f}-{max(p[1] for p in probe):.1f}") in flat
-    with _committed_database("h100-tall-corners.sqlite.gz") as db:
+    with committed_database("h100-tall-corners.sqlite.gz") as db:
         rows = list(db.execute("SELECT min(time_ms), cublas_ms FROM results WHERE status = 'ok' GROUP BY M, N, K"))
         pairs = list(db.execute("SELECT b.time_ms / a.time_ms FROM results a JOIN results b USING (M, N, K, THREADS, "
                                 "LANES, ROWS, NR, KT, SPLITK, ST) WHERE coalesce(a.MA, 0) = 0 AND b.MA = 1 "
@@ -1193,7 +1187,6 @@ def test_the_h100_docs_tall_section_is_the_committed_probe_corners_and_runs():
     assert len(pairs) == 20 and all(ratio > 1 for ratio, in pairs) and "at the 20 corners of odd K" in flat
     before = {s: _json(f"anyshape-seed{s}-before-tall-h100.json") for s in range(1, 6)}
     after = {s: _json(f"anyshape-seed{s}-tall-h100.json") for s in range(1, 6)}
-    part = section((ROOT / "docs" / "results-h100.md").read_text(), "## Tall corners, with tall's small tiles")
     table = table_rows(part.split("Seeds 1-5 had shown")[0])
     assert [row[0] for row in table] == ["1", "2", "3", "4", "5"]
     fresh, kernels = [], []

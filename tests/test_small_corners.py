@@ -79,13 +79,10 @@ def test_a_bad_shapes_file_is_one_line_and_writes_nothing(tmp_path) -> None:
 def test_the_tall_tiles_are_the_probes_fastest() -> None:
     """TALL_TILES' comment: at each of the probe's four shapes its fastest config is one of the first three tiles,
     8 lanes and 256 threads, in one split with A through registers (benchmarks/data/tall-short-k-h100.sqlite.gz)."""
-    from contextlib import closing
-
-    from autotune.packed import unpacked
+    from tests.committed import committed_database
 
     corners = program("benchmarks", "small_corners")
-    data = ROOT / "benchmarks" / "data" / "tall-short-k-h100.sqlite.gz"
-    with closing(sqlite3.connect(f"file:{unpacked(data)}?immutable=1", uri=True)) as db:
+    with committed_database("tall-short-k-h100.sqlite.gz") as db:
         fastest = list(db.execute(
             "SELECT ROWS, NR, KT, SPLITK, ST, LANES, THREADS FROM results r WHERE status = 'ok' AND time_ms = "
             "(SELECT min(time_ms) FROM results WHERE M = r.M AND N = r.N AND K = r.K AND status = 'ok')"))

@@ -286,15 +286,11 @@ def test_the_fits_reason_for_st0_at_misaligned_k_is_the_committed_measurement():
     """tall.fit's docstring: at 16384x15x255 and 8192x31x255, of the configs measured with ST=0 and ST=4 and alike
     otherwise, how many took longer with the stages (benchmarks/data/tall-short-k-h100.sqlite.gz, an H100)."""
     import inspect
-    import sqlite3
-    from contextlib import closing
-    from pathlib import Path
 
     from autotune.families import tall as module
-    from autotune.packed import unpacked
+    from tests.committed import committed_database
 
-    data = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "tall-short-k-h100.sqlite.gz"
-    with closing(sqlite3.connect(f"file:{unpacked(data)}?immutable=1", uri=True)) as db:
+    with committed_database("tall-short-k-h100.sqlite.gz") as db:
         pairs = db.execute(
             "SELECT a.time_ms, b.time_ms FROM results a JOIN results b USING (M, N, K, THREADS, LANES, ROWS, NR, KT, "
             "SPLITK) WHERE a.ST = 0 AND b.ST = 4 AND a.status = 'ok' AND b.status = 'ok' AND a.K % 4 != 0").fetchall()
@@ -307,17 +303,14 @@ def test_the_docstrings_case_against_pairs_is_the_committed_measurements():
     """tall's docstring: reading misaligned rows of A as aligned pairs lost, at the tall lattice's corners of odd K
     and at three shapes of long K (the two databases of benchmarks/data, an H100)."""
     import inspect
-    import sqlite3
-    from contextlib import closing
     from pathlib import Path
 
     from autotune.families import tall as module
-    from autotune.packed import unpacked
+    from tests.committed import committed_database
 
     ratios, odd = {}, 0
     for name in ("h100-tall-corners.sqlite.gz", "tall-pairs-long-k-h100.sqlite.gz"):
-        data = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / name
-        with closing(sqlite3.connect(f"file:{unpacked(data)}?immutable=1", uri=True)) as db:
+        with committed_database(name) as db:
             ratios[name] = [r for r, in db.execute(
                 "SELECT b.time_ms / a.time_ms FROM results a JOIN results b USING (M, N, K, THREADS, LANES, ROWS, NR, "
                 "KT, SPLITK, ST) WHERE coalesce(a.MA, 0) = 0 AND b.MA = 1 AND a.status = 'ok' AND b.status = 'ok'")]
