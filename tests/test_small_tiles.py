@@ -2,16 +2,15 @@
 (families.short_k), and the committed H200 measurements behind the rule agree with it."""
 import math
 import sqlite3
-from pathlib import Path
 
 import pytest
 
 from autotune.families import BLOCKED
 from autotune.families.short_k import SHORT_K, SMALL_TILE, SMALLER_TILE
-from autotune.packed import unpacked
 from autotune.space import Limits, fitted, make_config, shape_violations, violations
+from tests.committed import committed_database
 
-DATA = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "h200-small-tiles.sqlite.gz"
+DATA = "h200-small-tiles.sqlite.gz"  # of benchmarks/data (tests.committed)
 TILE = ("BM", "BN", "WM", "WN", "WNITER", "TM", "TN")
 
 
@@ -44,9 +43,9 @@ def test_the_tiles_are_counted_against_the_devices_sms():
 
 
 def test_the_fits_tile_was_within_three_percent_of_the_fastest_measured_at_each_shape():
-    db = sqlite3.connect(f"file:{unpacked(DATA)}?immutable=1", uri=True)
-    db.row_factory = sqlite3.Row
-    rows = [dict(r) for r in db.execute("SELECT * FROM results WHERE status = 'ok'")]
+    with committed_database(DATA) as db:
+        db.row_factory = sqlite3.Row
+        rows = [dict(r) for r in db.execute("SELECT * FROM results WHERE status = 'ok'")]
     shapes = {(r["M"], r["N"], r["K"]) for r in rows}
     assert len(shapes) == 8
     for shape in shapes:
@@ -62,7 +61,7 @@ def test_a_tile_the_caller_chose_stays():
     assert (config.values["BM"], config.values["BN"]) == (128, 256) and not violations(config)
 
 
-LONG_K_DATA = DATA.parent / "h100-long-k-corners.sqlite.gz"
+LONG_K_DATA = "h100-long-k-corners.sqlite.gz"
 
 
 def test_splitks_fit_for_a_small_product_of_long_k_was_near_the_fastest_and_beat_its_old_choice_everywhere():
@@ -72,9 +71,9 @@ def test_splitks_fit_for_a_small_product_of_long_k_was_near_the_fastest_and_beat
     from autotune.families import SPLITK
     from autotune.families.splitk import SPLIT_TILE
 
-    db = sqlite3.connect(f"file:{unpacked(LONG_K_DATA)}?immutable=1", uri=True)
-    db.row_factory = sqlite3.Row
-    rows = [dict(r) for r in db.execute("SELECT * FROM results WHERE status = 'ok'")]
+    with committed_database(LONG_K_DATA) as db:
+        db.row_factory = sqlite3.Row
+        rows = [dict(r) for r in db.execute("SELECT * FROM results WHERE status = 'ok'")]
     shapes = sorted({(r["M"], r["N"], r["K"]) for r in rows})
     assert len(shapes) == 196
     near, gained = [], []

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,8 +15,8 @@ from autotune.codegen.render import render, sha256
 from autotune.families import BLOCKED, FAMILIES, SKINNY, SPLITK, config_of_row
 from autotune.families.chunked import chunked_constraints
 from autotune.families.splitk import MAX_TILES
-from autotune.packed import unpacked
 from autotune.space import Config, make_config, shape_violations, violations
+from tests.committed import committed_database
 
 # Odd shapes: K not a multiple of the split nor of BK, K < SPLITK*BK (empty chunks), M or N of 1,
 # several tiles in both directions (70 x 70 with 32 x 32 tiles).
@@ -33,8 +32,8 @@ SPLITK_CONFIGS = (
     {"ASYNC": 1, "STAGES": 2, "BSWAP": 0, "GM": 8, "SPLITK": 16, "BK": 32},
 )
 MUTATION_SHAPE = (70, 70, 333)
-DB = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "h200-blocked-squares.sqlite.gz"
-SPLITK_DB = DB.parent / "h200-4096-one-house-all-families.sqlite.gz"
+DB = "h200-blocked-squares.sqlite.gz"  # of benchmarks/data (tests.committed)
+SPLITK_DB = "h200-4096-one-house-all-families.sqlite.gz"
 
 
 def splitk(params: dict) -> Config:
@@ -75,10 +74,9 @@ def test_the_blocked_family_renders_the_sources_it_was_measured_with(family, db,
     skinny's): every kernel of the family measured on the H200 (stored with its source hash) renders
     to that very source. (splitk's epilogue changed since, its adds batched as tailsplit's:
     its recorded rows keep the source they were measured with.)"""
-    conn = sqlite3.connect(f"file:{unpacked(db)}?immutable=1", uri=True)  # immutable: no -wal/-shm files beside it
-    conn.row_factory = sqlite3.Row
-    rows = [dict(r) for r in conn.execute("SELECT * FROM results WHERE family = ? AND status = 'ok'", (family,))]
-    conn.close()
+    with committed_database(db) as conn:
+        conn.row_factory = sqlite3.Row
+        rows = [dict(r) for r in conn.execute("SELECT * FROM results WHERE family = ? AND status = 'ok'", (family,))]
     checked = {}
     for row in rows:
         config = config_of_row(row)
