@@ -156,3 +156,16 @@ def test_report_for_a_shape_with_no_results_is_one_line(tmp_path):
     assert result.output.strip().splitlines() == [
         f"error: no results for M=64 in {db_path}; its shapes: 4096x4096x4096"]
     assert not (tmp_path / "r").exists()
+
+
+def test_the_reports_preset_is_the_gpu_the_rows_were_measured_on(tmp_path, monkeypatch):
+    """The same rows said to come from an H100 (SXM, HBM3): the report's ceilings are the H100 SXM preset's (the
+    module's report, of the H200's rows, states the H200's)."""
+    db_path = tmp_path / "h100.sqlite"
+    shutil.copyfile(COUNTED_DB, db_path)
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("UPDATE results SET gpu_name = 'NVIDIA H100 80GB HBM3'")
+    conn.close()
+    monkeypatch.setenv("AUTOTUNE_CACHE", str(tmp_path / "cache"))
+    data = build(str(db_path), SHAPE)
+    assert (data.preset, data.spec.dram_gbps, data.gpus) == ("h100-sxm", 3350, ["NVIDIA H100 80GB HBM3"])

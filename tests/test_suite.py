@@ -331,3 +331,29 @@ def test_a_gpu_suite_records_the_gpus_it_used(monkeypatch, tmp_path):
     with pytest.raises(KeyboardInterrupt):
         suite_api.run_suite(options)
     assert seen == [(0, 1), [0, 1]]
+
+
+@pytest.mark.parametrize("gpu, preset, gbps", [("NVIDIA H200", "h200", 4800), ("NVIDIA H100 80GB HBM3", "h100-sxm", 3350)])
+def test_a_suites_roofline_is_drawn_for_the_gpu_its_rows_were_measured_on(tmp_path, gpu, preset, gbps):
+    """An H100's suite states the H100 SXM's DRAM floor (3350 GB/s), not the H200's: at 1x8192x8192 the floor is
+    4(MK + KN + MN) bytes over the bandwidth."""
+    from autotune import store
+
+    db_path, path = tmp_path / "s.sqlite", shapes_file(tmp_path, (1, 8192, 8192, "gemv"))
+    db = store.open_db(str(db_path))
+    db["results"].insert({"backend": "cuda", "M": 1, "N": 8192, "K": 8192, "status": "ok", "cublas_ms": 0.02,
+                          "gpu_name": gpu, "family": "skinny", "kernel": "a row", "time_ms": 0.02}, alter=True)
+    db.close()
+    result = invoke("--shapes", path, "--no-tune", "--db", db_path, "-o", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    out = json.loads(next((tmp_path / "out").glob("shape-suite-*.json")).read_text())
+    assert out["roofline_spec"]["preset"] == preset
+    M, N, K = 1, 8192, 8192
+    assert out["shapes"][0]["dram_floor_ms"] == pytest.approx(4 * (M * K + K * N + M * N) / (gbps * 1e9) * 1e3)
+
+
+def test_a_gpu_no_preset_names_gets_the_default_preset():
+    from autotune.explain.model import DEFAULT_PRESET, preset_for
+
+    assert preset_for("NVIDIA H100 80GB HBM3") == "h100-sxm" and preset_for("NVIDIA H200") == "h200"
+    assert preset_for("NVIDIA H100 PCIe") == preset_for("NVIDIA GeForce RTX 4090") == preset_for(None) == DEFAULT_PRESET

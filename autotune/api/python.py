@@ -110,7 +110,7 @@ def best(M: int, N: int | None = None, K: int | None = None, *, db: str | None =
 
 
 def report(db: str | None = None, M: int | None = None, N: int | None = None, K: int | None = None, *,
-           output: str | None = None, preset: str = "h200", gpu: str | None = None, arch: str = "sm_90") -> Path:
+           output: str | None = None, preset: str | None = None, gpu: str | None = None, arch: str = "sm_90") -> Path:
     """Write report.md and its PNGs for the searches in `db` (`autotune report`): a section per shape
     searched whose M, N and K match those given (None: any). Returns the page's path; output: its
     folder (default report-<database name>). No GPU is used and the database is only read."""

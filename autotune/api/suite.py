@@ -23,7 +23,7 @@ from autotune.api.commands import Kept, SearchOptions, check_replay_db, prefligh
 from autotune.backends.kinds import backend_kind
 from autotune.backends.pool import exit_status, stop_on_signals, visible_devices
 from autotune.errors import AutotuneError, EnvironmentFault
-from autotune.explain.model import PRESETS
+from autotune.explain.model import PRESETS, preset_for
 from autotune.explain.report import check_folder
 from autotune.explain.suite import Suite, SuiteShape, suite_device, suite_rows, summary_lines, write_suite
 from autotune.space import Family, check_shape
@@ -46,7 +46,7 @@ class SuiteOptions:
     kind: str = "cuda"
     devices: tuple[int, ...] | None = None
     replay_db: str | None = None
-    preset: str = "h200"  # the device spec of the roofline
+    preset: str | None = None  # the device spec of the roofline (None: the GPU's own, explain.model.preset_for)
     groups: tuple[str, ...] = ()  # only these groups of the file (all when empty)
     tune: bool = True  # False: write the outputs from the database as it is
     precision: str = "fp32"  # the contract whose rows count (fp32-tc: the tensor-core families' too)
@@ -171,8 +171,9 @@ def write(o: SuiteOptions, shapes: list[SuiteShape], seconds: dict, errors: dict
     db = store.open_db(o.db_path) if o.tune else store.open_readonly(o.db_path)
     try:
         device = suite_device(db, shapes, o.kind)
-        spec = PRESETS[o.preset]
-        suite = Suite(device, o.kind, o.preset, spec, o.budget(), git_commit(), tuning_s,
+        preset = o.preset or preset_for(device)
+        spec = PRESETS[preset]
+        suite = Suite(device, o.kind, preset, spec, o.budget(), git_commit(), tuning_s,
                       suite_rows(db, shapes, o.kind, device, spec, seconds, errors, o.precision))
     finally:
         db.close()

@@ -103,6 +103,18 @@ PRESETS: dict[str, DeviceSpec] = {
     "h100-sxm": DeviceSpec("NVIDIA H100 SXM", sm_count=132, clock_mhz=1980, dram_gbps=3350,
                        int8_ops_per_clock_per_sm=HOPPER_INT8_OPS),
 }
+DEFAULT_PRESET = "h200"  # where no preset names the GPU (or none is known): the board the project measures on
+
+# The presets' boards by the names their drivers report. An H100 of HBM3 memory is the SXM board (the PCIe one
+# has HBM2e, another clock and bandwidth, and no preset here).
+GPU_NAMES: dict[str, tuple[str, ...]] = {"h200": ("NVIDIA H200",), "h100-sxm": ("NVIDIA H100 80GB HBM3", "NVIDIA H100 SXM")}
+
+
+def preset_for(gpu: str | None) -> str:
+    """The preset of the GPU model named as the driver reports it, else DEFAULT_PRESET: a roofline drawn for the
+    board the rows were measured on (an H100's DRAM floor is an H200's times 4800/3350)."""
+    found = [name for name, prefixes in GPU_NAMES.items() if gpu and gpu.startswith(prefixes)]
+    return found[0] if found else DEFAULT_PRESET
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,9 @@ measured times of the fastest rows, and, where the tiled family was measured, th
 flat-in-T study of the shared-memory ceiling.
 
 Everything here reads the database and compiles kernels; nothing needs a GPU. The
-device spec is a named preset (h200 by default), stated in the report, so a database
-copied off a GPU host gives the same page anywhere. Rows measured before the model
+device spec is a named preset (by default the one of the GPU the rows were measured on, h200 where
+none names it: explain.model.preset_for), stated in the report, so a database copied off a GPU host
+gives the same page anywhere. Rows measured before the model
 existed (no SASS columns) are explained on the fly from the source stored with them; those
 counts are kept for the run only, never written: the database is opened read-only
 (store.open_readonly), so a committed dataset stays byte-identical.
@@ -27,7 +28,7 @@ from autotune.codegen.render import render, sha256
 from autotune.errors import AutotuneError
 from autotune.explain import counts as ex
 from autotune.explain.ladder import Line, ReportData
-from autotune.explain.model import PRESETS, DeviceSpec
+from autotune.explain.model import PRESETS, DeviceSpec, preset_for
 from autotune.explain.page import write_page
 from autotune.explain.tally import Dims, FamilyTally, improvements, progress, searched, tallies, trial_rows
 from autotune.families import FAMILIES, NAIVE, TILED, config_of_row
@@ -134,7 +135,7 @@ def cublas(db: sqlite_utils.Database, shape: tuple[int, int, int], gpu: str | No
             "watts": watts, "gflops_per_watt": per_watt(tflops(*shape, ms), watts)}
 
 
-def build(db_path: str, shape: tuple[int, int, int], preset: str = "h200", gpu: str | None = None,
+def build(db_path: str, shape: tuple[int, int, int], preset: str | None = None, gpu: str | None = None,
           arch: str = "sm_90", backend: str = "cuda") -> ReportData:
     """One shape's section, read from the database opened read-only."""
     db = store.open_readonly(db_path)
@@ -144,7 +145,7 @@ def build(db_path: str, shape: tuple[int, int, int], preset: str = "h200", gpu: 
         db.conn.close()
 
 
-def build_all(db_path: str, dims: Dims, preset: str = "h200", gpu: str | None = None,
+def build_all(db_path: str, dims: Dims, preset: str | None = None, gpu: str | None = None,
               arch: str = "sm_90") -> list[ReportData]:
     """A section per shape searched (per backend) that matches the given dims (M, N, K; None: any)."""
     db = store.open_readonly(db_path)
@@ -165,28 +166,31 @@ def _nothing_to_report(db: sqlite_utils.Database, db_path: str, dims: Dims, gpu:
     return f"no results for {wanted}{' on ' + gpu if gpu else ''} in {db_path}; its shapes: {shapes}"
 
 
-def _gather(db: sqlite_utils.Database, db_path: str, key: Key, preset: str, gpu: str | None,
+def _gather(db: sqlite_utils.Database, db_path: str, key: Key, preset: str | None, gpu: str | None,
             arch: str) -> ReportData:
-    spec, (backend, shape) = PRESETS[preset], key
+    backend, shape = key
     rows = list(store.results(db, shape, backend, gpu))
     if not rows:
         M, N, K = shape
         raise AutotuneError(f"no results for {M}x{N}x{K}{' on ' + gpu if gpu else ''} in {db_path}; "
                             f"run `autotune search --M {M} --N {N} --K {K}` on a GPU host first")
+    models = sorted({r["gpu_name"] for r in rows if r["gpu_name"]})
+    preset = preset or preset_for(models[0] if len(models) == 1 else None)  # rows of several models: the default
+    spec = PRESETS[preset]
     memo: Memo = {}
     top, families, trials = ranked_lines(db, rows, spec, arch, memo), tallies(rows), trial_rows(db, backend, shape, gpu)
     tiled = any(r["family"] == TILED.name for r in rows)  # the flat-in-T study needs tiled rows at this shape
-    return ReportData(shape, db_path, preset, spec, sorted({r["gpu_name"] for r in rows if r["gpu_name"]}),
+    return ReportData(shape, db_path, preset, spec, models,
                       ladder_lines(db, key, gpu, spec, arch, memo) if tiled else [],
                       replace(top[0], label="best found (search)") if top else None, top, cublas(db, shape, gpu),
                       progress(trials), store.profiles(db, shape, gpu), backend, families,
                       family_steps(db, families, spec, arch, memo), improvements(trials))
 
 
-def report_command(db_path: str, dims: Dims, output: str | None, preset: str, gpu: str | None,
+def report_command(db_path: str, dims: Dims, output: str | None, preset: str | None, gpu: str | None,
                    arch: str = "sm_90") -> Path:
     """Write report.md and its PNGs for every shape searched in db_path that matches dims; the page's path."""
-    if preset not in PRESETS:  # the command line offers only these; the Python API is told the same way
+    if preset is not None and preset not in PRESETS:  # the command line offers only these; the Python API is told the same way
         raise AutotuneError(f"unknown device preset {preset!r}; choose from {', '.join(sorted(PRESETS))}")
     folder = Path(output or f"report-{Path(db_path).stem}")
     check_folder(folder)  # before the database is read: a bad -o costs nothing
