@@ -12,7 +12,10 @@ and the host-bound shapes' (h200-host-bound.sqlite.gz, `autotune cover --shapes
 benchmarks/host-bound-shapes.toml`; h200-host-bound-misaligned.sqlite.gz, the same with
 benchmarks/host-bound-misaligned-shapes.toml; h200-host-bound-misaligned-pairs.sqlite.gz, the same by blocked with MA and
 MB free), each gunzipped first, in that order. The H100's (h100.sqlite):
-the small host-bound lattice's corners (h100-host-bound-small.sqlite.gz, benchmarks/small_corners.py).
+the small host-bound lattice's corners (h100-host-bound-small.sqlite.gz, benchmarks/small_corners.py), then
+those that benchmarks/release/corners_ship_check.sh merged (the older lattices', then the long-K and the tall
+corners: h100-long-k-corners.sqlite.gz, h100-tall-corners.sqlite.gz) and the shape suite's one pass
+(h100-suite.sqlite.gz); docs/results-h100.md says how each was measured.
 """
 from __future__ import annotations
 

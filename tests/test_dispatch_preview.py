@@ -18,13 +18,19 @@ def preview():
     return program("benchmarks", "dispatch_preview")
 
 
-@pytest.mark.parametrize("gpu, name", [(H100, "tall-h100"), ("NVIDIA H200", "small-corners-h200")])
+# Each seed's latest run through the database shipped now. The H100's: seeds 1 and 4 after the suite's rows were
+# merged; seeds 2, 3 and 5 after the tall corners, the merge having changed no choice there (docs/results-h100.md).
+RUNS = {H100: {1: "suite-h100", 2: "tall-h100", 3: "tall-h100", 4: "suite-h100", 5: "tall-h100"},
+        "NVIDIA H200": dict.fromkeys(range(1, 6), "small-corners-h200")}
+
+
+@pytest.mark.parametrize("gpu", list(RUNS))
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
-def test_the_preview_names_the_kernels_the_gpu_runs_through_the_shipped_database_ran(preview, seed, gpu, name):
+def test_the_preview_names_the_kernels_the_gpu_runs_through_the_shipped_database_ran(preview, seed, gpu):
     from autotune import store
     from autotune.api.dispatch import Dispatcher
 
-    run = json.loads((ROOT / "benchmarks" / "data" / f"anyshape-seed{seed}-{name}.json").read_text())
+    run = json.loads((ROOT / "benchmarks" / "data" / f"anyshape-seed{seed}-{RUNS[gpu][seed]}.json").read_text())
     ran = [((s["M"], s["N"], s["K"]), s["kernel"]) for s in run["shapes"]
            if s["kind"] == "random" and not s["kernel"].startswith("cuBLAS")]
     dispatcher = Dispatcher([str(p) for p in store.shipped_databases()])

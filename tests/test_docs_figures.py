@@ -550,6 +550,37 @@ def test_the_h100_docs_figures_are_the_committed_corners_and_anyshape_run():
     assert f"Covering rows ran at {len(kernels)} shapes" in flat and run["device"].startswith("NVIDIA H100")
 
 
+def test_the_h100_docs_suite_figures_are_the_committed_suite_and_anyshape_runs():
+    """docs/results-h100.md, "The shape suite, shipped": the H100 suite's table (its roofline the H100 SXM's), and
+    load() through the merged database at the suite's shapes and at seed 4, whose one changed choice it names."""
+    flat = " ".join(section((ROOT / "docs" / "results-h100.md").read_text(), "## The shape suite, shipped").split())
+    suite = json.loads((ROOT / "benchmarks" / "data" / "shape-suite-h100.json").read_text())
+    assert suite["device"].startswith("NVIDIA H100") and suite["roofline_spec"]["preset"] == "h100-sxm"
+    worst = suite["worst"]
+    assert (f"GPU time alone, cuBLAS/ours: **{suite['geomean_cublas_over_ours']:.3f}**, worst {worst['shape']} at "
+            f"{worst['cublas_over_ours']:.3f}") in flat and len(suite["shapes"]) == 28
+    run = json.loads((ROOT / "benchmarks" / "data" / "anyshape-seed1-suite-h100.json").read_text())
+    tuned = [s for s in run["shapes"] if s["kind"] == "suite"][:28]  # the file's first eight groups
+    q = [s["torch_ms"] / s["ours_ms"] for s in tuned]
+    a = [s["torch_alone_ms"] / s["ours_alone_ms"] for s in tuned]
+    ours = [r for r, s in zip(q, tuned) if not s["kernel"].startswith("cuBLAS")]
+    assert [(s["M"], s["N"], s["K"]) for s in tuned] == [(s["M"], s["N"], s["K"]) for s in suite["shapes"]]
+    assert (f"the 28 shapes at **{geomean(q):.3f}** queued and {geomean(a):.3f} alone, none below 0.95 (worst "
+            f"{min(q):.3f}), our kernels at {len(ours)} of them, at {min(ours):.3f}-{max(ours):.3f}; all 36 at "
+            f"{run['summary']['suite']['geomean_queued']:.3f}") in flat and min(q) >= 0.95
+    assert f"Seed 1's random shapes read {run['summary']['random']['geomean_queued']:.3f} queued" in flat
+    seed4 = json.loads((ROOT / "benchmarks" / "data" / "anyshape-seed4-suite-h100.json").read_text())
+    r = seed4["summary"]["random"]
+    changed = next(s for s in seed4["shapes"] if (s["M"], s["N"], s["K"]) == (125, 120, 128))
+    assert "measured at 256x256x256" in changed["kernel"] and r["below_0.95_queued"] == 0
+    assert (f"{r['geomean_queued']:.3f} queued, none below 0.95, that shape at "
+            f"{changed['torch_ms'] / changed['ours_ms']:.2f}x") in flat
+    readme = " ".join(README.read_text().split())
+    assert f"(the 28 suite shapes of the first eight groups at {geomean(q):.3f}x)" in readme
+    assert (f"with them seeds 1 and 4 read {run['summary']['random']['geomean_queued']:.3f}x and "
+            f"{r['geomean_queued']:.3f}x") in readme
+
+
 def test_the_h100_docs_shipped_table_is_the_committed_anyshape_runs():
     """docs/results-h100.md's table of anyshape through the shipped databases: one row a seed, from its JSON."""
     text = (ROOT / "docs" / "results-h100.md").read_text()
