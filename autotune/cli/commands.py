@@ -295,9 +295,8 @@ def profile(M, N, K, family, params, result_id, gpu, backend, precision, device,
 @click.option("--N", "N", type=int, help="only shapes with this N")
 @click.option("--K", "K", type=int, help="only shapes with this K")
 @click.option("-o", "--output", help="folder for report.md and the PNGs (default: report-<database name>)")
-@click.option("--device-preset", "--preset", "preset", type=click.Choice(sorted(PRESETS)),
-              help="the device the ceiling model is sized for, no GPU used (default: the preset of the GPU the rows "
-                   "were measured on, else h200; --preset: its former name)")
+@click.option("--device-preset", "--preset", "preset", type=click.Choice(sorted(PRESETS)), help="the device the ceiling "
+              "model is sized for, no GPU used (default: the rows' GPU's, else h200; --preset: its former name)")
 @click.option("--gpu", help="GPU name or UUID (default: every GPU in the database)")
 @click.option("--arch", default="sm_90", show_default=True, help="architecture for rows that do not record one")
 @friendly
