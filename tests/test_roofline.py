@@ -1,5 +1,7 @@
 """The shape's roofline: the FMA and DRAM floors from the shape and the device spec alone, and the
 columns every verified row gets from them, whatever the backend."""
+from pathlib import Path
+
 import pytest
 
 from autotune.explain.model import PRESETS
@@ -61,3 +63,42 @@ def test_every_ok_row_of_a_search_carries_the_roofline(db):
         assert r["memory_bound"] == int(expected.memory_bound) == 1
         assert r["ceil_dram"] > 0
     assert all(r["roofline_ms"] is None for r in rows if r["status"] != "ok")
+
+
+def test_an_h100s_rows_carry_the_h100s_roofline(db, monkeypatch):
+    """The row's GPU names the preset: an H100 SXM's DRAM floor (3350 GB/s), not the H200's."""
+    monkeypatch.setattr(FakeBackend, "provenance", property(lambda self: {"gpu_name": "NVIDIA H100 80GB HBM3",
+                                                                           "arch": "sm_90"}))
+    run_search(db, FakeBackend(8, 48, 4096), [NAIVE], Limits(), sampler="random", trials=3, seed=1)
+    ok = [r for r in db.query("select * from results") if r["status"] == "ok"]
+    expected = roofline(8, 48, 4096, PRESETS["h100-sxm"])
+    assert ok and expected.dram_ms > roofline(8, 48, 4096, H200).dram_ms
+    assert all(r["roofline_ms"] == pytest.approx(expected.ms) for r in ok)
+
+
+@pytest.mark.parametrize("gpu, model", [("NVIDIA H200", "NVIDIA H200"), ("NVIDIA H100 80GB HBM3", "NVIDIA H100 SXM")])
+def test_a_rows_ceilings_are_those_of_its_gpus_preset(tmp_path, gpu, model):
+    """The SASS model's columns of a row (explain.counts.for_result) name the preset of the GPU that measured it;
+    the same counts give an H100 SXM a lower DRAM ceiling."""
+    import sqlite3
+
+    import sqlite_utils
+
+    from autotune.codegen.render import render
+    from autotune.explain import counts as ex
+    from autotune.families import config_of_row
+
+    with sqlite3.connect(Path(__file__).parent / "data" / "h200-4096-naive-tiled-counted.sqlite") as conn:
+        conn.row_factory = sqlite3.Row
+        counts = dict(conn.execute("SELECT * FROM kernels WHERE kernel = 'sgemm_tiled_T64_bx16_by8_xcols_pad0'").fetchone())
+        row = dict(conn.execute("SELECT * FROM results WHERE kernel = ?", [counts["kernel"]]).fetchone())
+    conn.close()
+    config = config_of_row(row)
+    measured = {k: counts[k] for k in counts if k not in ("source_hash", "arch", "kernel", "family", "created_at")}
+    backend = type("Backend", (), {"explain": True, "provenance": {"gpu_name": gpu, "arch": "sm_90"}})()
+    cols = ex.for_result(sqlite_utils.Database(tmp_path / "k.sqlite"), backend, config, render(config), "ok", measured)
+    spec = PRESETS["h100-sxm" if "H100" in gpu else "h200"]
+    assert cols["model_device"] == model and cols["ceil_global"] == pytest.approx(
+        ex.model_columns(config, measured, spec)["ceil_global"])
+    if "H100" in gpu:
+        assert cols["ceil_global"] < ex.model_columns(config, measured, H200)["ceil_global"]

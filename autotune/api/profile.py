@@ -20,6 +20,7 @@ from autotune.codegen.render import render, sha256
 from autotune.errors import NoDeviceError
 from autotune.explain import counts as ex
 from autotune.explain import ncu
+from autotune.explain.model import PRESETS, preset_for
 from autotune.explain.profile import format_profile, modelled
 from autotune.families import config_of_row
 from autotune.space import PROLOGUE_SUFFIX, Config
@@ -88,10 +89,10 @@ def measure(ncu_path: str, config: Config, kernel: str, source: str, shape: tupl
     return ncu.parse_raw_csv(out, kernel)
 
 
-def model_of(config: Config, source: str, arch: str) -> dict[str, Any]:
-    """Counts and model columns (H200 preset, like the search's rows); {} where they cannot be made."""
+def model_of(config: Config, source: str, arch: str, gpu: str | None = None) -> dict[str, Any]:
+    """Counts and model columns (the GPU's preset, else h200, like the search's rows); {} where they cannot be made."""
     try:
-        return ex.explain(config, arch, ex.DEFAULT_SPEC, None, source, save=False)
+        return ex.explain(config, arch, PRESETS[preset_for(gpu)], None, source, save=False)
     except Exception as exc:  # the model is commentary: the measurement stands without it
         print(f"autotune: no SASS model for {config.name}: {exc}", file=sys.stderr)
         return {}
@@ -109,7 +110,7 @@ def profile_command(db_path: str, shape: tuple[int, int, int], config: Config | 
     M, N, K = shape
     profile = {"result_id": row["id"] if row else None, "kernel": kernel, "family": config.family.name,
                "source_hash": sha256(source), "M": M, "N": N, "K": K, **facts, **measured.columns(),
-               **modelled(config, shape, model_of(config, source, facts["arch"]))}
+               **modelled(config, shape, model_of(config, source, facts["arch"], facts["gpu_name"]))}
     text = format_profile(store.insert_profile(store.open_db(db_path), profile))
     if config.prologue(M, N, K) is not None:  # ncu profiles one kernel by name: the product's
         text += (f"\n(only the product is profiled: its prologue {kernel}{PROLOGUE_SUFFIX}, which transposes B first, "

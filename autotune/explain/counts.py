@@ -19,7 +19,7 @@ from autotune.backends.outcome import COMPILE_ERROR, INVALID, LAUNCH_ERROR, OK
 from autotune.codegen.nvrtc import check_arch
 from autotune.codegen.render import render, sha256
 from autotune.errors import AutotuneError
-from autotune.explain.model import PRESETS, DeviceSpec, Prediction, predict
+from autotune.explain.model import PRESETS, DeviceSpec, Prediction, predict, preset_for
 from autotune.explain.sass import SassCounts, SassReport, analyze_source, find_nvdisasm
 from autotune.space import Config
 
@@ -163,7 +163,7 @@ def for_result(db: sqlite_utils.Database, backend: Any, config: Config, source: 
     if status in (INVALID, COMPILE_ERROR, LAUNCH_ERROR) or not backend.explain:
         return {}
     arch = backend.provenance.get("arch") or "sm_90"
-    spec = DEFAULT_SPEC  # the model of the H200 preset; the row keeps the real GPU's name
+    spec = PRESETS[preset_for(backend.provenance.get("gpu_name"))]  # the GPU's preset where one names it, else h200
     try:
         if counts is not None:
             save_counts(db, config, source, arch, counts)
