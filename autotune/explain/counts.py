@@ -162,8 +162,9 @@ def for_result(db: sqlite_utils.Database, backend: Any, config: Config, source: 
     read from that table or, failing that, analysed now."""
     if status in (INVALID, COMPILE_ERROR, LAUNCH_ERROR) or not backend.explain:
         return {}
-    arch = backend.provenance.get("arch") or "sm_90"
-    spec = PRESETS[preset_for(backend.provenance.get("gpu_name"))]  # the GPU's preset where one names it, else h200
+    provenance = backend.provenance
+    arch = provenance.get("arch") or "sm_90"
+    spec = PRESETS[preset_for(provenance.get("gpu_name"))]  # the GPU's preset where one names it, else h200
     try:
         if counts is not None:
             save_counts(db, config, source, arch, counts)
