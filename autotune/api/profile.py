@@ -20,7 +20,7 @@ from autotune.codegen.render import render, sha256
 from autotune.errors import NoDeviceError
 from autotune.explain import counts as ex
 from autotune.explain import ncu
-from autotune.explain.model import PRESETS, preset_for
+from autotune.explain.model import spec_for
 from autotune.explain.profile import format_profile, modelled
 from autotune.families import config_of_row
 from autotune.space import PROLOGUE_SUFFIX, Config
@@ -92,7 +92,7 @@ def measure(ncu_path: str, config: Config, kernel: str, source: str, shape: tupl
 def model_of(config: Config, source: str, arch: str, gpu: str | None = None) -> dict[str, Any]:
     """Counts and model columns (the GPU's preset, else h200, like the search's rows); {} where they cannot be made."""
     try:
-        return ex.explain(config, arch, PRESETS[preset_for(gpu)], None, source, save=False)
+        return ex.explain(config, arch, spec_for(gpu), None, source, save=False)
     except Exception as exc:  # the model is commentary: the measurement stands without it
         print(f"autotune: no SASS model for {config.name}: {exc}", file=sys.stderr)
         return {}

@@ -19,11 +19,11 @@ from autotune.backends.outcome import COMPILE_ERROR, INVALID, LAUNCH_ERROR, OK
 from autotune.codegen.nvrtc import check_arch
 from autotune.codegen.render import render, sha256
 from autotune.errors import AutotuneError
-from autotune.explain.model import PRESETS, DeviceSpec, Prediction, predict, preset_for
+from autotune.explain.model import DEFAULT_PRESET, PRESETS, DeviceSpec, Prediction, predict, spec_for
 from autotune.explain.sass import SassCounts, SassReport, analyze_source, find_nvdisasm
 from autotune.space import Config
 
-DEFAULT_SPEC = PRESETS["h200"]
+DEFAULT_SPEC = PRESETS[DEFAULT_PRESET]
 # predict() reads only the block and dynamic shared memory of a launch, never the grid,
 # so any shape gives the same occupancy; this one is merely large enough for every config.
 _NOMINAL = 4096
@@ -164,7 +164,7 @@ def for_result(db: sqlite_utils.Database, backend: Any, config: Config, source: 
         return {}
     provenance = backend.provenance
     arch = provenance.get("arch") or "sm_90"
-    spec = PRESETS[preset_for(provenance.get("gpu_name"))]  # the GPU's preset where one names it, else h200
+    spec = spec_for(provenance.get("gpu_name"))  # the GPU's preset where one names it, else h200
     try:
         if counts is not None:
             save_counts(db, config, source, arch, counts)

@@ -117,6 +117,11 @@ def preset_for(gpu: str | None) -> str:
     return found[0] if found else DEFAULT_PRESET
 
 
+def spec_for(gpu: str | None) -> DeviceSpec:
+    """The DeviceSpec of preset_for(gpu): what a row measured on that GPU is modelled with."""
+    return PRESETS[preset_for(gpu)]
+
+
 @dataclass(frozen=True)
 class Occupancy:
     blocks_per_sm: int

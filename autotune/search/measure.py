@@ -16,7 +16,7 @@ from autotune.backends.base import Backend
 from autotune.backends.outcome import INVALID, OK, Fault, Outcome, Timing, per_watt, tflops
 from autotune.codegen.render import template_hash
 from autotune.explain import counts as explain
-from autotune.explain.model import PRESETS, preset_for
+from autotune.explain.model import spec_for
 from autotune.explain.roofline import roofline_columns
 from autotune.families.layouts import layout_name
 from autotune.search.plan import Plan, plan
@@ -106,7 +106,7 @@ def _record(db: sqlite_utils.Database, backend: Backend, base: dict, outcome: Ou
     if outcome.timing:
         row |= _rates(backend, outcome.timing, peak_tflops, layout_name(row))
     row |= explain.measured_over_ceiling(row)
-    row |= roofline_columns(row, PRESETS[preset_for(row.get("gpu_name"))])  # the shape's floors on this GPU, no SASS
+    row |= roofline_columns(row, spec_for(row.get("gpu_name")))  # the shape's floors on this GPU, no SASS
     stored, inserted = store.record_result(db, row, redo)  # a refused config raced by two workers: one row
     return Evaluated(stored, cached=not inserted)
 
