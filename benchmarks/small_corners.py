@@ -13,8 +13,8 @@ its row is recorded, as an in-process search does.
 
 The kernels: the default of each plain FP32 family quick at small products, fitted to the corner (a search's
 first trial), blocked at four small tiles without a prologue (misaligned rows read a float at a time:
-MA/MB), where K is long splitk at three small tiles (SPLIT_TILES), and tall at four (TALL_TILES); those that take
-the short way there. --families limits them to some of the families (splitk: its default and its small tiles).
+MA/MB), where K is long splitk at three small tiles (SPLIT_TILES), tall at four (TALL_TILES), and skinny's fit in
+its own split count and the two beside it (SKINNY_SPLIT_STEPS); those that take the short way there. --families limits them to some of the families (splitk: its default and its small tiles).
 """
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ from autotune.api.suite import read_shapes  # noqa: E402
 from autotune.backends.child import WorkerSpec, build_backend  # noqa: E402
 from autotune.errors import AutotuneError, SpaceError  # noqa: E402
 from autotune.families import FAMILIES  # noqa: E402
+from autotune.families.skinny import SPLITS as SPLITS_SKINNY  # noqa: E402
 from autotune.families.splitk import LONG_K, SPLIT_TILE, SPLITS  # noqa: E402
 from autotune.search.measure import evaluate  # noqa: E402
 from autotune.space import Config, Limits, fitted, make_config, shape_violations, violations  # noqa: E402
@@ -53,6 +54,11 @@ SPLIT_CHUNK = (96, 384)  # the K of each split: the measured best were 128 and 2
 # the fastest at 16384x16x256, 16384x15x255, 8192x31x255 and 4096x16x1024 were the first three, in one split:
 # 10.3-12.4 us, cuBLAS 10.8-17.1; the fourth is the default's tile.
 TALL_TILES = [(4, 16, 128), (2, 16, 128), (4, 4, 128), (2, 16, 64)]
+# skinny at the wide corners (scripts/host_bound_shapes.py --wide): its fit sizes SPLITK to fill the SMs, which at a
+# few microseconds' work is a guess between more blocks and a longer chain of partial sums; the counts beside the
+# fit's (powers of two) are tried too. At 16 rows on the H200 the fit's row took 13.3 us at 16x4096x1024, 8.8 at
+# 16x16384x256 (the shipped database), around the 11 us within which a row covers smaller calls.
+SKINNY_SPLIT_STEPS = (-1, 0, 1)
 
 
 def candidates(shape: tuple[int, int, int], limits: Limits, families: tuple[str, ...] = FAMILY_NAMES) -> list[Config]:
@@ -73,6 +79,8 @@ def candidates(shape: tuple[int, int, int], limits: Limits, families: tuple[str,
             options += split_tiles(family, shape)
         if name == "tall":
             options += tall_tiles(family, shape, limits)
+        if name == "skinny":
+            options += skinny_splits(family, shape, limits)
         for config in options:
             if (not violations(config) and not shape_violations(config, shape[0], shape[1])
                     and takes_short_way(config, shape)):
@@ -99,6 +107,23 @@ def tall_tiles(family, shape: tuple[int, int, int], limits: Limits) -> list[Conf
         for splits in sorted({1, fit["SPLITK"]}):
             try:
                 found.append(make_config(family, {**fit, "NR": min(columns, fit["NR"]), "SPLITK": splits}))
+            except SpaceError:
+                continue
+    return found
+
+
+def skinny_splits(family, shape: tuple[int, int, int], limits: Limits) -> list[Config]:
+    """skinny's fit at a corner in the split counts SKINNY_SPLIT_STEPS away from its own (the sums through the
+    workspace, RED, wherever the count splits K at all and the fit's slices allow it; the constraints refuse the rest)."""
+    fit = fitted(make_config(family, {}), shape, limits).values
+    counts = list(SPLITS_SKINNY)
+    at = counts.index(fit["SPLITK"])
+    found = []
+    for step in SKINNY_SPLIT_STEPS:
+        if 0 <= at + step < len(counts):
+            splits = counts[at + step]
+            try:
+                found.append(make_config(family, {**fit, "SPLITK": splits, "RED": int(splits > 1 and fit["KW"] > 1)}))
             except SpaceError:
                 continue
     return found

@@ -37,6 +37,16 @@ aligned and misaligned: GEMV-like products of A by a few columns, which tall's s
 (benchmarks/data/tall-short-k-h100.sqlite.gz):
 
     python scripts/host_bound_shapes.py --tall > benchmarks/host-bound-tall-shapes.toml
+
+--wide writes their mirror: corners of few rows and many columns (M of 8 or 16, N of 1024 or more; WIDE_MS), aligned
+and misaligned, for skinny (small_corners.py --families skinny), on a finer grid (steps of 1.5x and 2x: WIDE_SIDES)
+at a larger budget (WIDE_BUDGET_US): skinny's time there is reading B once, so a corner of twice the call's B costs
+twice its time, and on the H200 its rows took 8.8-10.7 us at 16x16384x25x (the shipped database), where the
+estimate says 6.8. That database held no row within 11 us of fewer than 16 rows, so calls of a few rows, a few
+thousand columns and K in the hundreds (1x6634x672, 8x3144x591) ran cuBLAS, host-bound, the pass-through at
+0.94-0.96x torch.matmul (anyshape seeds 2 and 3):
+
+    python scripts/host_bound_shapes.py --wide > benchmarks/host-bound-wide-shapes.toml
 """
 from __future__ import annotations
 
@@ -64,11 +74,17 @@ LONG_K_BUDGET_US = 5.0
 TALL_NS = [8, 16]
 TALL_MIN_M = 1024
 TALL_BUDGETS_US = (5.0, 7.5)
+# --wide: the tall lattice's mirror, rows for columns (skinny's MR of 8 and 16 rows)
+WIDE_MS = [8, 16]
+WIDE_MIN_N = 1024
+WIDE_SIDES = sorted({*SMALL_SIDES, *(3 * 2 ** p for p in range(2, 13))})
+WIDE_BUDGET_US = 10.0
 
 
-def shapes(sides: list[int] = SIDES, budget_us: float = BUDGET_US, ns: list[int] | None = None) -> list[tuple[int, int, int]]:
-    """The largest shapes of the grid (N from ns where given) within the budget by the estimate."""
-    kept = [s for s in itertools.product(sides, ns or sides, sides) if estimate_us(*s) <= budget_us]
+def shapes(sides: list[int] = SIDES, budget_us: float = BUDGET_US, ns: list[int] | None = None,
+           ms: list[int] | None = None) -> list[tuple[int, int, int]]:
+    """The largest shapes of the grid (N from ns, M from ms where given) within the budget by the estimate."""
+    kept = [s for s in itertools.product(ms or sides, ns or sides, sides) if estimate_us(*s) <= budget_us]
     return sorted(s for s in kept if not any(t != s and all(a >= b for a, b in zip(t, s)) for t in kept))
 
 
@@ -88,13 +104,19 @@ def written(flag: str) -> list[tuple[int, int, int]]:
     if flag == "--tall":
         kept = sorted(s for budget in TALL_BUDGETS_US for s in shapes(SMALL_SIDES, budget, TALL_NS) if s[0] >= TALL_MIN_M)
         return [*kept, *misaligned(kept)]
+    if flag == "--wide":
+        # each M a lattice of its own: a corner of 16 rows would hold 8 rows' corners (the estimate is B's bytes), yet
+        # skinny's MR=16 carries twice MR=8's accumulators, and an 8-row call takes the smallest covering row's kernel
+        kept = sorted(s for M in WIDE_MS for s in shapes(WIDE_SIDES, WIDE_BUDGET_US, ms=[M]) if s[1] >= WIDE_MIN_N)
+        return [*kept, *misaligned(kept)]
     return misaligned(shapes(), flag == "--odd-n") if flag else shapes()
 
 
 if __name__ == "__main__":
-    flag = next((a for a in sys.argv[1:] if a in ("--misaligned", "--odd-n", "--small", "--long-k", "--tall")), "")
+    flag = next((a for a in sys.argv[1:] if a in ("--misaligned", "--odd-n", "--small", "--long-k", "--tall", "--wide")), "")
     group = {"--misaligned": "host-bound-misaligned", "--odd-n": "host-bound-odd-n",
-             "--small": "host-bound-small", "--long-k": "host-bound-long-k", "--tall": "host-bound-tall"}.get(flag, "host-bound")
+             "--small": "host-bound-small", "--long-k": "host-bound-long-k", "--tall": "host-bound-tall",
+             "--wide": "host-bound-wide"}.get(flag, "host-bound")
     print(f"# written by scripts/host_bound_shapes.py{' ' + flag if flag else ''}: the shapes whose rows cover "
           f"host-bound calls")
     print("shapes = [")

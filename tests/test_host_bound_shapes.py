@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parent.parent
                                         ("--misaligned", "host-bound-misaligned-shapes.toml"),
                                         ("--odd-n", "host-bound-odd-n-shapes.toml"),
                                         ("--long-k", "host-bound-long-k-shapes.toml"),
-                                        ("--tall", "host-bound-tall-shapes.toml")])
+                                        ("--tall", "host-bound-tall-shapes.toml"),
+                                        ("--wide", "host-bound-wide-shapes.toml")])
 def test_the_committed_lattice_is_the_scripts_output(flag: str, name: str) -> None:
     args = [sys.executable, str(ROOT / "scripts" / "host_bound_shapes.py"), *([flag] if flag else [])]
     written = subprocess.run(args, capture_output=True, text=True, check=True).stdout
@@ -50,6 +51,19 @@ def test_tall_corners_are_few_columns_and_many_rows_aligned_and_not() -> None:
     assert all(lattice.estimate_us(*s) <= 7.5 for s in tall)
     # the corner where tall's small tiles took 10.3 us on an H100, and its misaligned twin (12.4 us with 4-byte loads)
     assert (16384, 16, 256) in tall and (16384, 15, 255) in tall
+
+
+def test_wide_corners_are_few_rows_and_many_columns_a_lattice_for_each_count_of_rows() -> None:
+    lattice = program("scripts", "host_bound_shapes")
+    wide = lattice.written("--wide")
+    assert len(wide) == len(set(wide)) == 72 and all(s[0] in (8, 16) and s[1] >= 1023 for s in wide)
+    assert {(s[1] % 4 == 0, s[2] % 4 == 0) for s in wide} == {(True, True), (True, False), (False, True), (False, False)}
+    assert all(lattice.estimate_us(*s) <= 10.0 for s in wide)
+    # 16 rows would hold 8 rows' corners, yet each count of rows keeps its own: the same 40 corners at 8 and at 16
+    assert sorted(s[1:] for s in wide if s[0] == 8) == sorted(s[1:] for s in wide if s[0] == 16)
+    # corners that hold the host-bound calls of few rows that ran cuBLAS on the H200 (anyshape seeds 2 and 3)
+    for call in [(1, 6634, 672), (8, 3144, 591)]:
+        assert any(all(a >= b for a, b in zip(s, call)) and s[1] % 4 and s[2] % 4 for s in wide), call
 
 
 def test_the_small_lattice_holds_what_its_docstring_says() -> None:

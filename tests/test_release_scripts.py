@@ -65,3 +65,7 @@ def test_corners_ship_check_shares_its_budget_by_corners_and_lets_a_file_name_it
     assert runs(SHAPES=f"{long_k} {tall}@tall", FAMILIES="blocked,splitk") == [
         [long_k, "blocked,splitk", str(230 * 196 // 236)], [tall, "tall", str(230 * 40 // 236)]]
     assert runs(SHAPES=tall) == [[tall, "all", "230"]]
+    # with the 72 wide corners for skinny, 480 s go as 305, 62 and 112
+    wide = "benchmarks/host-bound-wide-shapes.toml"
+    assert runs(SHAPES=f"{long_k}@splitk {tall}@tall {wide}@skinny", BUDGET="480") == [
+        [long_k, "splitk", "305"], [tall, "tall", "62"], [wide, "skinny", "112"]]

@@ -40,6 +40,23 @@ def test_where_k_is_long_splitk_tries_its_small_tiles_in_splits_of_a_chunk_of_k(
     assert {c.family.name for c in corners.candidates((1024, 64, 511), Limits(), ("splitk",))} == {"splitk"}
 
 
+def test_skinny_tries_its_fit_in_its_split_count_and_the_two_beside_it() -> None:
+    corners = program("benchmarks", "small_corners")
+    from autotune.space import fitted, make_config
+
+    skinny = corners.FAMILIES["skinny"]
+    for shape, expected in [((8, 4096, 512), {4, 8, 16}), ((16, 1023, 4095), None), ((8, 16384, 128), {1, 2})]:
+        fit = fitted(make_config(skinny, {}), shape, Limits()).values
+        found = corners.candidates(shape, Limits(), ("skinny",))
+        splits = {c.values["SPLITK"] for c in found}
+        assert fit["SPLITK"] in splits and len(splits) == len(found) >= 2, shape
+        assert expected is None or splits == expected, shape
+        # all else is the fit's; the partial sums go through the workspace wherever K is split among slices
+        assert all({k: v for k, v in c.values.items() if k not in ("SPLITK", "RED")} ==
+                   {k: v for k, v in fit.items() if k not in ("SPLITK", "RED")} for c in found), shape
+        assert all(c.values["RED"] == int(c.values["SPLITK"] > 1) for c in found), shape
+
+
 def test_tall_tries_its_small_tiles_in_one_split_and_the_fits() -> None:
     corners = program("benchmarks", "small_corners")
     for shape in [(16384, 16, 256), (16384, 15, 255), (1024, 16, 4095)]:

@@ -13,7 +13,9 @@
 # among the files in proportion to their corners. PACK=1: the outputs
 # (13 files with five seeds) end as one, $OUT/out.tgz: a device call brings back at most 8.
 # CORNERS=file.sqlite.gz: no new corners; step 2 merges that database (one step 1 wrote before, such as
-# benchmarks/data/h200-host-bound-small.sqlite.gz), so the call is the before-and-after alone.
+# benchmarks/data/h200-host-bound-small.sqlite.gz), so the call is the before-and-after alone. SEEDS="" runs no seed
+# (the corners and the merge alone, where the seeds are left to a second call); BEFORE=0 skips the runs as shipped
+# (where an earlier lease measured them).
 # From the repository root with OUT set (COMMIT names the sources; else benchmarks/sources.py reads git, marking
 # a tree that differs from its HEAD, as a GPU node's copy with an older .git does):
 #   OUT=out COMMIT=abc1234 bash benchmarks/release/corners_ship_check.sh
@@ -28,8 +30,8 @@ corner_runs() {  # a line per entry of SHAPES: its shapes file, its families (al
   done
 }
 case "$TAG" in
-  h200) SHAPES="${SHAPES:-benchmarks/host-bound-small-shapes.toml}"; SEEDS="${SEEDS:-5 2}" ;;
-  h100) SEEDS="${SEEDS:-1 4}"
+  h200) SHAPES="${SHAPES:-benchmarks/host-bound-small-shapes.toml}"; SEEDS="${SEEDS-5 2}" ;;
+  h100) SEEDS="${SEEDS-1 4}"
         SHAPES="${SHAPES:-benchmarks/host-bound-shapes.toml benchmarks/host-bound-misaligned-shapes.toml benchmarks/host-bound-odd-n-shapes.toml}" ;;
   *) echo "no shipped database for $GPU_NAME" | tee -a "$LOG"; exit 1 ;;
 esac
@@ -58,7 +60,7 @@ anyshape() {  # anyshape SEED WHEN
   echo "rc $?" | tee -a "$LOG"
   sed -n "/\"summary\"/,\$p" "$WORK/seed.log" | tee -a "$LOG"
 }
-for s in $SEEDS; do anyshape "$s" shipped; done
+[ "${BEFORE:-1}" = 0 ] || for s in $SEEDS; do anyshape "$s" shipped; done
 cp "$OUT/$TAG.sqlite" "$INSTALLED/$TAG.sqlite"
 for s in $SEEDS; do anyshape "$s" merged; done
 [ -n "${CORNERS:-}" ] || gzip -c "$WORK/slim.sqlite" >"$OUT/$TAG-corners.sqlite.gz"
