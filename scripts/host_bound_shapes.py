@@ -47,6 +47,14 @@ thousand columns and K in the hundreds (1x6634x672, 8x3144x591) ran cuBLAS, host
 0.94-0.96x torch.matmul (anyshape seeds 2 and 3):
 
     python scripts/host_bound_shapes.py --wide > benchmarks/host-bound-wide-shapes.toml
+
+--shallow writes corners of short K (8, 32 and 64: SHALLOW_KS) and M and N of 128 or more on the same finer grid,
+at two budgets (SHALLOW_BUDGETS_US), aligned and misaligned, for blocked's small tiles (small_corners.py --families
+blocked): there the time is writing C. After the long-K, tall and wide corners were shipped on the H200, the calls
+that still ran cuBLAS below 0.95x torch.matmul at anyshape's seeds 7 and 10 were mostly of K under 50 with C of a
+few million floats (4828x618x4, 2727x1193x3, 8139x213x6), which no corner of --small held (it stops at 6 us):
+
+    python scripts/host_bound_shapes.py --shallow > benchmarks/host-bound-shallow-shapes.toml
 """
 from __future__ import annotations
 
@@ -79,12 +87,16 @@ WIDE_MS = [8, 16]
 WIDE_MIN_N = 1024
 WIDE_SIDES = sorted({*SMALL_SIDES, *(3 * 2 ** p for p in range(2, 13))})
 WIDE_BUDGET_US = 10.0
+# --shallow: K of at most 64 (calls of K 3-44 ran cuBLAS), M and N from SHALLOW_MIN_SIDE
+SHALLOW_KS = [8, 32, 64]
+SHALLOW_MIN_SIDE = 128
+SHALLOW_BUDGETS_US = (8.0, 10.0)
 
 
 def shapes(sides: list[int] = SIDES, budget_us: float = BUDGET_US, ns: list[int] | None = None,
-           ms: list[int] | None = None) -> list[tuple[int, int, int]]:
-    """The largest shapes of the grid (N from ns, M from ms where given) within the budget by the estimate."""
-    kept = [s for s in itertools.product(ms or sides, ns or sides, sides) if estimate_us(*s) <= budget_us]
+           ms: list[int] | None = None, ks: list[int] | None = None) -> list[tuple[int, int, int]]:
+    """The largest shapes of the grid (M from ms, N from ns, K from ks where given) within the budget by the estimate."""
+    kept = [s for s in itertools.product(ms or sides, ns or sides, ks or sides) if estimate_us(*s) <= budget_us]
     return sorted(s for s in kept if not any(t != s and all(a >= b for a, b in zip(t, s)) for t in kept))
 
 
@@ -109,14 +121,18 @@ def written(flag: str) -> list[tuple[int, int, int]]:
         # skinny's MR=16 carries twice MR=8's accumulators, and an 8-row call takes the smallest covering row's kernel
         kept = sorted(s for M in WIDE_MS for s in shapes(WIDE_SIDES, WIDE_BUDGET_US, ms=[M]) if s[1] >= WIDE_MIN_N)
         return [*kept, *misaligned(kept)]
+    if flag == "--shallow":
+        sides = [side for side in WIDE_SIDES if side >= SHALLOW_MIN_SIDE]
+        kept = sorted({s for budget in SHALLOW_BUDGETS_US for s in shapes(sides, budget, ms=sides, ns=sides, ks=SHALLOW_KS)})
+        return [*kept, *misaligned(kept)]
     return misaligned(shapes(), flag == "--odd-n") if flag else shapes()
 
 
 if __name__ == "__main__":
-    flag = next((a for a in sys.argv[1:] if a in ("--misaligned", "--odd-n", "--small", "--long-k", "--tall", "--wide")), "")
+    flag = next((a for a in sys.argv[1:] if a in ("--misaligned", "--odd-n", "--small", "--long-k", "--tall", "--wide", "--shallow")), "")
     group = {"--misaligned": "host-bound-misaligned", "--odd-n": "host-bound-odd-n",
              "--small": "host-bound-small", "--long-k": "host-bound-long-k", "--tall": "host-bound-tall",
-             "--wide": "host-bound-wide"}.get(flag, "host-bound")
+             "--wide": "host-bound-wide", "--shallow": "host-bound-shallow"}.get(flag, "host-bound")
     print(f"# written by scripts/host_bound_shapes.py{' ' + flag if flag else ''}: the shapes whose rows cover "
           f"host-bound calls")
     print("shapes = [")

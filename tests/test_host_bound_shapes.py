@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
                                         ("--odd-n", "host-bound-odd-n-shapes.toml"),
                                         ("--long-k", "host-bound-long-k-shapes.toml"),
                                         ("--tall", "host-bound-tall-shapes.toml"),
-                                        ("--wide", "host-bound-wide-shapes.toml")])
+                                        ("--wide", "host-bound-wide-shapes.toml"),
+                                        ("--shallow", "host-bound-shallow-shapes.toml")])
 def test_the_committed_lattice_is_the_scripts_output(flag: str, name: str) -> None:
     args = [sys.executable, str(ROOT / "scripts" / "host_bound_shapes.py"), *([flag] if flag else [])]
     written = subprocess.run(args, capture_output=True, text=True, check=True).stdout
@@ -64,6 +65,20 @@ def test_wide_corners_are_few_rows_and_many_columns_a_lattice_for_each_count_of_
     # corners that hold the host-bound calls of few rows that ran cuBLAS on the H200 (anyshape seeds 2 and 3)
     for call in [(1, 6634, 672), (8, 3144, 591)]:
         assert any(all(a >= b for a, b in zip(s, call)) and s[1] % 4 and s[2] % 4 for s in wide), call
+
+
+def test_shallow_corners_are_short_k_and_c_of_millions_of_floats_aligned_and_not() -> None:
+    lattice = program("scripts", "host_bound_shapes")
+    shallow = lattice.written("--shallow")
+    assert len(shallow) == len(set(shallow)) and {s[2] for s in shallow} == {7, 8, 31, 32, 63, 64}
+    assert all(s[0] >= 127 and s[1] >= 127 for s in shallow)
+    assert {(s[1] % 4 == 0, s[2] % 4 == 0) for s in shallow} == {(True, True), (True, False), (False, True), (False, False)}
+    assert all(lattice.estimate_us(*s) <= 10.0 for s in shallow)
+    # corners that hold short-K calls that ran cuBLAS below 0.95x torch.matmul on the H200 (anyshape seed 7), read alike
+    from autotune.api.dispatch import holds_alike
+
+    for call in [(4828, 618, 4), (2727, 1193, 3), (8139, 213, 6), (593, 375, 6)]:
+        assert any(holds_alike(s, call) for s in shallow), call
 
 
 def test_the_small_lattice_holds_what_its_docstring_says() -> None:
