@@ -19,7 +19,8 @@ changes their stores, and only theirs):
 does: corners small enough that a kernel reading rows a float at a time may still run there in a few
 microseconds, where it hides behind the host time of our call. Of the 30 shapes of anyshape.py's three random
 draws (seeds 1-3) where torch.matmul took under 17 us a call, aligned alike, these corners hold 14; the rows
-that cover today (within 11 us, beating cuBLAS; these corners' winners shipped among them) hold 8, 2 before:
+that cover today (within 11 us, beating cuBLAS; these corners' winners shipped among them) hold 14: 2 before
+these corners were shipped, 8 before the long-K, tall and wide ones:
 
     python scripts/host_bound_shapes.py --small > benchmarks/host-bound-small-shapes.toml
 
