@@ -321,10 +321,21 @@ def test_the_host_bound_docs_covering_probe_figures_are_the_committed_probe():
             f"{call['torch_us']:.2f}") in " ".join(HOST_DOC.read_text().split())
 
 
+def merged_into_shipped(corners: Path, tmp_path: Path) -> Path:
+    """The H200's shipped database with a corners database merged in as corners_ship_check.sh merges it (slim, then
+    ship_database.py), written under tmp_path."""
+    for script, *args in (("slim_database.py", corners, tmp_path / "slim.sqlite"),
+                          ("ship_database.py", ROOT / "autotune/store/tuned/h200.sqlite", tmp_path / "slim.sqlite",
+                           tmp_path / "merged.sqlite")):
+        subprocess.run([sys.executable, str(ROOT / "scripts" / script), *map(str, args)], check=True,
+                       capture_output=True)
+    return tmp_path / "merged.sqlite"
+
+
 def test_the_h200_corners_figures_are_the_committed_corners(tmp_path):
     """docs/pytorch.md on the H200's small corners: how many won, that the shipped database holds their winners
     (merged again as corners_ship_check.sh merges them, slim then ship_database.py, it runs nothing more), and
-    where load() runs a kernel at seeds 1-8 through it."""
+    where load() runs a kernel at seeds 1-10 through it."""
     from autotune.api.dispatch import HOST_BOUND_MS, WIN_MARGIN, Dispatcher
 
     corners = unpacked(ROOT / "benchmarks" / "data" / "h200-host-bound-small.sqlite.gz")  # read here, then merged
@@ -332,11 +343,7 @@ def test_the_h200_corners_figures_are_the_committed_corners(tmp_path):
         best = list(db.execute("SELECT M, N, K, min(time_ms), cublas_ms FROM results WHERE status = 'ok' "
                                "GROUP BY M, N, K"))
     won = [r for r in best if r[3] <= (1 - WIN_MARGIN) * r[4] and r[3] <= HOST_BOUND_MS]
-    for script, *args in (("slim_database.py", corners, tmp_path / "slim.sqlite"),
-                          ("ship_database.py", ROOT / "autotune/store/tuned/h200.sqlite", tmp_path / "slim.sqlite",
-                           tmp_path / "merged.sqlite")):
-        subprocess.run([sys.executable, str(ROOT / "scripts" / script), *map(str, args)], check=True,
-                       capture_output=True)
+    merged = merged_into_shipped(corners, tmp_path)
     kernels_at = program("benchmarks", "dispatch_preview").kernels_at
 
     def counts(paths: list[str]) -> str:  # how many of seeds 1-10's random shapes run a kernel
@@ -346,7 +353,7 @@ def test_the_h200_corners_figures_are_the_committed_corners(tmp_path):
     flat = " ".join(PYTORCH_DOC.read_text().split())
     assert f"the small host-bound lattice's {len(best)} corners" in flat and f"at {len(won)} a kernel beat" in flat
     shipped = counts([str(ROOT / "autotune/store/tuned/h200.sqlite")])
-    assert counts([str(tmp_path / "merged.sqlite")]) == shipped  # the corners' winners are shipped: merging adds none
+    assert counts([str(merged)]) == shipped  # the corners' winners are shipped: merging adds none
     assert f"runs a kernel at {shipped} of the 40 random shapes of seeds 1-10" in flat
 
 
@@ -374,14 +381,10 @@ def test_the_h200_long_k_tall_and_wide_corners_are_shipped_as_the_docs_say(tmp_p
             f"those {quick['skinny']}") in host
     flat = " ".join(PYTORCH_DOC.read_text().split())
     assert f"At {quick['splitk']} long-K, {quick['tall']} tall and {quick['skinny']} wide corners a kernel" in flat
-    for script, *args in (("slim_database.py", corners, tmp_path / "slim.sqlite"),
-                          ("ship_database.py", ROOT / "autotune/store/tuned/h200.sqlite", tmp_path / "slim.sqlite",
-                           tmp_path / "merged.sqlite")):
-        subprocess.run([sys.executable, str(ROOT / "scripts" / script), *map(str, args)], check=True,
-                       capture_output=True)
+    merged = merged_into_shipped(corners, tmp_path)
     kernels_at = program("benchmarks", "dispatch_preview").kernels_at
     for seed in range(1, 11):
-        assert (kernels_at(Dispatcher([str(tmp_path / "merged.sqlite")]), "NVIDIA H200", seed, 40) ==
+        assert (kernels_at(Dispatcher([str(merged)]), "NVIDIA H200", seed, 40) ==
                 kernels_at(Dispatcher([str(ROOT / "autotune/store/tuned/h200.sqlite")]), "NVIDIA H200", seed, 40)), seed
     seed3 = {(s["M"], s["N"], s["K"]): s for s in _json("anyshape-seed3-corners-h200.json")["shapes"]}
     ran = [(seed3[shape]["torch_ms"] / seed3[shape]["ours_ms"], seed3[shape]["kernel"].split("_")[1])
