@@ -14,7 +14,8 @@ its row is recorded, as an in-process search does.
 The kernels: the default of each plain FP32 family quick at small products, fitted to the corner (a search's
 first trial), blocked at four small tiles without a prologue (misaligned rows read a float at a time:
 MA/MB), where K is long splitk at three small tiles (SPLIT_TILES), tall at four (TALL_TILES), and skinny's fit in
-its own split count and the two beside it (SKINNY_SPLIT_STEPS); those that take the short way there. --families limits them to some of the families (splitk: its default and its small tiles).
+its own split count and the two beside it (SKINNY_SPLIT_STEPS); those that take the short way there. --families
+limits them to some of the families (splitk: its default and its small tiles).
 """
 from __future__ import annotations
 
@@ -116,12 +117,11 @@ def skinny_splits(family, shape: tuple[int, int, int], limits: Limits) -> list[C
     """skinny's fit at a corner in the split counts SKINNY_SPLIT_STEPS away from its own (the sums through the
     workspace, RED, wherever the count splits K at all and the fit's slices allow it; the constraints refuse the rest)."""
     fit = fitted(make_config(family, {}), shape, limits).values
-    counts = list(SPLITS_SKINNY)
-    at = counts.index(fit["SPLITK"])
+    at = SPLITS_SKINNY.index(fit["SPLITK"])
     found = []
     for step in SKINNY_SPLIT_STEPS:
-        if 0 <= at + step < len(counts):
-            splits = counts[at + step]
+        if 0 <= at + step < len(SPLITS_SKINNY):
+            splits = SPLITS_SKINNY[at + step]
             try:
                 found.append(make_config(family, {**fit, "SPLITK": splits, "RED": int(splits > 1 and fit["KW"] > 1)}))
             except SpaceError:

@@ -124,16 +124,17 @@ def written(flag: str) -> list[tuple[int, int, int]]:
         return [*kept, *misaligned(kept)]
     if flag == "--shallow":
         sides = [side for side in WIDE_SIDES if side >= SHALLOW_MIN_SIDE]
-        kept = sorted({s for budget in SHALLOW_BUDGETS_US for s in shapes(sides, budget, ms=sides, ns=sides, ks=SHALLOW_KS)})
+        kept = sorted({s for budget in SHALLOW_BUDGETS_US for s in shapes(sides, budget, ks=SHALLOW_KS)})
         return [*kept, *misaligned(kept)]
     return misaligned(shapes(), flag == "--odd-n") if flag else shapes()
 
 
+FLAGS = ("--misaligned", "--odd-n", "--small", "--long-k", "--tall", "--wide", "--shallow")
+
+
 if __name__ == "__main__":
-    flag = next((a for a in sys.argv[1:] if a in ("--misaligned", "--odd-n", "--small", "--long-k", "--tall", "--wide", "--shallow")), "")
-    group = {"--misaligned": "host-bound-misaligned", "--odd-n": "host-bound-odd-n",
-             "--small": "host-bound-small", "--long-k": "host-bound-long-k", "--tall": "host-bound-tall",
-             "--wide": "host-bound-wide", "--shallow": "host-bound-shallow"}.get(flag, "host-bound")
+    flag = next((a for a in sys.argv[1:] if a in FLAGS), "")
+    group = f"host-bound-{flag[2:]}" if flag else "host-bound"  # --tall: host-bound-tall
     print(f"# written by scripts/host_bound_shapes.py{' ' + flag if flag else ''}: the shapes whose rows cover "
           f"host-bound calls")
     print("shapes = [")

@@ -11,7 +11,9 @@ The H200's: the shape suite's searches (benchmarks/data/h200-suite.sqlite.gz, h2
 and the host-bound shapes' (h200-host-bound.sqlite.gz, `autotune cover --shapes
 benchmarks/host-bound-shapes.toml`; h200-host-bound-misaligned.sqlite.gz, the same with
 benchmarks/host-bound-misaligned-shapes.toml; h200-host-bound-misaligned-pairs.sqlite.gz, the same by blocked with MA and
-MB free), each gunzipped first, in that order. The H100's (h100.sqlite):
+MB free), each gunzipped first, in that order, then those that benchmarks/release/corners_ship_check.sh merged
+(the small host-bound lattice's corners, h200-host-bound-small.sqlite.gz; then the long-K, tall and wide corners,
+h200-long-k-tall-wide-corners.sqlite.gz); docs/pytorch.md says how. The H100's (h100.sqlite):
 the small host-bound lattice's corners (h100-host-bound-small.sqlite.gz, benchmarks/small_corners.py), then
 those that benchmarks/release/corners_ship_check.sh merged (the older lattices', then the long-K and the tall
 corners: h100-long-k-corners.sqlite.gz, h100-tall-corners.sqlite.gz) and the shape suite's one pass
