@@ -133,7 +133,10 @@ FLAGS = ("--misaligned", "--odd-n", "--small", "--long-k", "--tall", "--wide", "
 
 
 if __name__ == "__main__":
-    flag = next((a for a in sys.argv[1:] if a in FLAGS), "")
+    if len(sys.argv) > 2 or sys.argv[1:] and sys.argv[1] not in FLAGS:
+        print(f"host_bound_shapes.py: {' '.join(sys.argv[1:])!r}: give at most one of {', '.join(FLAGS)}", file=sys.stderr)
+        sys.exit(2)
+    flag = sys.argv[1] if len(sys.argv) > 1 else ""
     group = f"host-bound-{flag[2:]}" if flag else "host-bound"  # --tall: host-bound-tall
     print(f"# written by scripts/host_bound_shapes.py{' ' + flag if flag else ''}: the shapes whose rows cover "
           f"host-bound calls")

@@ -26,6 +26,14 @@ def test_the_committed_lattice_is_the_scripts_output(flag: str, name: str) -> No
     assert written == (ROOT / "benchmarks" / name).read_text()
 
 
+@pytest.mark.parametrize("args", [["--wid"], ["--tall", "--wide"]])
+def test_a_flag_it_does_not_know_or_two_flags_are_one_line_and_exit_2(args: list[str]) -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "host_bound_shapes.py"), *args], capture_output=True,
+                          text=True)
+    assert done.returncode == 2 and done.stdout == "" and len(done.stderr.splitlines()) == 1
+    assert "give at most one of --misaligned" in done.stderr
+
+
 def test_odd_n_is_the_misaligned_lattice_where_c_rows_are_misaligned() -> None:
     lattice = program("scripts", "host_bound_shapes")
     misaligned, shapes = lattice.misaligned, lattice.shapes
