@@ -60,6 +60,10 @@ TALL_TILES = [(4, 16, 128), (2, 16, 128), (4, 4, 128), (2, 16, 64)]
 # fit's (powers of two) are tried too. At 16 rows on the H200 the fit's row took 13.3 us at 16x4096x1024, 8.8 at
 # 16x16384x256 (the shipped database), around the 11 us within which a row covers smaller calls.
 SKINNY_SPLIT_STEPS = (-1, 0, 1)
+# Where N % 4 != 0 the fit reads B a float at a time (MB=0): at the wide corners of odd N its rows took 13.5-18.3 us on
+# the H200, none within 11. MB=1 reads the aligned float4s that hold a lane's four values, through registers (SB=0),
+# with A still staged (SA=1) where its buffers fit static shared memory and from global memory (SA=0) where not.
+SKINNY_PAIRS = ({"MB": 1, "SB": 0}, {"MB": 1, "SB": 0, "SA": 0})
 
 
 def candidates(shape: tuple[int, int, int], limits: Limits, families: tuple[str, ...] = FAMILY_NAMES) -> list[Config]:
@@ -115,17 +119,21 @@ def tall_tiles(family, shape: tuple[int, int, int], limits: Limits) -> list[Conf
 
 def skinny_splits(family, shape: tuple[int, int, int], limits: Limits) -> list[Config]:
     """skinny's fit at a corner in the split counts SKINNY_SPLIT_STEPS away from its own (the sums through the
-    workspace, RED, wherever the count splits K at all and the fit's slices allow it; the constraints refuse the rest)."""
+    workspace, RED, wherever the count splits K at all and the fit's slices allow it; the constraints refuse the rest),
+    and where N % 4 != 0 each also reading B's rows as the aligned pairs that hold them (SKINNY_PAIRS)."""
     fit = fitted(make_config(family, {}), shape, limits).values
     at = SPLITS_SKINNY.index(fit["SPLITK"])
     found = []
     for step in SKINNY_SPLIT_STEPS:
         if 0 <= at + step < len(SPLITS_SKINNY):
             splits = SPLITS_SKINNY[at + step]
-            try:
-                found.append(make_config(family, {**fit, "SPLITK": splits, "RED": int(splits > 1 and fit["KW"] > 1)}))
-            except SpaceError:
-                continue
+            given = {**fit, "SPLITK": splits, "RED": int(splits > 1 and fit["KW"] > 1)}
+            pairs = [{**given, **reads} for reads in SKINNY_PAIRS] if shape[1] % 4 else []
+            for values in [given, *pairs]:
+                try:
+                    found.append(make_config(family, values))
+                except SpaceError:
+                    continue
     return found
 
 
