@@ -12,9 +12,11 @@ corner costs its baselines and its kernels' runs. A kernel that breaks the CUDA 
 its row is recorded, as an in-process search does.
 
 The kernels: the default of each plain FP32 family quick at small products, fitted to the corner (a search's
-first trial), blocked at four small tiles without a prologue (misaligned rows read a float at a time:
-MA/MB), where K is long splitk at three small tiles (SPLIT_TILES), tall at four (TALL_TILES), and skinny's fit in
-its own split count and the two beside it (SKINNY_SPLIT_STEPS); those that take the short way there. --families
+first trial), blocked at four small tiles without a prologue (misaligned rows of A and B read as the aligned pairs
+that hold them, MA/MB; misaligned rows of C stored plainly and through shared memory, CS), where K is long splitk at
+three small tiles (SPLIT_TILES), tall at four (TALL_TILES), and skinny's fit in its own split count and the two
+beside it (SKINNY_SPLIT_STEPS), reading misaligned rows of B plainly and as pairs (SKINNY_PAIRS); those that take
+the short way there. --families
 limits them to some of the families (splitk: its default and its small tiles).
 """
 from __future__ import annotations
@@ -41,7 +43,10 @@ from autotune.space import Config, Limits, fitted, make_config, shape_violations
 # the plain FP32 families quick at small products (naive and tiled are slower everywhere; tailsplit and
 # streamk are for shapes of a wave of tiles or more)
 FAMILY_NAMES = ("blocked", "splitk", "skinny", "tall")
-# blocked without a prologue at small tiles: (BM, BN, BK, WM, WN, WNITER, TM, TN)
+# blocked without a prologue at small tiles: (BM, BN, BK, WM, WN, WNITER, TM, TN); where N % 4 != 0 each also with C's
+# sub-tiles stored through shared memory (CS=1, where TN allows it): at the shallow corners of odd N the tiles storing
+# C a float at a time (CS=0) beat cuBLAS within 11 us at none of 136 on the H200, and at 4096x1023x16 the 64 x 64
+# tile took 12.2 us with CS=1 against 18.2 without (docs/host-bound.md)
 SMALL_TILES = [(32, 32, 8, 16, 32, 1, 2, 4), (32, 64, 16, 16, 32, 1, 4, 4), (64, 32, 16, 32, 16, 1, 4, 2),
                (64, 64, 16, 32, 32, 1, 4, 4)]
 # Where K is long, splitk at small tiles with a long K step: each block's k-loop is a few steps and the splits sum in
@@ -73,9 +78,10 @@ def candidates(shape: tuple[int, int, int], limits: Limits, families: tuple[str,
         family = FAMILIES[name]
         options = [fitted(make_config(family, {}), shape, limits)]
         if name == "blocked":
-            for BM, BN, BK, WM, WN, WNITER, TM, TN in SMALL_TILES:
+            stores = (0, 1) if shape[1] % 4 else (0,)  # CS=1 where C's rows are misaligned (SMALL_TILES)
+            for (BM, BN, BK, WM, WN, WNITER, TM, TN), CS in itertools.product(SMALL_TILES, stores):
                 given = dict(BM=BM, BN=BN, BK=BK, WM=WM, WN=WN, WNITER=WNITER, TM=TM, TN=TN, AL=0,
-                             MA=int(shape[2] % 4 != 0), MB=int(shape[1] % 4 != 0))
+                             MA=int(shape[2] % 4 != 0), MB=int(shape[1] % 4 != 0), CS=CS)
                 try:
                     options.append(make_config(family, given))
                 except SpaceError:

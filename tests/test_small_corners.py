@@ -1,5 +1,6 @@
 """benchmarks/small_corners.py on the emulator: every corner gets verified rows of kernels that take a plain call's
-short way there (no prologue), blocked's small tiles reading misaligned rows a float at a time (MA, MB)."""
+short way there (no prologue), blocked's small tiles reading misaligned rows as aligned pairs (MA, MB) and storing
+misaligned rows of C through shared memory (CS)."""
 from __future__ import annotations
 
 import sqlite3
@@ -22,8 +23,12 @@ def test_the_candidates_take_the_short_way_and_read_misaligned_rows_as_they_lie(
         found = candidates(shape, Limits())
         assert found and all(takes_short_way(c, shape) for c in found), shape
         tiles = {tuple(c.values[k] for k in ("BM", "BN", "BK", "WM", "WN", "WNITER", "TM", "TN", "MA", "MB"))
-                 for c in found if c.family.name == "blocked"}
+                 for c in found if c.family.name == "blocked" and not c.values["CS"]}
         assert {(*t, int(shape[2] % 4 != 0), int(shape[1] % 4 != 0)) for t in SMALL_TILES} <= tiles, shape
+        # where C's rows are misaligned, each tile whose TN allows it also stores them through shared memory
+        staged = {tuple(c.values[k] for k in ("BM", "BN", "TN")) for c in found if c.family.name == "blocked" and c.values["CS"]}
+        expected = {(t[0], t[1], t[7]) for t in SMALL_TILES if t[7] % 4 == 0} if shape[1] % 4 else set()
+        assert staged == expected, shape
     # at 2048x1023x32 the fitted default of blocked has a prologue (AL): only the small tiles run there
     assert not any(c.family.name == "blocked" and c.values["AL"] for c in candidates((2048, 1023, 32), Limits()))
 
