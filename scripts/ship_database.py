@@ -13,7 +13,7 @@ benchmarks/host-bound-shapes.toml`; h200-host-bound-misaligned.sqlite.gz, the sa
 benchmarks/host-bound-misaligned-shapes.toml; h200-host-bound-misaligned-pairs.sqlite.gz, the same by blocked with MA and
 MB free), each gunzipped first, in that order, then those that benchmarks/release/corners_ship_check.sh merged
 (the small host-bound lattice's corners, h200-host-bound-small.sqlite.gz; then the long-K, tall and wide corners,
-h200-long-k-tall-wide-corners.sqlite.gz); docs/pytorch.md says how. The H100's (h100.sqlite):
+h200-long-k-tall-wide-corners.sqlite.gz; then the shallow ones, h200-shallow-corners.sqlite.gz); docs/pytorch.md says how. The H100's (h100.sqlite):
 the small host-bound lattice's corners (h100-host-bound-small.sqlite.gz, benchmarks/small_corners.py), then
 those that benchmarks/release/corners_ship_check.sh merged (the older lattices', then the long-K and the tall
 corners: h100-long-k-corners.sqlite.gz, h100-tall-corners.sqlite.gz) and the shape suite's one pass

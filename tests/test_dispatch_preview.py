@@ -20,10 +20,10 @@ def preview():
 
 # Each seed's latest run through the database shipped now. The H100's: seeds 1 and 4 after the suite's rows were
 # merged; seeds 2, 3 and 5 after the tall corners and 6-10 drawn after them, the merge having changed no choice there
-# (docs/results-h100.md). The H200's: seeds 1-10 after the long-K, tall and wide corners (docs/pytorch.md).
+# (docs/results-h100.md). The H200's: seeds 1-10 after the shallow corners (docs/pytorch.md).
 RUNS = {H100: {1: "suite-h100", 2: "tall-h100", 3: "tall-h100", 4: "suite-h100", 5: "tall-h100",
                **dict.fromkeys(range(6, 11), "h100")},
-        "NVIDIA H200": dict.fromkeys(range(1, 11), "corners-h200")}
+        "NVIDIA H200": dict.fromkeys(range(1, 11), "shallow-h200")}
 
 
 @pytest.mark.parametrize(("gpu", "seed"), [(gpu, seed) for gpu, runs in RUNS.items() for seed in runs])

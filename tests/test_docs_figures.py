@@ -159,11 +159,61 @@ def h200_table(heading: str, names: dict[int, str]) -> tuple[str, dict[int, dict
     return part, runs
 
 
-def test_the_pytorch_docs_h200_table_is_the_corners_runs():
-    """docs/pytorch.md's table through the database shipped now (the long-K, tall and wide corners merged), what our
-    kernels gained, the shapes that read below 0.95 (all run by cuBLAS), the repeats, and the suite's figures."""
-    part, by_seed = h200_table("## Measured on the H200", {seed: f"anyshape-seed{seed}-corners-h200.json"
+def test_the_pytorch_docs_h200_table_is_the_shallow_runs(tmp_path):
+    """docs/pytorch.md's table through the database shipped now (the shallow corners merged): the corners that won,
+    that the shipped database holds their winners, what our kernels gained, the shapes below 0.95, and that the
+    suite's shapes choose as they did in the suite's last run."""
+    from autotune.api.dispatch import HOST_BOUND_MS, Dispatcher, beats_library
+    from autotune.api.operands import Layout
+
+    part, by_seed = h200_table("## Measured on the H200", {seed: f"anyshape-seed{seed}-shallow-h200.json"
                                                            for seed in range(1, 11)})
+    flat = " ".join(part.split())
+    assert all(run["commit"] == "4213690" for run in by_seed.values())
+    corners = unpacked(ROOT / "benchmarks" / "data" / "h200-shallow-corners.sqlite.gz")
+    with closing(sqlite3.connect(f"file:{corners}?immutable=1", uri=True)) as db:
+        db.row_factory = sqlite3.Row
+        rows = [dict(r) for r in db.execute("SELECT * FROM results WHERE status = 'ok'")]
+    shapes = {(r["M"], r["N"], r["K"]) for r in rows}
+    won = [s for s in shapes if any(beats_library(r) for r in rows if (r["M"], r["N"], r["K"]) == s)]
+    quick = [s for s in won if any(beats_library(r) and r["time_ms"] <= HOST_BOUND_MS for r in rows
+                                   if (r["M"], r["N"], r["K"]) == s)]
+    assert (f"{len(shapes)} corners of K 8, 32 and 64" in flat and f"beat cuBLAS by 2% at {len(won)} of them, within 11 "
+            f"µs at {len(quick)}, all of N a multiple of 4" in flat) and all(s[1] % 4 == 0 for s in quick)
+    shipped = Dispatcher([str(ROOT / "autotune/store/tuned/h200.sqlite")])
+    kernels_at = program("benchmarks", "dispatch_preview").kernels_at
+    merged = Dispatcher([str(merged_into_shipped(corners, tmp_path))])
+    assert all(kernels_at(merged, "NVIDIA H200", s, 40) == kernels_at(shipped, "NVIDIA H200", s, 40) for s in by_seed)
+    random = [(seed, s) for seed, run in by_seed.items() for s in run["shapes"] if s["kind"] == "random"]
+    ours = [s for _, s in random if not s["kernel"].startswith("cuBLAS")]
+    q, a = [s["torch_ms"] / s["ours_ms"] for s in ours], [s["torch_alone_ms"] / s["ours_alone_ms"] for s in ours]
+    families = Counter(s["kernel"].split("_")[1] for s in ours)
+    assert (f"Our kernels run at {len(ours)} of the {len(random)} random shapes of seeds 1-10, at {min(q):.2f}-"
+            f"{max(q):.2f}x queued and {min(a):.2f}-{max(a):.2f}x alone (`splitk` at {families['splitk']}, `blocked` at "
+            f"{families['blocked']}, `tall` at {families['tall']}, `skinny` at {families['skinny']})") in flat
+    below = [(seed, s) for seed, s in random if s["torch_ms"] < 0.95 * s["ours_ms"]]
+    named = [f"{s['M']}x{s['N']}x{s['K']} {s['torch_ms'] / s['ours_ms']:.3f} (seed {seed})" for seed, s in below]
+    assert len(below) == 5 and all(n.split(" (")[0] in flat for n in named)
+    ran = [s for _, s in below if not s["kernel"].startswith("cuBLAS")]
+    assert [(s["M"], s["N"], s["K"]) for s in ran] == [(2, 11427, 189)] and "measured at 16x16383x255" in ran[0]["kernel"]
+    assert f"torch.matmul took {ran[0]['torch_ms'] * 1e3:.1f} µs a call there" in flat
+    assert f"while our kernel took {ran[0]['ours_ms'] * 1e3:.1f}" in flat
+    found = [len(kernels_at(shipped, "NVIDIA H200", seed, 40)) for seed in range(1, 11)]
+    assert f"runs a kernel at {', '.join(map(str, found[:-1]))} and {found[-1]} of the 40 random shapes" in flat
+    suite_run = _json("anyshape-suite-corners-h200.json")  # the suite's last run, before the shallow corners
+    plain = Layout(False, False, False, 1)
+    for s in (s for s in suite_run["shapes"] if s["kind"] == "suite"):
+        choice = shipped.choose("NVIDIA H200", (s["M"], s["N"], s["K"]), plain)
+        assert choice.library == s["kernel"].startswith("cuBLAS"), s
+        assert choice.library or s["kernel"] == choice.describe(), s
+    assert f"(below, {suite_run['summary']['suite']['geomean_queued']:.3f} queued)" in flat
+
+
+def test_the_pytorch_docs_long_k_tall_wide_table_is_the_corners_runs():
+    """docs/pytorch.md's table through the database shipped with the long-K, tall and wide corners merged, what our
+    kernels gained, the shapes that read below 0.95 (all run by cuBLAS), the repeats, and the suite's figures."""
+    part, by_seed = h200_table("## With the long-K, tall and wide corners",
+                               {seed: f"anyshape-seed{seed}-corners-h200.json" for seed in range(1, 11)})
     flat, runs = " ".join(part.split()), list(by_seed.values())
     assert all(run["commit"] == "b4a02e8" for run in runs)
     random = [(seed, s) for seed, run in by_seed.items() for s in run["shapes"] if s["kind"] == "random"]
@@ -259,21 +309,23 @@ def test_the_streamk_docs_table_is_the_committed_output():
 def test_the_readmes_load_figures_are_the_anyshape_benchmarks():
     """The README's H200 line through the shipped database: seeds 1-10's random and projection figures, the seeds
     and shapes below 0.95, and the suite's from the run beside seed 1."""
-    runs = {s: _json(f"anyshape-seed{s}-corners-h200.json") for s in range(1, 11)}
+    runs = {s: _json(f"anyshape-seed{s}-shallow-h200.json") for s in range(1, 11)}
     random = {s: r["summary"]["random"] for s, r in runs.items()}
     projection = [r["summary"]["projection"]["geomean_queued"] for r in runs.values()]
     queued, alone = [r["geomean_queued"] for r in random.values()], [r["geomean_alone"] for r in random.values()]
     dirty = [str(s) for s, r in random.items() if r["below_0.95_queued"]]
-    below = [s["torch_ms"] / s["ours_ms"] for run in runs.values() for s in run["shapes"]
-             if s["kind"] == "random" and s["torch_ms"] < 0.95 * s["ours_ms"]]
+    low = [s for run in runs.values() for s in run["shapes"] if s["kind"] == "random" and s["torch_ms"] < 0.95 * s["ours_ms"]]
+    below = [s["torch_ms"] / s["ours_ms"] for s in low]
+    passed = sum(s["kernel"].startswith("cuBLAS") for s in low)
     suite_run = _json("anyshape-suite-corners-h200.json")
     suite = suite_run["summary"]["suite"]
     first = [s["torch_ms"] / s["ours_ms"] for s in suite_run["shapes"] if s["kind"] == "suite"][:28]
     text = " ".join(README.read_text().split())
     assert (f"**{min(queued):.3f}-{max(queued):.3f}x** at 40 random shapes nobody tuned at each of seeds 1-10 "
             f"({min(alone):.3f}-{max(alone):.3f}x alone), none below 0.95 at six of them, while at seeds "
-            f"{', '.join(dirty[:-1])} and {dirty[-1]} one or two shapes that cuBLAS runs read {min(below):.3f}-"
-            f"{max(below):.3f}") in text and len(dirty) == 4 and max(r["below_0.95_queued"] for r in random.values()) == 2
+            f"{', '.join(dirty[:-1])} and {dirty[-1]} one or two shapes read {min(below):.3f}-{max(below):.3f}: four "
+            "that cuBLAS runs") in text and len(dirty) == 4 and max(r["below_0.95_queued"] for r in random.values()) == 2
+    assert passed == 4 and len(low) == 5 and "and one where a covering row's kernel ran" in text
     assert f"{min(projection):.3f}-{max(projection):.3f}x at 8 transformer projections" in text
     assert (f"**{suite['geomean_queued']:.3f}x** at the 36 suite shapes ({geomean(first):.3f}x at the 28 of the "
             "first seven groups)") in text
