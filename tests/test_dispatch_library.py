@@ -161,10 +161,10 @@ def test_with_no_database_of_its_own_load_reads_the_tuned_database_the_package_s
         assert len({r["gpu_name"] for r in rows}) == 1
     on_h200 = autotune.load(launcher=launcher, gpu="NVIDIA H200")
     assert on_h200.choose(8192, 8192, 64).origin == "exact" and on_h200.choose(1000, 1000, 1000).library
-    # each GPU model's rows run on that model only: 17x6000x60 is held by one of the H100's, none of the H200's;
+    # each GPU model's rows run on that model only: 3499x340x18 is held by one of the H100's, none of the H200's;
     # 118x705x101 by rows of both (the small host-bound corners, measured on each)
     on_h100 = autotune.load(launcher=launcher, gpu="NVIDIA H100 80GB HBM3")
-    assert on_h100.choose(17, 6000, 60).origin == "covering" and on_h200.choose(17, 6000, 60).library
+    assert on_h100.choose(3499, 340, 18).origin == "covering" and on_h200.choose(3499, 340, 18).library
     assert {on_h100.choose(118, 705, 101).origin, on_h200.choose(118, 705, 101).origin} == {"covering"}
     assert autotune.load(launcher=launcher).choose(8192, 8192, 64).library  # the fake GPU: nothing measured
     mine = tmp_path / "db" / "autotune.sqlite"
