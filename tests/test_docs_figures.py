@@ -159,6 +159,20 @@ def h200_table(heading: str, names: dict[int, str]) -> tuple[str, dict[int, dict
     return part, runs
 
 
+def ran_at_seeds(by_seed: dict[int, dict], flat: str, first: str) -> list[tuple[int, dict]]:
+    """The random shapes of the runs by seed, after checking the docs' sentence on where our kernels ran among them
+    (how many, torch.matmul's time over ours both ways, by family); first: its first word's case."""
+    random = [(seed, s) for seed, run in by_seed.items() for s in run["shapes"] if s["kind"] == "random"]
+    ours = [s for _, s in random if not s["kernel"].startswith("cuBLAS")]
+    q, a = [s["torch_ms"] / s["ours_ms"] for s in ours], [s["torch_alone_ms"] / s["ours_alone_ms"] for s in ours]
+    families = Counter(s["kernel"].split("_")[1] for s in ours)
+    assert (f"{first} kernels run at {len(ours)} of the {len(random)} random shapes of seeds 1-10, at {min(q):.2f}-"
+            f"{max(q):.2f}x queued and {min(a):.2f}-{max(a):.2f}x alone (`splitk` at {families['splitk']}, `blocked` at "
+            f"{families['blocked']}, `tall` at {families['tall']}, `skinny` at {families['skinny']})") in flat
+    assert sum(families.values()) == len(ours)
+    return random
+
+
 def test_the_pytorch_docs_h200_table_is_the_shallow_runs(tmp_path):
     """docs/pytorch.md's table through the database shipped now (the shallow corners merged): the corners that won,
     that the shipped database holds their winners, what our kernels gained, the shapes below 0.95, and that the
@@ -184,13 +198,7 @@ def test_the_pytorch_docs_h200_table_is_the_shallow_runs(tmp_path):
     kernels_at = program("benchmarks", "dispatch_preview").kernels_at
     merged = Dispatcher([str(merged_into_shipped(corners, tmp_path))])
     assert all(kernels_at(merged, "NVIDIA H200", s, 40) == kernels_at(shipped, "NVIDIA H200", s, 40) for s in by_seed)
-    random = [(seed, s) for seed, run in by_seed.items() for s in run["shapes"] if s["kind"] == "random"]
-    ours = [s for _, s in random if not s["kernel"].startswith("cuBLAS")]
-    q, a = [s["torch_ms"] / s["ours_ms"] for s in ours], [s["torch_alone_ms"] / s["ours_alone_ms"] for s in ours]
-    families = Counter(s["kernel"].split("_")[1] for s in ours)
-    assert (f"Our kernels run at {len(ours)} of the {len(random)} random shapes of seeds 1-10, at {min(q):.2f}-"
-            f"{max(q):.2f}x queued and {min(a):.2f}-{max(a):.2f}x alone (`splitk` at {families['splitk']}, `blocked` at "
-            f"{families['blocked']}, `tall` at {families['tall']}, `skinny` at {families['skinny']})") in flat
+    random = ran_at_seeds(by_seed, flat, "Our")
     below = [(seed, s) for seed, s in random if s["torch_ms"] < 0.95 * s["ours_ms"]]
     named = [f"{s['M']}x{s['N']}x{s['K']} {s['torch_ms'] / s['ours_ms']:.3f} (seed {seed})" for seed, s in below]
     assert len(below) == 5 and all(n.split(" (")[0] in flat for n in named)
@@ -216,14 +224,7 @@ def test_the_pytorch_docs_long_k_tall_wide_table_is_the_corners_runs():
                                {seed: f"anyshape-seed{seed}-corners-h200.json" for seed in range(1, 11)})
     flat, runs = " ".join(part.split()), list(by_seed.values())
     assert all(run["commit"] == "b4a02e8" for run in runs)
-    random = [(seed, s) for seed, run in by_seed.items() for s in run["shapes"] if s["kind"] == "random"]
-    ours = [s for _, s in random if not s["kernel"].startswith("cuBLAS")]
-    q, a = [s["torch_ms"] / s["ours_ms"] for s in ours], [s["torch_alone_ms"] / s["ours_alone_ms"] for s in ours]
-    families = Counter(s["kernel"].split("_")[1] for s in ours)
-    assert (f"our kernels run at {len(ours)} of the {len(random)} random shapes of seeds 1-10, at {min(q):.2f}-"
-            f"{max(q):.2f}x queued and {min(a):.2f}-{max(a):.2f}x alone (`splitk` at {families['splitk']}, `blocked` at "
-            f"{families['blocked']}, `tall` at {families['tall']}, `skinny` at {families['skinny']})") in flat
-    assert sum(families.values()) == len(ours)
+    random = ran_at_seeds(by_seed, flat, "our")
     below = [(seed, s) for seed, s in random if s["torch_ms"] < 0.95 * s["ours_ms"]]
     assert all(s["kernel"].startswith("cuBLAS") for _, s in below)
     named = [f"{s['M']}x{s['N']}x{s['K']} {s['torch_ms'] / s['ours_ms']:.3f}" for _, s in below]
