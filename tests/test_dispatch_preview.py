@@ -47,3 +47,19 @@ def test_the_preview_prints_a_line_a_seed_and_one_a_kernel(preview, capsys):
     assert len(lines) == 2 + 9 + 9 and all(line.startswith("  ") for line in lines if line not in heads)
     assert preview.seeds("1,3") == [1, 3] and preview.seeds("2-4") == [2, 3, 4]
 
+
+
+def test_changed_from_prints_the_seeds_whose_choices_differ_and_a_missing_database_is_refused(preview, capsys, tmp_path):
+    from autotune import store
+
+    h200 = next(str(p) for p in store.shipped_databases() if Path(p).name == "h200.sqlite")
+    h100 = next(str(p) for p in store.shipped_databases() if Path(p).name == "h100.sqlite")
+    assert preview.main(["--gpu", "NVIDIA H200", "--seeds", "1-3", "--db", h200, "--changed-from", h200]) == 0
+    assert capsys.readouterr().out == "\n"
+    # through the H100's database every call on an H200 runs cuBLAS, and each of seeds 1-3 runs a kernel of the H200's
+    assert preview.main(["--gpu", "NVIDIA H200", "--seeds", "1-3", "--db", h100, "--changed-from", h200]) == 0
+    assert capsys.readouterr().out == "1 2 3\n"
+    with pytest.raises(SystemExit) as stop:
+        preview.main(["--gpu", "NVIDIA H200", "--changed-from", str(tmp_path / "none.sqlite")])
+    assert stop.value.code == 2 and "none.sqlite: no such database" in capsys.readouterr().err
+    assert not (tmp_path / "none.sqlite").exists()

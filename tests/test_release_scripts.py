@@ -46,6 +46,30 @@ def test_corners_ship_check_installs_the_merged_database_where_anyshape_imports_
     assert done.stdout.strip() == str(site / "autotune" / "store" / "tuned"), done.stderr
 
 
+def test_corners_ship_check_with_seeds_changed_runs_the_seeds_whose_choices_the_merge_changes(tmp_path: Path) -> None:
+    """SEEDS=changed: of seeds 1-10, those at which the merged database ($OUT/$TAG.sqlite) chooses otherwise than the
+    shipped one, read offline: none where the merge changes nothing, every seed where it drops every kernel."""
+    import shutil
+
+    text = (ROOT / "benchmarks/release/corners_ship_check.sh").read_text()
+    start = text.index("changed_seeds() {")
+    function = text[start:text.index("\n}\n", start) + 3]
+    assert text.index('SEEDS=$(changed_seeds)') < text.index('for s in $SEEDS; do anyshape "$s" merged')
+
+    def changed(merged: Path) -> str:
+        shutil.copy(merged, tmp_path / "h200.sqlite")
+        done = subprocess.run(["bash", "-c", f"{function}changed_seeds"], cwd=ROOT, capture_output=True, text=True,
+                              env={"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "OUT": str(tmp_path),
+                                   "TAG": "h200", "GPU_NAME": "NVIDIA H200"})
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    tuned = ROOT / "autotune" / "store" / "tuned"
+    assert changed(tuned / "h200.sqlite") == ""
+    # the H100's rows run on the H100 alone: through its database every call on an H200 is cuBLAS's
+    assert changed(tuned / "h100.sqlite") == " ".join(map(str, range(1, 11)))
+
+
 def test_corners_ship_check_shares_its_budget_by_corners_and_lets_a_file_name_its_families() -> None:
     """SHAPES entries written file@families run small_corners.py with those families for that file alone (the others
     with FAMILIES, or all of small_corners.py's); BUDGET is shared in proportion to each file's corners."""

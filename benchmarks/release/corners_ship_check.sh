@@ -15,11 +15,17 @@
 # CORNERS=file.sqlite.gz: no new corners; step 2 merges that database (one step 1 wrote before, such as
 # benchmarks/data/h200-host-bound-small.sqlite.gz), so the call is the before-and-after alone. SEEDS="" runs no seed
 # (the corners and the merge alone, where the seeds are left to a second call); BEFORE=0 skips the runs as shipped
-# (where an earlier lease measured them).
+# (where an earlier lease measured them). SEEDS=changed runs those of seeds 1-10 where the merge changes some choice
+# (benchmarks/dispatch_preview.py --changed-from, read offline): at the others the runs through the shipped database
+# stand for the merged one, and a lease's seconds go to the seeds that can move.
 # From the repository root with OUT set (COMMIT names the sources; else benchmarks/sources.py reads git, marking
 # a tree that differs from its HEAD, as a GPU node's copy with an older .git does):
 #   OUT=out COMMIT=abc1234 bash benchmarks/release/corners_ship_check.sh
 source benchmarks/release/common.sh
+changed_seeds() {  # the seeds 1-10 at which the merged database chooses otherwise than the shipped one
+  python3 benchmarks/dispatch_preview.py --gpu "$GPU_NAME" --seeds 1-10 --db "$OUT/$TAG.sqlite" \
+    --changed-from "autotune/store/tuned/$TAG.sqlite"
+}
 corner_runs() {  # a line per entry of SHAPES: its shapes file, its families (all: small_corners.py's), its seconds
   local f n total=0
   for f in $SHAPES; do n=$(grep -c "M = " "${f%%@*}"); total=$((total + n)); done
@@ -51,6 +57,10 @@ fi
 step "merge into autotune/store/tuned/$TAG.sqlite"
 python3 scripts/slim_database.py "$WORK/corners.sqlite" "$WORK/slim.sqlite" | tee -a "$LOG"
 python3 scripts/ship_database.py "autotune/store/tuned/$TAG.sqlite" "$WORK/slim.sqlite" "$OUT/$TAG.sqlite" | tee -a "$LOG"
+if [ "$SEEDS" = changed ]; then
+  SEEDS=$(changed_seeds)
+  step "seeds whose choices the merge changes: ${SEEDS:-none}"
+fi
 # the package anyshape.py imports (from /tmp/site): run from /, where the checkout's own autotune/ is not on the path
 INSTALLED=$(cd / && python3 -c "import autotune, pathlib; print(pathlib.Path(autotune.__file__).parent / 'store/tuned')")
 anyshape() {  # anyshape SEED WHEN
