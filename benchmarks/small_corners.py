@@ -16,8 +16,7 @@ first trial), blocked at four small tiles without a prologue (misaligned rows of
 that hold them, MA/MB; misaligned rows of C stored plainly and through shared memory, CS), where K is long splitk at
 three small tiles (SPLIT_TILES), tall at four (TALL_TILES), and skinny's fit in its own split count and the two
 beside it (SKINNY_SPLIT_STEPS), reading misaligned rows of B plainly and as pairs (SKINNY_PAIRS); those that take
-the short way there. --families
-limits them to some of the families (splitk: its default and its small tiles).
+the short way there. --families limits them to some of the families (splitk: its default and its small tiles).
 """
 from __future__ import annotations
 

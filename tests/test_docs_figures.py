@@ -14,8 +14,10 @@ import statistics
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -177,7 +179,7 @@ def test_the_pytorch_docs_h200_table_is_the_shallow_runs(tmp_path):
     """docs/pytorch.md's table through the database shipped now (the shallow corners merged): the corners that won,
     that the shipped database holds their winners, what our kernels gained, the shapes below 0.95, and that the
     suite's shapes choose as they did in the suite's last run."""
-    from autotune.api.dispatch import HOST_BOUND_MS, Dispatcher, beats_library
+    from autotune.api.dispatch import Dispatcher
     from autotune.api.operands import Layout
 
     part, by_seed = h200_table("## Measured on the H200", {seed: f"anyshape-seed{seed}-shallow-h200.json"
@@ -185,19 +187,14 @@ def test_the_pytorch_docs_h200_table_is_the_shallow_runs(tmp_path):
     flat = " ".join(part.split())
     assert all(run["commit"] == "4213690" for run in by_seed.values())
     corners = unpacked(ROOT / "benchmarks" / "data" / "h200-shallow-corners.sqlite.gz")
-    with closing(sqlite3.connect(f"file:{corners}?immutable=1", uri=True)) as db:
-        db.row_factory = sqlite3.Row
-        rows = [dict(r) for r in db.execute("SELECT * FROM results WHERE status = 'ok'")]
-    shapes = {(r["M"], r["N"], r["K"]) for r in rows}
-    won = [s for s in shapes if any(beats_library(r) for r in rows if (r["M"], r["N"], r["K"]) == s)]
-    quick = [s for s in won if any(beats_library(r) and r["time_ms"] <= HOST_BOUND_MS for r in rows
-                                   if (r["M"], r["N"], r["K"]) == s)]
-    assert (f"{len(shapes)} corners of K 8, 32 and 64" in flat and f"beat cuBLAS by 2% at {len(won)} of them, within 11 "
-            f"µs at {len(quick)}, all of N a multiple of 4" in flat) and all(s[1] % 4 == 0 for s in quick)
+    count, won, quick = corner_wins(corners, lambda r: r["N"] % 4 == 0)  # by whether C's rows are aligned
+    assert (f"{count.total()} corners of K 8, 32 and 64" in flat and f"beat cuBLAS by 2% at {won.total()} of them, "
+            f"within 11 µs at {quick.total()}, all of N a multiple of 4" in flat) and quick[False] == 0
     shipped = Dispatcher([str(ROOT / "autotune/store/tuned/h200.sqlite")])
-    kernels_at = program("benchmarks", "dispatch_preview").kernels_at
+    preview = program("benchmarks", "dispatch_preview")
+    kernels_at = preview.kernels_at
     merged = Dispatcher([str(merged_into_shipped(corners, tmp_path))])
-    assert all(kernels_at(merged, "NVIDIA H200", s, 40) == kernels_at(shipped, "NVIDIA H200", s, 40) for s in by_seed)
+    assert preview.changed(merged, shipped, "NVIDIA H200", list(by_seed), 40) == []
     random = ran_at_seeds(by_seed, flat, "Our")
     below = [(seed, s) for seed, s in random if s["torch_ms"] < 0.95 * s["ours_ms"]]
     named = [f"{s['M']}x{s['N']}x{s['K']} {s['torch_ms'] / s['ours_ms']:.3f} (seed {seed})" for seed, s in below]
@@ -374,6 +371,25 @@ def test_the_host_bound_docs_covering_probe_figures_are_the_committed_probe():
             f"{call['torch_us']:.2f}") in " ".join(HOST_DOC.read_text().split())
 
 
+def corner_wins(corners: Path, group: Callable[[dict], Any]) -> tuple[Counter, Counter, Counter]:
+    """A corners database's verified rows, by group(row): how many corners, at how many a kernel beat cuBLAS by the
+    dispatcher's margin (beats_library), and at how many one did within HOST_BOUND_MS (a row that covers smaller calls)."""
+    from autotune.api.dispatch import HOST_BOUND_MS, beats_library
+
+    with closing(sqlite3.connect(f"file:{corners}?immutable=1", uri=True)) as db:
+        db.row_factory = sqlite3.Row
+        rows = [dict(r) for r in db.execute("SELECT * FROM results WHERE status = 'ok'")]
+    by_corner: dict[tuple, list[dict]] = {}
+    for r in rows:
+        by_corner.setdefault((group(r), r["M"], r["N"], r["K"]), []).append(r)
+    count, won, quick = Counter(), Counter(), Counter()
+    for (key, *_), here in by_corner.items():
+        count[key] += 1
+        won[key] += any(beats_library(r) for r in here)
+        quick[key] += any(beats_library(r) and r["time_ms"] <= HOST_BOUND_MS for r in here)
+    return count, won, quick
+
+
 def merged_into_shipped(corners: Path, tmp_path: Path) -> Path:
     """The H200's shipped database with a corners database merged in as corners_ship_check.sh merges it (slim, then
     ship_database.py), written under tmp_path."""
@@ -414,18 +430,10 @@ def test_the_h200_long_k_tall_and_wide_corners_are_shipped_as_the_docs_say(tmp_p
     """docs/host-bound.md and docs/pytorch.md on the H200's long-K, tall and wide corners: how many a family's kernel
     beat cuBLAS at, within 11 us, that the shipped database holds their winners (merged again as corners_ship_check.sh
     merges them changes no choice at seeds 1-10), and what seed 3's calls that had read below 0.95 run now."""
-    from autotune.api.dispatch import HOST_BOUND_MS, Dispatcher, beats_library
+    from autotune.api.dispatch import Dispatcher
 
     corners = unpacked(ROOT / "benchmarks" / "data" / "h200-long-k-tall-wide-corners.sqlite.gz")
-    with closing(sqlite3.connect(f"file:{corners}?immutable=1", uri=True)) as db:
-        db.row_factory = sqlite3.Row
-        rows = [dict(r) for r in db.execute("SELECT * FROM results WHERE status = 'ok'")]
-    won, quick, count = Counter(), Counter(), Counter()
-    for shape in {(r["family"], r["M"], r["N"], r["K"]) for r in rows}:
-        here = [r for r in rows if (r["family"], r["M"], r["N"], r["K"]) == shape]
-        count[shape[0]] += 1
-        won[shape[0]] += any(beats_library(r) for r in here)
-        quick[shape[0]] += any(beats_library(r) and r["time_ms"] <= HOST_BOUND_MS for r in here)
+    count, won, quick = corner_wins(corners, lambda r: r["family"])
     assert dict(count) == {"splitk": 196, "tall": 40, "skinny": 72}
     host = " ".join(HOST_DOC.read_text().split())
     assert (f"its rows beat cuBLAS at {won['skinny']} of the 72 corners, but within 11 µs only at {quick['skinny']}"
@@ -434,11 +442,9 @@ def test_the_h200_long_k_tall_and_wide_corners_are_shipped_as_the_docs_say(tmp_p
             f"those {quick['skinny']}") in host
     flat = " ".join(PYTORCH_DOC.read_text().split())
     assert f"At {quick['splitk']} long-K, {quick['tall']} tall and {quick['skinny']} wide corners a kernel" in flat
-    merged = merged_into_shipped(corners, tmp_path)
-    kernels_at = program("benchmarks", "dispatch_preview").kernels_at
-    for seed in range(1, 11):
-        assert (kernels_at(Dispatcher([str(merged)]), "NVIDIA H200", seed, 40) ==
-                kernels_at(Dispatcher([str(ROOT / "autotune/store/tuned/h200.sqlite")]), "NVIDIA H200", seed, 40)), seed
+    merged = Dispatcher([str(merged_into_shipped(corners, tmp_path))])
+    shipped = Dispatcher([str(ROOT / "autotune/store/tuned/h200.sqlite")])
+    assert program("benchmarks", "dispatch_preview").changed(merged, shipped, "NVIDIA H200", list(range(1, 11)), 40) == []
     seed3 = {(s["M"], s["N"], s["K"]): s for s in _json("anyshape-seed3-corners-h200.json")["shapes"]}
     ran = [(seed3[shape]["torch_ms"] / seed3[shape]["ours_ms"], seed3[shape]["kernel"].split("_")[1])
            for shape in [(733, 36, 306), (4692, 14, 233), (8, 3144, 591)]]
