@@ -31,6 +31,7 @@ import numpy as np
 import tomllib
 
 import autotune
+from autotune.api import fastcall
 from autotune.api.fastcall import NATIVE
 from autotune.api.python import databases
 from autotune.space.devices import gpu_tag
@@ -42,6 +43,11 @@ from sources import commit  # noqa: E402
 # (tokens, out_features, in_features) of common projections: x (tokens x in) · Wᵀ (W: out x in)
 PROJECTIONS = [(2048, 4096, 4096), (2048, 11008, 4096), (2048, 4096, 11008), (2048, 12288, 4096),
                (512, 3072, 768), (512, 768, 3072), (16, 4096, 4096), (1, 14336, 4096)]
+
+
+def first_step() -> str:
+    """What load()'s first step ran as (api.fastcall): C, with api._aten's steps against libtorch where it took them."""
+    return "Python" if NATIVE is None else "C+ATen" if fastcall.ATEN else "C"
 
 
 def random_shapes(seed: int, count: int) -> list[tuple[int, int, int]]:
@@ -206,7 +212,7 @@ def main() -> int:
     gpu = torch.cuda.get_device_name()
     out = {"device": gpu, "database": args.db or " + ".join(databases(None)), "cover": covered, "seed": args.seed, "commit": args.commit or commit(),
            "torch": torch.__version__, "method": {"rounds": args.rounds, "alone_calls": args.alone},
-           "first_step": "C" if NATIVE is not None else "Python",  # load()'s first step (api.fastcall)
+           "first_step": first_step(),  # load()'s first step (api.fastcall)
            "host_per_call": host, "shapes": rows,
            "summary": {kind: summary([r for r in rows if r["kind"] == kind]) for kind in groups}}
     path = Path(args.out or f"benchmarks/data/anyshape-{gpu_tag(gpu)}.json")

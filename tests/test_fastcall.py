@@ -1,10 +1,16 @@
-"""api.fastcall's contract, for each of its two implementations (C, where the extension was built, and
-Python): a planned call kind's short way runs (a TorchProduct inline, any other called with (A, B)), and
-every other call reaches _call, the full path, with the arguments it was given."""
+"""api.fastcall's contract, for each of its implementations (Python; C, where the extension was built; C with
+api._aten's steps against libtorch, built here for the torch at hand): a planned call kind's short way runs (a
+TorchProduct inline, any other called with (A, B)), and every other call reaches _call, the full path, with the
+arguments it was given."""
 from __future__ import annotations
 
 import ctypes
+import functools
+import importlib.util
+import os
+import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -15,9 +21,62 @@ from autotune.space import Launch
 
 torch = pytest.importorskip("torch")
 COMPILED = fastcall.compiled()
-BASES = [pytest.param(fastcall.PyFastCall, id="python"),
-         pytest.param(COMPILED, id="c", marks=pytest.mark.skipif(COMPILED is None, reason="the C extension was not "
-                                                                "built here (no compiler or headers)"))]
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@functools.cache
+def built_aten(where: str) -> tuple[object | None, str]:
+    """api._aten built from this checkout against the torch at hand (setup.py build_ext into `where`), loaded;
+    (None, why) where it did not build."""
+    run = subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--build-lib", f"{where}/lib",
+                          "--build-temp", f"{where}/tmp"], cwd=ROOT, capture_output=True, text=True)
+    found = sorted(Path(where, "lib", "autotune", "api").glob("_aten.*"))
+    if not found:
+        return None, f"api._aten did not build here: {(run.stderr or run.stdout).strip()[-300:]}"
+    spec = importlib.util.spec_from_file_location("autotune.api._aten", found[0])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, ""
+
+
+@pytest.fixture(scope="module")
+def aten(tmp_path_factory):
+    """The built api._aten, its steps taken by the C first step while a test uses it."""
+    if COMPILED is None:
+        pytest.skip("the C extension was not built here (no compiler or headers)")
+    module, why = built_aten(str(tmp_path_factory.mktemp("aten")))
+    if module is None:
+        pytest.fail(why) if os.environ.get("CI") else pytest.skip(why)
+    return module
+
+
+@pytest.fixture
+def with_aten(aten):
+    before = fastcall.NATIVE.use_aten(aten.steps)
+    yield aten
+    fastcall.NATIVE.use_aten(before)
+
+
+@pytest.fixture
+def without_aten():
+    """The C first step as it runs where api._aten was not built (or not for this torch)."""
+    before = fastcall.NATIVE.use_aten(None) if COMPILED is not None else None
+    yield
+    if COMPILED is not None:
+        fastcall.NATIVE.use_aten(before)
+
+
+@pytest.fixture(params=[pytest.param("python", id="python"),
+                        pytest.param("c", id="c", marks=pytest.mark.skipif(
+                            COMPILED is None, reason="the C extension was not built here (no compiler or headers)")),
+                        pytest.param("c+aten", id="c+aten", marks=pytest.mark.skipif(
+                            COMPILED is None, reason="the C extension was not built here (no compiler or headers)"))])
+def base(request):
+    """Each implementation of the first step, as a base class."""
+    if request.param == "python":
+        return fastcall.PyFastCall
+    request.getfixturevalue("with_aten" if request.param == "c+aten" else "without_aten")
+    return COMPILED
 
 
 def recording(base: type):
@@ -37,7 +96,6 @@ def key(A, B, trans_a=False, trans_b=False):
     return (A.shape, B.shape, trans_a, trans_b, A.get_device())
 
 
-@pytest.mark.parametrize("base", BASES)
 @pytest.mark.parametrize("trans_a", [False, True])
 @pytest.mark.parametrize("trans_b", [False, True])
 def test_a_torch_product_runs_inline_on_the_operands_views(base, trans_a, trans_b):
@@ -49,7 +107,6 @@ def test_a_torch_product_runs_inline_on_the_operands_views(base, trans_a, trans_
     assert torch.equal(C, torch.mm(A.mT if trans_a else A, B.mT if trans_b else B)) and mm.calls == []
 
 
-@pytest.mark.parametrize("base", BASES)
 def test_a_torch_product_leaves_another_dtype_and_tf32_to_the_full_path(base):
     mm = recording(base)
     A, B = torch.randn(5, 3), torch.randn(3, 4)
@@ -64,7 +121,6 @@ def test_a_torch_product_leaves_another_dtype_and_tf32_to_the_full_path(base):
     assert len(mm.calls) == 2
 
 
-@pytest.mark.parametrize("base", BASES)
 def test_another_short_way_is_called_and_none_means_the_full_path(base):
     mm = recording(base)
     A, B = torch.randn(5, 3), torch.randn(3, 4)
@@ -82,7 +138,6 @@ def test_another_short_way_is_called_and_none_means_the_full_path(base):
         mm(A, B)
 
 
-@pytest.mark.parametrize("base", BASES)
 @pytest.mark.parametrize("how", ["unplanned", "not torch", "out", "alpha", "stream", "trans as 1", "three args"])
 def test_every_other_call_reaches_the_full_path_with_its_arguments(base, how):
     mm = recording(base)
@@ -106,7 +161,6 @@ def test_every_other_call_reaches_the_full_path_with_its_arguments(base, how):
     assert named == expected
 
 
-@pytest.mark.parametrize("base", BASES)
 def test_a_table_replaced_is_the_one_read(base):
     mm = recording(base)
     A, B = torch.randn(5, 3), torch.randn(3, 4)
@@ -117,7 +171,6 @@ def test_a_table_replaced_is_the_one_read(base):
 
 
 
-@pytest.mark.parametrize("base", BASES)
 def test_a_table_emptied_or_changed_is_the_one_read(base):
     """The C steps keep a memo of the table's lookups (Python 3.12 on): it must never answer for a table changed."""
     mm = recording(base)
@@ -132,7 +185,6 @@ def test_a_table_emptied_or_changed_is_the_one_read(base):
     assert mm(A, B) == "full path"
 
 
-@pytest.mark.parametrize("base", BASES)
 def test_each_call_kind_finds_its_own_way_among_many(base):
     """More kinds than the memo's slots, told apart by every part of the key: the sizes, transposes, device."""
     mm = recording(base)
@@ -160,6 +212,96 @@ def test_each_call_kind_finds_its_own_way_among_many(base):
         mm._fast[key(on[d], S)] = lambda a, b, d=d: f"device {d}"
     for _ in range(2):
         assert [mm(a, S) for a in on] == [f"device {d}" for d in range(40)] + ["full path"]
+
+# ---- api._aten: the steps against libtorch, each declining what is not theirs ----
+
+class Sub(torch.Tensor):
+    """A subclass whose __torch_function__ must see the products of its tensors."""
+
+    seen: list = []
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        cls.seen.append(func.__name__)
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def test_the_aten_read_gives_the_sizes_and_device_of_plain_2d_tensors(aten):
+    A, B = torch.randn(5, 3), torch.randn(3, 4)
+    assert aten.read(A, B) == ((5, 3, 3, 4), -1)
+    assert aten.read(torch.nn.Parameter(A), B.mT) == ((5, 3, 4, 3), -1)
+    for a, b in [(A, torch.randn(2, 3, 4)), (A.as_subclass(Sub), B), (A, SimpleNamespace(shape=B.shape)), (A, 1)]:
+        assert aten.read(a, b) is None
+
+
+@pytest.mark.parametrize("trans_a", [False, True])
+@pytest.mark.parametrize("trans_b", [False, True])
+def test_the_aten_product_is_torch_mm_of_the_operands_views(aten, trans_a, trans_b):
+    A = torch.randn(3, 5) if trans_a else torch.randn(5, 3)
+    B = torch.randn(4, 3) if trans_b else torch.randn(3, 4)
+    assert torch.equal(aten.product(A, B, trans_a, trans_b), torch.mm(A.mT if trans_a else A, B.mT if trans_b else B))
+
+
+def test_the_aten_product_declines_what_torch_mm_from_python_must_do(aten):
+    A, B = torch.randn(5, 3), torch.randn(3, 4)
+    assert aten.product(A.double(), B, False, False) is None and aten.product(A, B.double(), False, False) is None
+    assert aten.product(A, torch.randn(4, 4), False, False) is None  # at::mm raised: torch.mm raises it from Python
+    assert aten.product(A.as_subclass(Sub), B, False, False) is None
+    was = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        assert aten.product(A, B, False, False) is None
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = was
+    from torch.overrides import TorchFunctionMode
+
+    with TorchFunctionMode():
+        assert aten.product(A, B, False, False) is None
+
+
+def test_with_aten_a_torch_function_mode_and_a_subclass_see_the_pass_through(with_aten):
+    from torch.overrides import TorchFunctionMode
+
+    class Seeing(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen.append(func.__name__)
+            return func(*args, **(kwargs or {}))
+
+    mm = recording(COMPILED)
+    A, B = torch.randn(5, 3), torch.randn(3, 4)
+    mm._fast[key(A, B)] = shortcuts.to_torch(torch, False, False)
+    seen: list[str] = []
+    with Seeing():
+        mm(A, B)
+    assert seen[-1:] == ["mm"]  # after the reads of .shape and .dtype that it also sees
+    Sub.seen.clear()
+    assert torch.equal(mm(A.as_subclass(Sub), B).as_subclass(torch.Tensor), A @ B) and "mm" in Sub.seen
+
+
+def test_with_aten_a_parameter_s_product_has_torch_mm_s_gradients(with_aten):
+    mm = recording(COMPILED)
+    W, x = torch.nn.Parameter(torch.randn(5, 3)), torch.randn(3, 4, requires_grad=True)
+    mm._fast[key(W, x)] = shortcuts.to_torch(torch, False, False)
+    mm(W, x).square().sum().backward()
+    got = (W.grad, x.grad)
+    W.grad = x.grad = None
+    torch.mm(W, x).square().sum().backward()
+    assert torch.equal(got[0], W.grad) and torch.equal(got[1], x.grad) and mm.calls == []
+
+
+def test_aten_steps_are_taken_only_for_the_torch_they_were_built_for(aten, monkeypatch, without_aten):
+    import autotune.api as api
+
+    monkeypatch.setattr(api, "_aten", aten, raising=False)
+    monkeypatch.setitem(sys.modules, "autotune.api._aten", aten)
+    assert fastcall.aten_steps(torch) is aten.steps
+    assert fastcall.aten_steps(SimpleNamespace(__version__="0.0")) is None
+    monkeypatch.setenv("AUTOTUNE_PURE_PYTHON", "1")
+    assert fastcall.aten_steps(torch) is None
+    monkeypatch.delenv("AUTOTUNE_PURE_PYTHON")
+    monkeypatch.setattr(fastcall, "ATEN", None)
+    assert fastcall.attach_aten(torch) is True and fastcall.NATIVE.use_aten(None) is aten.steps
+
 
 def test_a_matmul_shows_its_calls_parameters_and_its_class_its_constructors():
     import inspect
@@ -252,7 +394,6 @@ def test_a_kernel_way_keeps_no_reference_to_what_it_was_given(c, status, monkeyp
     assert (sys.getrefcount(A), sys.getrefcount(B)) == before
 
 
-@pytest.mark.parametrize("base", BASES)
 @pytest.mark.parametrize("c", KERNEL_WAYS)
 def test_a_planned_kernel_call_takes_its_kernel_way(base, c, monkeypatch):
     mm = recording(base)

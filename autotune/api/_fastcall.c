@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_aten.h"
+
 /* The memo of the table's lookups (Python 3.12 and later, where dicts can be watched). Building the table's
    key and hashing it (two torch.Size tuples) is a quarter of what these steps cost above torch.mm: on a CPU
    (Python 3.12, torch 2.13, a 2x3 by 3x4 product) 0.43 us with the table's lookup, 0.33 with the memo's
@@ -51,6 +53,9 @@ typedef struct {
 } FastCall;
 
 static PyObject *product_type;  /* shortcuts.TorchProduct: (mm, float32, tf32 getter, trans_a, trans_b) */
+/* the steps against libtorch (_aten.h) where api.fastcall attached them (use_aten), and their capsule; else NULL */
+static const AtenSteps *aten;
+static PyObject *aten_capsule;
 static PyObject *s_shape, *s_get_device, *s_dtype, *s_mT, *s_call, *s_trans_a, *s_trans_b;
 
 static int
@@ -117,6 +122,21 @@ kind_of(PyObject *sa, PyObject *sb, PyObject *device, int trans, CallKind *kind)
     return kind->device != -2;
 }
 
+/* the call kind of two plain 2-D torch tensors, read by the libtorch steps where attached; 0: not read */
+static int
+aten_kind(PyObject *A, PyObject *B, int trans, CallKind *kind)
+{
+    Py_ssize_t sizes[4];
+    long device;
+    if (aten == NULL || !aten->read(A, B, sizes, &device))
+        return 0;
+    memset(kind, 0, sizeof *kind);  /* as kind_of: no padding byte left unset for memcmp */
+    memcpy(kind->sizes, sizes, sizeof sizes);
+    kind->device = device;
+    kind->trans = trans;
+    return 1;
+}
+
 #if MEMO
 static MemoSlot *
 memo_slot(FastCall *me, const CallKind *kind)
@@ -171,12 +191,14 @@ memo_keep(FastCall *me, const CallKind *kind, PyObject *way)
 static PyObject *
 short_way(FastCall *me, PyObject *A, PyObject *B, int trans_a, int trans_b)
 {
+    CallKind kind;
+    PyObject *way = NULL;
+    int memo = 0;
+    if (MEMO && aten_kind(A, B, trans_a | trans_b << 1, &kind) && (way = memo_find(me, &kind)) != NULL)
+        return way;  /* a plain tensor's call kind, read by libtorch with no torch.Size made, found in the memo */
     PyObject *sa = PyObject_GetAttr(A, s_shape);
     PyObject *sb = sa ? PyObject_GetAttr(B, s_shape) : NULL;
     PyObject *device = sb ? PyObject_CallMethodNoArgs(A, s_get_device) : NULL;
-    PyObject *way = NULL;
-    CallKind kind;
-    int memo = 0;
     if (device == NULL) {
         PyErr_Clear();
     } else if ((memo = MEMO && kind_of(sa, sb, device, trans_a | trans_b << 1, &kind)) &&
@@ -203,6 +225,9 @@ static int
 torch_product(PyObject *way, PyObject *A, PyObject *B, int trans_a, int trans_b, PyObject **result)
 {
     *result = NULL;
+    /* plain float32 tensors, TF32 off: at::mm, what torch.mm calls (an error set: made, but not wrapped) */
+    if (aten != NULL && ((*result = aten->product(A, B, trans_a, trans_b)) != NULL || PyErr_Occurred()))
+        return 1;
     PyObject *dtype = PyObject_GetAttr(A, s_dtype);
     if (dtype == NULL) {
         PyErr_Clear();
@@ -553,8 +578,24 @@ set_inline(PyObject *module, PyObject *type)
     Py_RETURN_NONE;
 }
 
+/* use_aten(capsule or None): the libtorch steps (_aten.h) that every FastCall takes first from now on; returns
+   the capsule of those it took before (None: none) */
+static PyObject *
+use_aten(PyObject *module, PyObject *capsule)
+{
+    (void)module;
+    const AtenSteps *steps = NULL;
+    if (capsule != Py_None && (steps = PyCapsule_GetPointer(capsule, ATEN_CAPSULE)) == NULL)
+        return NULL;
+    PyObject *before = aten_capsule != NULL ? aten_capsule : Py_NewRef(Py_None);
+    aten = steps;
+    aten_capsule = capsule == Py_None ? NULL : Py_NewRef(capsule);
+    return before;
+}
+
 static PyMethodDef module_methods[] = {
     {"inline", set_inline, METH_O, "inline(TorchProduct): the type of the short ways that run inline"},
+    {"use_aten", use_aten, METH_O, "use_aten(capsule or None): the steps against libtorch (api._aten) to take first; the previous capsule"},
     {NULL},
 };
 

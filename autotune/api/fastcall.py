@@ -69,6 +69,31 @@ def native() -> Any:
     return _fastcall
 
 
+def aten_steps(torch: Any) -> Any:
+    """The capsule of api._aten's steps (reads of torch tensors and the pass-through in C++, against libtorch), or
+    None: not built (torch did not import at build time), AUTOTUNE_PURE_PYTHON=1, or built for another torch
+    than this one, whose C++ it may not match."""
+    if os.environ.get("AUTOTUNE_PURE_PYTHON") == "1":
+        return None
+    try:
+        from autotune.api import _aten  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return _aten.steps if _aten.TORCH_VERSION == torch.__version__ else None
+
+
+def attach_aten(torch: Any) -> bool:
+    """The C first step takes api._aten's steps from now on where they were built for this torch (once a
+    process calls load() with torch tensors); whether it does."""
+    global ATEN
+    if ATEN is None:
+        steps = aten_steps(torch) if NATIVE is not None else None
+        if steps is not None:
+            NATIVE.use_aten(steps)
+        ATEN = steps is not None
+    return ATEN
+
+
 def compiled() -> type | None:
     """The C implementation's base class, or None where it was not built (or AUTOTUNE_PURE_PYTHON=1)."""
     module = native()
@@ -89,4 +114,5 @@ def kernel_way(torch: Any, launch: Launch, device: int, out_shape: tuple[int, in
 
 
 NATIVE = native()
+ATEN: bool | None = None  # whether the C first step takes api._aten's steps; None: not asked yet (attach_aten)
 FastCall: type = NATIVE.FastCall if NATIVE is not None else PyFastCall

@@ -136,6 +136,7 @@ class Matmul(FastCall):  # type: ignore[misc,valid-type]  # C or Python: api.fas
                 or not shortcuts.kernel_eligible(torch, A, B):
             return
         launch = self.launcher.prepare(call.device, plan.kernel, plan.geometry, call.shape)
+        fastcall.attach_aten(torch)  # the tensors' sizes read in C++ when a later call looks its way up
         if launch is not None:
             out_shape = (call.shape[0], call.shape[1])
             self._remember(table, (A.shape, B.shape, trans_a, trans_b, call.device),
@@ -172,6 +173,7 @@ class Matmul(FastCall):  # type: ignore[misc,valid-type]  # C or Python: api.fas
                     self.dispatcher.runs_library(self.gpu_name(call.device), call.shape, trans_a, trans_b):
                 self._remember(table, (A.shape, B.shape, trans_a, trans_b, call.device),
                                shortcuts.to_torch(torch, trans_a, trans_b))
+                fastcall.attach_aten(torch)  # its later calls: the tensors read and at::mm called from C++
             return library.torch_product(torch, A, B, out, alpha, beta, trans_a, trans_b)
         if out is None:
             out = new_output(A, a, call.out_shape)

@@ -1,0 +1,24 @@
+/* The seam between load()'s first step in C (api/_fastcall.c) and its steps against libtorch (api/_aten.cpp,
+   built only where torch was importable at build time, and used only with that very torch: api.fastcall).
+
+   _aten.cpp hands _fastcall.c a capsule named ATEN_CAPSULE holding an AtenSteps. Both steps take any two
+   objects and answer only for plain torch tensors (torch.Tensor or nn.Parameter, whose __torch_function__ is
+   torch's own); for anything else they decline, and the C first step takes its Python-attribute way, which
+   reads every array the same way it always did. Neither step leaves a Python error set when it declines. */
+#ifndef AUTOTUNE_ATEN_H
+#define AUTOTUNE_ATEN_H
+#include <Python.h>
+
+#define ATEN_CAPSULE "autotune.api._aten.steps"
+
+typedef struct {
+    /* A's and B's sizes (rows and columns of each) and A's device (Tensor.get_device(): -1 on the CPU), read
+       from the tensors with no torch.Size made; 1: read, 0: declined (not two plain 2-D tensors) */
+    int (*read)(PyObject *A, PyObject *B, Py_ssize_t sizes[4], long *device);
+    /* torch.mm of the operands (their .mT where transposed) as a new reference, the GIL released around it as
+       torch's binding does; NULL: declined (not plain float32 tensors, TF32 on, a torch function mode on, or
+       at::mm raised, so that torch.mm from Python raises its own error) */
+    PyObject *(*product)(PyObject *A, PyObject *B, int trans_a, int trans_b);
+} AtenSteps;
+
+#endif
