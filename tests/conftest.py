@@ -57,6 +57,8 @@ def db(tmp_path):
 def _cache(tmp_path_factory, monkeypatch):
     # one cubin cache per test session, never the user's own
     monkeypatch.setenv("AUTOTUNE_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+    # no build of api._aten started by a test's first torch call (api.aten_build): the tests that want it ask
+    monkeypatch.setenv("AUTOTUNE_ATEN", "0")
 
 
 @pytest.fixture

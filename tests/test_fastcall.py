@@ -5,12 +5,9 @@ arguments it was given."""
 from __future__ import annotations
 
 import ctypes
-import functools
-import importlib.util
 import os
-import subprocess
 import sys
-from pathlib import Path
+import threading
 from types import SimpleNamespace
 
 import pytest
@@ -21,33 +18,29 @@ from autotune.space import Launch
 
 torch = pytest.importorskip("torch")
 COMPILED = fastcall.compiled()
-ROOT = Path(__file__).resolve().parents[1]
-
-
-@functools.cache
-def built_aten(where: str) -> tuple[object | None, str]:
-    """api._aten built from this checkout against the torch at hand (setup.py build_ext into `where`), loaded;
-    (None, why) where it did not build."""
-    run = subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--build-lib", f"{where}/lib",
-                          "--build-temp", f"{where}/tmp"], cwd=ROOT, capture_output=True, text=True)
-    found = sorted(Path(where, "lib", "autotune", "api").glob("_aten.*"))
-    if not found:
-        return None, f"api._aten did not build here: {(run.stderr or run.stdout).strip()[-300:]}"
-    spec = importlib.util.spec_from_file_location("autotune.api._aten", found[0])
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module, ""
 
 
 @pytest.fixture(scope="module")
-def aten(tmp_path_factory):
-    """The built api._aten, its steps taken by the C first step while a test uses it."""
+def aten_cache(tmp_path_factory):
+    """A cache of its own where api.aten_build built api._aten for the torch at hand, as a first use does."""
+    from autotune.api import aten_build
+
     if COMPILED is None:
         pytest.skip("the C extension was not built here (no compiler or headers)")
-    module, why = built_aten(str(tmp_path_factory.mktemp("aten")))
-    if module is None:
-        pytest.fail(why) if os.environ.get("CI") else pytest.skip(why)
-    return module
+    cache = tmp_path_factory.mktemp("aten-cache")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("AUTOTUNE_CACHE", str(cache))
+        why = aten_build.build(torch)
+        if why:
+            pytest.fail(why) if os.environ.get("CI") else pytest.skip(f"api._aten did not build here: {why}")
+        return cache, aten_build.target(torch)
+
+
+@pytest.fixture(scope="module")
+def aten(aten_cache):
+    from autotune.api import aten_build
+
+    return aten_build.load(aten_cache[1])
 
 
 @pytest.fixture
@@ -289,18 +282,49 @@ def test_with_aten_a_parameter_s_product_has_torch_mm_s_gradients(with_aten):
     assert torch.equal(got[0], W.grad) and torch.equal(got[1], x.grad) and mm.calls == []
 
 
-def test_aten_steps_are_taken_only_for_the_torch_they_were_built_for(aten, monkeypatch, without_aten):
-    import autotune.api as api
+def test_aten_steps_are_taken_only_for_the_torch_they_were_built_for(aten_cache, monkeypatch, without_aten):
+    from autotune.api import aten_build
 
-    monkeypatch.setattr(api, "_aten", aten, raising=False)
-    monkeypatch.setitem(sys.modules, "autotune.api._aten", aten)
-    assert fastcall.aten_steps(torch) is aten.steps
-    assert fastcall.aten_steps(SimpleNamespace(__version__="0.0")) is None
-    monkeypatch.setenv("AUTOTUNE_PURE_PYTHON", "1")
-    assert fastcall.aten_steps(torch) is None
-    monkeypatch.delenv("AUTOTUNE_PURE_PYTHON")
-    monkeypatch.setattr(fastcall, "ATEN", None)
-    assert fastcall.attach_aten(torch) is True and fastcall.NATIVE.use_aten(None) is aten.steps
+    monkeypatch.setenv("AUTOTUNE_CACHE", str(aten_cache[0]))
+    monkeypatch.delenv("AUTOTUNE_ATEN", raising=False)
+    assert aten_build.steps(torch) is not None and aten_build.steps(SimpleNamespace(__version__="0.0")) is None
+    monkeypatch.setattr(fastcall, "ATEN_ASKED", False)
+    monkeypatch.setattr(fastcall, "ATEN", False)
+    fastcall.attach_aten(torch)  # cached: taken at once
+    assert fastcall.ATEN and fastcall.NATIVE.use_aten(None) is not None
+    monkeypatch.setenv("AUTOTUNE_ATEN", "0")
+    assert aten_build.steps(torch) is None
+
+
+def test_a_build_runs_once_in_a_thread_and_a_failed_one_is_not_tried_again(aten_cache, tmp_path, monkeypatch):
+    """The compiler a stand-in: one that copies the module built before, then one that fails."""
+    from autotune.api import aten_build
+
+    monkeypatch.setenv("AUTOTUNE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("AUTOTUNE_ATEN", raising=False)
+    copies = tmp_path / "copies"
+    copies.write_text(f'#!/bin/sh\necho >> {tmp_path}/ran\nwhile [ "$1" != -o ]; do shift; done\n'
+                      f'cp {aten_cache[1]} "$2"\n')
+    copies.chmod(0o755)
+    monkeypatch.setenv("CXX", str(copies))
+    got = []
+    for _ in range(2):  # the second while the first builds, or after: no second build either way
+        aten_build.when_built(torch, got.append)
+    for thread in [t for t in threading.enumerate() if t.name == "autotune-aten-build"]:
+        thread.join(60)
+    assert len(got) == 1 and (tmp_path / "ran").read_text().count("\n") == 1
+    aten_build.when_built(torch, got.append)  # cached now: at once, no build
+    assert len(got) == 2 and (tmp_path / "ran").read_text().count("\n") == 1
+    fails = tmp_path / "fails"
+    fails.write_text(f"#!/bin/sh\necho >> {tmp_path}/failed\necho no such header >&2\nexit 1\n")
+    fails.chmod(0o755)
+    monkeypatch.setenv("CXX", str(fails))
+    for _ in range(2):  # as two processes would, one after the other
+        monkeypatch.setattr(aten_build, "_started", set())
+        aten_build.when_built(torch, got.append, wait=True)
+    why = (aten_build.folder(torch) / "failed.txt").read_text()
+    assert why == f"{fails} exited 1: no such header\n" and (tmp_path / "failed").read_text().count("\n") == 1
+    assert len(got) == 2 and not aten_build.target(torch).exists()
 
 
 def test_a_matmul_shows_its_calls_parameters_and_its_class_its_constructors():

@@ -57,3 +57,39 @@ def test_other_kinds_of_call_take_the_full_path(mm):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # float64 goes to torch unchanged, said once a process
         assert torch.allclose(mm(A.double(), B.double()), A.double() @ B.double())
+
+
+def test_with_aten_steps_calls_give_the_same_products_on_the_device(monkeypatch, tmp_path):
+    """api._aten built for the device's torch (as a first use does, here waited for) and taken: a planned
+    pass-through and a planned kernel call, and on a side stream, give exactly what they give without it."""
+    from autotune.api import aten_build, fastcall
+
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device answers")
+    if fastcall.NATIVE is None:
+        pytest.skip("the C extension was not built here (no compiler or headers)")
+    monkeypatch.delenv("AUTOTUNE_ATEN")
+    taken = []
+    aten_build.when_built(torch, taken.append, wait=True)
+    assert taken, (aten_build.folder(torch) / "failed.txt").read_text()
+    from autotune import store
+
+    store.open_db(tmp_path / "empty.sqlite")  # no row: cuBLAS at every shape
+    ours, library = autotune.load(defaults_only=True), autotune.load(str(tmp_path / "empty.sqlite"))
+    A, B = torch.randn(144, 4, device="cuda"), torch.randn(4, 1013, device="cuda")
+    W = torch.randn(96, 200, device="cuda")  # x·Wᵀ, as nn.Linear calls it
+    x = torch.randn(300, 200, device="cuda")
+    calls = [(library, A, B, False), (ours, A, B, False), (ours, x, W, True), (library, x, W, True)]
+    before = fastcall.NATIVE.use_aten(None)
+    try:
+        want = [mm(a, b, trans_b=tb) for mm, a, b, tb in calls for _ in range(2)]
+        fastcall.NATIVE.use_aten(taken[0])
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            got = [mm(a, b, trans_b=tb) for mm, a, b, tb in calls for _ in range(2)]
+        side.synchronize()
+    finally:
+        fastcall.NATIVE.use_aten(before)
+    assert all(torch.equal(g, w) for g, w in zip(got, want))
+    assert "cuBLAS" in library.choose(144, 1013, 4).describe() and "cuBLAS" not in ours.choose(144, 1013, 4).describe()

@@ -69,29 +69,24 @@ def native() -> Any:
     return _fastcall
 
 
-def aten_steps(torch: Any) -> Any:
-    """The capsule of api._aten's steps (reads of torch tensors and the pass-through in C++, against libtorch), or
-    None: not built (torch did not import at build time), AUTOTUNE_PURE_PYTHON=1, or built for another torch
-    than this one, whose C++ it may not match."""
-    if os.environ.get("AUTOTUNE_PURE_PYTHON") == "1":
-        return None
-    try:
-        from autotune.api import _aten  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return _aten.steps if _aten.TORCH_VERSION == torch.__version__ else None
+def attach_aten(torch: Any) -> None:
+    """Once a process plans a torch call: the C first step takes api._aten's steps (the tensors read and at::mm
+    called in C++) as soon as they are built for this torch (api.aten_build: at once where cached, else once a
+    build in a thread ends)."""
+    global ATEN_ASKED
+    if NATIVE is None or ATEN_ASKED:
+        return
+    ATEN_ASKED = True
+    from autotune.api import aten_build
+
+    aten_build.when_built(torch, take_aten)
 
 
-def attach_aten(torch: Any) -> bool:
-    """The C first step takes api._aten's steps from now on where they were built for this torch (once a
-    process calls load() with torch tensors); whether it does."""
+def take_aten(steps: Any) -> None:
+    """The C first step takes these steps from now on (api._aten's capsule)."""
     global ATEN
-    if ATEN is None:
-        steps = aten_steps(torch) if NATIVE is not None else None
-        if steps is not None:
-            NATIVE.use_aten(steps)
-        ATEN = steps is not None
-    return ATEN
+    NATIVE.use_aten(steps)
+    ATEN = True
 
 
 def compiled() -> type | None:
@@ -114,5 +109,6 @@ def kernel_way(torch: Any, launch: Launch, device: int, out_shape: tuple[int, in
 
 
 NATIVE = native()
-ATEN: bool | None = None  # whether the C first step takes api._aten's steps; None: not asked yet (attach_aten)
+ATEN_ASKED = False  # whether attach_aten asked for api._aten's steps in this process
+ATEN = False  # whether the C first step takes them
 FastCall: type = NATIVE.FastCall if NATIVE is not None else PyFastCall

@@ -21,7 +21,7 @@ sys.path.insert(0, str(HERE.parents[1]))
 from cuda_events import CPU_CLOCK, host_lines, planned  # noqa: E402
 
 import autotune  # noqa: E402
-from autotune.api import fastcall  # noqa: E402
+from autotune.api import aten_build, fastcall  # noqa: E402
 
 CPU_SHAPES = [(2, 4, 3)]
 GPU_SHAPES = [(64, 64, 64), (144, 10131, 4), (9954, 21, 61), (2, 504, 3921), (2088, 417, 10), (1139, 570, 66)]
@@ -57,10 +57,9 @@ def main() -> int:
     ap.add_argument("-o", "--out", help="also write the lines here")
     args = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
-    steps = fastcall.aten_steps(torch)
+    steps = aten_build.steps(torch)
     if fastcall.NATIVE is None or steps is None:
-        print("load()'s first step in C or api._aten was not built for this torch "
-              "(pip install --no-build-isolation, or setup.py build_ext --inplace)")
+        print("load()'s first step in C was not built, or api._aten for this torch (python -m autotune.api.aten_build)")
         return 1
     header = (f"# python benchmarks/profiling/aten_steps.py --device {args.device}, sources {args.commit or '?'}, "
               f"Python {sys.version.split()[0]}, torch {torch.__version__}: host us a call, median chunk of 500 of "
