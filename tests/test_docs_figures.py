@@ -644,6 +644,18 @@ def test_the_host_bound_docs_libtorch_figures_are_the_committed_probe():
 
 
 
+def test_the_host_bound_docs_aten_steps_figures_are_the_committed_probe():
+    """docs/host-bound.md's host microseconds of the C first step with api._aten's steps and without (CPU builds)."""
+    flat = " ".join(HOST_DOC.read_text().split())
+    [((shape, ran), us)] = _probe_lines("aten-steps-cpu.txt")
+    assert shape == (2, 4, 3) and ran == "torch.mm"
+    assert (f"torch.mm {us['torch.mm']:.2f} µs, torch.matmul {us['torch.matmul']:.2f}, the C first step "
+            f"{us['C']:.2f}, with the steps {us['C+ATen']:.2f}") in flat
+    assert us["C+ATen"] < us["torch.matmul"] < us["C"]
+    [(_, old)] = _probe_lines("aten-steps-cpu-py311.txt")
+    assert f"only the pass-through gains, {old['C+ATen']:.2f} against {old['C']:.2f}" in flat
+
+
 def test_the_host_bound_docs_memo_figures_are_the_committed_probe():
     """docs/host-bound.md's host microseconds of the C first step with its memo and without (memo_probe.py on a CPU)."""
     flat = " ".join(HOST_DOC.read_text().split())
