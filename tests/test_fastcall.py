@@ -252,6 +252,16 @@ def test_the_aten_product_declines_what_torch_mm_from_python_must_do(aten):
         assert aten.product(A, B, False, False) is None
 
 
+def test_the_aten_operands_are_a_new_c_and_the_three_pointers_or_declined(aten):
+    A, B = torch.randn(5, 3), torch.randn(3, 4)
+    C, pointers = aten.operands(A, B, -1, (5, 4))
+    assert C.shape == (5, 4) and C.dtype == torch.float32 and pointers == (A.data_ptr(), B.data_ptr(), C.data_ptr())
+    for a, b, device in [(A.double(), B, -1), (A, B.double(), -1), (torch.randn(3, 5).mT, B, -1),
+                         (A, torch.randn(4, 3).mT, -1), (A.clone().requires_grad_(), B, -1),
+                         (A, B.clone().requires_grad_(), -1), (A, B, 0), (A.as_subclass(Sub), B, -1)]:
+        assert aten.operands(a, b, device, (5, 4)) is None
+
+
 def test_with_aten_a_torch_function_mode_and_a_subclass_see_the_pass_through(with_aten):
     from torch.overrides import TorchFunctionMode
 
@@ -341,9 +351,17 @@ def test_a_matmul_shows_its_calls_parameters_and_its_class_its_constructors():
 
 LAUNCH_C = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p,
                             ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)  # cuLaunchKernel's signature
-KERNEL_WAYS = [pytest.param(None, id="python"),
-               pytest.param(fastcall.NATIVE, id="c", marks=pytest.mark.skipif(
-                   fastcall.NATIVE is None, reason="the C extension was not built here (no compiler or headers)"))]
+@pytest.fixture(params=[pytest.param("python", id="python"),
+                        pytest.param("c", id="c", marks=pytest.mark.skipif(
+                            fastcall.NATIVE is None, reason="the C extension was not built here (no compiler or headers)")),
+                        pytest.param("c+aten", id="c+aten", marks=pytest.mark.skipif(
+                            fastcall.NATIVE is None, reason="the C extension was not built here (no compiler or headers)"))])
+def c(request):
+    """The extension whose KernelProduct kernel_way makes (None: to_kernel's closure), with api._aten's steps or not."""
+    if request.param == "python":
+        return None
+    request.getfixturevalue("with_aten" if request.param == "c+aten" else "without_aten")
+    return fastcall.NATIVE
 
 
 class StandInTorch:
@@ -375,7 +393,6 @@ def kernel_way(c, monkeypatch, status: int = 0, current: int = -1):
     return way, launches
 
 
-@pytest.mark.parametrize("c", KERNEL_WAYS)
 def test_a_kernel_way_launches_on_the_current_stream_with_the_operands_pointers(c, monkeypatch):
     way, launches = kernel_way(c, monkeypatch)
     A, B = torch.randn(5, 3), torch.randn(3, 4)
@@ -385,7 +402,6 @@ def test_a_kernel_way_launches_on_the_current_stream_with_the_operands_pointers(
                          5, 4, 3, None)]
 
 
-@pytest.mark.parametrize("c", KERNEL_WAYS)
 @pytest.mark.parametrize("why", ["a float64", "b float64", "a strided", "b strided", "a grad", "b grad", "b elsewhere"])
 def test_a_kernel_way_leaves_other_calls_to_the_full_path(c, why, monkeypatch):
     way, launches = kernel_way(c, monkeypatch)
@@ -398,7 +414,6 @@ def test_a_kernel_way_leaves_other_calls_to_the_full_path(c, why, monkeypatch):
     assert way(A, B) is None and launches == []
 
 
-@pytest.mark.parametrize("c", KERNEL_WAYS)
 def test_a_kernel_way_needs_the_device_current_and_the_launch_enqueued(c, monkeypatch):
     way, launches = kernel_way(c, monkeypatch, current=0)
     assert way(torch.randn(5, 3), torch.randn(3, 4)) is None and launches == []
@@ -406,7 +421,6 @@ def test_a_kernel_way_needs_the_device_current_and_the_launch_enqueued(c, monkey
     assert way(torch.randn(5, 3), torch.randn(3, 4)) is None and len(launches) == 1
 
 
-@pytest.mark.parametrize("c", KERNEL_WAYS)
 @pytest.mark.parametrize("status", [0, 201])
 def test_a_kernel_way_keeps_no_reference_to_what_it_was_given(c, status, monkeypatch):
     way, launches = kernel_way(c, monkeypatch, status=status)
@@ -418,7 +432,6 @@ def test_a_kernel_way_keeps_no_reference_to_what_it_was_given(c, status, monkeyp
     assert (sys.getrefcount(A), sys.getrefcount(B)) == before
 
 
-@pytest.mark.parametrize("c", KERNEL_WAYS)
 def test_a_planned_kernel_call_takes_its_kernel_way(base, c, monkeypatch):
     mm = recording(base)
     way, launches = kernel_way(c, monkeypatch)

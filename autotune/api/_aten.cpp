@@ -5,6 +5,7 @@
 // torch.mm's binding calls.
 #include <ATen/Context.h>
 #include <ATen/PythonTorchFunctionTLS.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/mm.h>
 #include <torch/csrc/autograd/python_variable.h>
 
@@ -49,7 +50,32 @@ static PyObject *product(PyObject *A, PyObject *B, int trans_a, int trans_b) {
     return raised ? nullptr : THPVariable_Wrap(std::move(c));
 }
 
-static AtenSteps steps = {read, product};
+static int operands(PyObject *A, PyObject *B, long device, Py_ssize_t rows, Py_ssize_t cols, void *ptrs[3],
+                    PyObject **C) {
+    if (!plain(A) || !plain(B) || at::impl::torch_function_mode_enabled())
+        return 0;
+    const at::Tensor &a = THPVariable_Unpack(A), &b = THPVariable_Unpack(B);
+    if (a.scalar_type() != at::kFloat || b.scalar_type() != at::kFloat || a.requires_grad() || b.requires_grad() ||
+            !a.is_contiguous() || !b.is_contiguous() || b.get_device() != device)
+        return 0;
+    at::TensorOptions options = a.options();
+    at::Tensor c;
+    bool raised = false;
+    PyThreadState *state = PyEval_SaveThread();  // as new_empty's binding: the allocator may wait on another thread
+    try {
+        c = at::empty({rows, cols}, options);
+    } catch (...) {
+        raised = true;
+    }
+    PyEval_RestoreThread(state);
+    if (raised)
+        return 0;
+    ptrs[0] = a.data_ptr(), ptrs[1] = b.data_ptr(), ptrs[2] = c.data_ptr();
+    *C = THPVariable_Wrap(std::move(c));
+    return *C != nullptr ? 1 : -1;
+}
+
+static AtenSteps steps = {read, product, operands};
 
 // the two steps called from Python, for the tests: read(A, B) -> ((rows, cols, rows, cols), device) or None;
 // product(A, B, trans_a, trans_b) -> C or None
@@ -68,7 +94,23 @@ static PyObject *product_py(PyObject *, PyObject *const *args, Py_ssize_t nargs)
     return c != nullptr || PyErr_Occurred() ? c : Py_NewRef(Py_None);
 }
 
+static PyObject *operands_py(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
+    void *ptrs[3];
+    PyObject *C = nullptr;
+    if (nargs != 4)
+        Py_RETURN_NONE;
+    int got = operands(args[0], args[1], PyLong_AsLong(args[2]), PyLong_AsSsize_t(PyTuple_GET_ITEM(args[3], 0)),
+                       PyLong_AsSsize_t(PyTuple_GET_ITEM(args[3], 1)), ptrs, &C);
+    if (got <= 0)
+        return got < 0 ? nullptr : Py_NewRef(Py_None);
+    PyObject *result = Py_BuildValue("(N(KKK))", C, (unsigned long long)(uintptr_t)ptrs[0],
+                                     (unsigned long long)(uintptr_t)ptrs[1], (unsigned long long)(uintptr_t)ptrs[2]);
+    return result;
+}
+
 static PyMethodDef module_methods[] = {
+    {"operands", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(operands_py)), METH_FASTCALL,
+     "operands(A, B, device, (rows, cols)): (C, (A's, B's, C's data pointers)), or None: declined"},
     {"read", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(read_py)), METH_FASTCALL,
      "read(A, B): ((A's rows, cols, B's rows, cols), A's device), or None: declined"},
     {"product", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(product_py)), METH_FASTCALL,

@@ -19,6 +19,12 @@ typedef struct {
        torch's binding does; NULL: declined (not plain float32 tensors, TF32 on, a torch function mode on, or
        at::mm raised, so that torch.mm from Python raises its own error) */
     PyObject *(*product)(PyObject *A, PyObject *B, int trans_a, int trans_b);
+    /* our kernel's operands (api.shortcuts.to_kernel's checks): A and B plain float32 tensors outside autograd,
+       contiguous, B on `device`, no torch function mode; C allocated as A.new_empty((rows, cols)) would, the GIL
+       released around the allocation. 1: *C a new reference, ptrs A's, B's and C's data; 0: declined; -1: an
+       error set (C made but not wrapped) */
+    int (*operands)(PyObject *A, PyObject *B, long device, Py_ssize_t rows, Py_ssize_t cols, void *ptrs[3],
+                    PyObject **C);
 } AtenSteps;
 
 #endif

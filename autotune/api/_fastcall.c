@@ -375,6 +375,8 @@ typedef struct {
     unsigned grid[3], block[3], shared;
     int shape[3];  /* M, N, K: the kernel's int arguments after its three pointers */
     PyObject *out_shape, *device, *float32, *raw_stream, *current_device, *owner;
+    Py_ssize_t rows, cols;  /* out_shape's */
+    long device_index;      /* device's */
 } KernelProduct;
 
 static PyObject *s_requires_grad, *s_is_contiguous, *s_new_empty, *s_data_ptr;
@@ -429,21 +431,44 @@ kernel_takes(KernelProduct *k, PyObject *A, PyObject *B)
     return reads_as(k->current_device, NULL, 0, k->device, 0);
 }
 
+/* C allocated and the three pointers read, through the libtorch steps where attached and they take the call, else
+   through Python: 1 done, 0 not a call of this kind (the full path), -1 an error */
+static int
+kernel_operands(KernelProduct *k, PyObject *A, PyObject *B, void *ptrs[3], PyObject **C)
+{
+    int got = aten != NULL ? aten->operands(A, B, k->device_index, k->rows, k->cols, ptrs, C) : 0;
+    if (got != 0) {
+        int current = got < 0 ? -1 : reads_as(k->current_device, NULL, 0, k->device, 0);
+        if (current != 1)
+            Py_CLEAR(*C);
+        return current;
+    }
+    int takes = kernel_takes(k, A, B);
+    if (takes <= 0)
+        return takes;
+    if ((*C = PyObject_CallMethodOneArg(A, s_new_empty, k->out_shape)) == NULL)
+        return -1;
+    int failed = 0;
+    ptrs[0] = pointer_of(A, s_data_ptr, NULL, &failed);
+    ptrs[1] = failed ? NULL : pointer_of(B, s_data_ptr, NULL, &failed);
+    ptrs[2] = failed ? NULL : pointer_of(*C, s_data_ptr, NULL, &failed);
+    if (failed)
+        Py_CLEAR(*C);
+    return failed ? -1 : 1;
+}
+
 /* C = A @ B on our kernel: the product, Py_None (not a call of this kind, or not enqueued), or NULL (an error) */
 static PyObject *
 kernel_product(KernelProduct *k, PyObject *A, PyObject *B)
 {
-    int takes = kernel_takes(k, A, B);
-    if (takes <= 0)
-        return takes < 0 ? NULL : Py_NewRef(Py_None);
-    PyObject *C = PyObject_CallMethodOneArg(A, s_new_empty, k->out_shape);
-    if (C == NULL)
-        return NULL;
+    void *ptrs[3];
+    PyObject *C = NULL;
+    int got = kernel_operands(k, A, B, ptrs, &C);
+    if (got <= 0)
+        return got < 0 ? NULL : Py_NewRef(Py_None);
     int failed = 0;
     void *stream = pointer_of(k->raw_stream, NULL, k->device, &failed);
-    void *a = failed ? NULL : pointer_of(A, s_data_ptr, NULL, &failed);
-    void *b = failed ? NULL : pointer_of(B, s_data_ptr, NULL, &failed);
-    void *c = failed ? NULL : pointer_of(C, s_data_ptr, NULL, &failed);
+    void *a = ptrs[0], *b = ptrs[1], *c = ptrs[2];
     if (failed) {
         Py_DECREF(C);
         return NULL;
@@ -501,6 +526,15 @@ kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->shared = shared;
     self->out_shape = Py_NewRef(out_shape);
     self->device = Py_NewRef(device);
+    self->device_index = PyLong_AsLong(device);
+    self->rows = PyTuple_GET_SIZE(out_shape) == 2 ? PyLong_AsSsize_t(PyTuple_GET_ITEM(out_shape, 0)) : -1;
+    self->cols = PyTuple_GET_SIZE(out_shape) == 2 ? PyLong_AsSsize_t(PyTuple_GET_ITEM(out_shape, 1)) : -1;
+    if (PyErr_Occurred() || self->rows < 0 || self->cols < 0) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_ValueError, "KernelProduct: out_shape is (rows, cols), two ints of 0 or more");
+        Py_DECREF(self);
+        return NULL;
+    }
     self->float32 = Py_NewRef(float32);
     self->raw_stream = Py_NewRef(raw_stream);
     self->current_device = Py_NewRef(current_device);
