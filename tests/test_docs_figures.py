@@ -175,6 +175,55 @@ def ran_at_seeds(by_seed: dict[int, dict], flat: str, first: str) -> list[tuple[
     return random
 
 
+def test_the_pytorch_docs_aten_steps_table_is_the_h100_runs():
+    """docs/pytorch.md's table of load() with api._aten's steps and without, seed by seed, and its figures."""
+    text = section(PYTORCH_DOC.read_text(), "## With api._aten's steps (an H100)")
+    flat = " ".join(text.split())
+    rows, spans = table_rows(text), {k: [] for k in ("library", "ours", "projections")}
+    assert [int(r[0]) for r in rows] == list(range(1, 8))
+    for row in rows:
+        cells = []
+        for way, first in (("c", "C"), ("aten", "C+ATen")):
+            run = _json(f"anyshape-seed{row[0]}-first-step-{way}-h100.json")
+            assert run["first_step"] == first and run["commit"] == "ccca632" and run["device"].startswith("NVIDIA H100")
+            shapes = [x for x in run["shapes"] if x["kind"] == "random"]
+            library = [x["torch_ms"] / x["ours_ms"] for x in shapes if x["kernel"].startswith("cuBLAS")]
+            ours = [x["torch_ms"] / x["ours_ms"] for x in shapes if not x["kernel"].startswith("cuBLAS")]
+            summary = run["summary"]["random"]
+            cells.append((summary, geomean(library), geomean(ours)))
+            spans["library"].append((way, geomean(library)))
+            spans["ours"].append((way, geomean(ours)))
+            spans["projections"].append((way, run["summary"]["projection"]["geomean_queued"]))
+        (c, c_lib, c_ours), (a, a_lib, a_ours) = cells
+        assert row[1:] == [f"{c['geomean_queued']:.3f}", f"{a['geomean_queued']:.3f}", f"{c['geomean_alone']:.3f}",
+                           f"{a['geomean_alone']:.3f}", str(c["below_0.95_queued"]), str(a["below_0.95_queued"]),
+                           f"{c_lib:.3f}", f"{a_lib:.3f}", f"{c_ours:.2f}", f"{a_ours:.2f}"]
+
+    def span(kind: str, way: str, digits: int) -> str:
+        values = [v for w, v in spans[kind] if w == way]
+        return f"{min(values):.{digits}f}-{max(values):.{digits}f}"
+
+    assert (f"read {span('library', 'aten', 3)} ({span('library', 'c', 3)} without the steps). Our kernels' "
+            f"shapes, host-bound most of them, read {span('ours', 'aten', 2)} ({span('ours', 'c', 2)})") in flat
+    assert f"{span('projections', 'aten', 3)} with the steps, {span('projections', 'c', 3)} without" in flat
+    readme = _flat(ROOT / "README.md")
+    assert (f"on an H100 lease, {min(r[2] for r in rows)}-{max(r[2] for r in rows)}x at seeds 1-7, against "
+            f"{min(r[1] for r in rows)}-{max(r[1] for r in rows)}x without them on the same lease, the shapes cuBLAS "
+            f"computes at {span('library', 'aten', 3)}x") in readme.replace("**", "")
+    probe = _probe_lines("aten-steps-h100.txt")
+    library = [us for (shape, ran), us in probe if ran.startswith("cuBLAS")]
+    [(kernel_shape, at64)] = [(shape, us) for (shape, ran), us in probe if not ran.startswith("cuBLAS")]
+    assert len(library) == 5 and kernel_shape == (64, 64, 64)
+    assert (f"{_span2([p['C+ATen'] for p in library])} with the steps, torch.matmul "
+            f"{_span2([p['torch.matmul'] for p in library])}, the C first step {_span2([p['C'] for p in library])}; "
+            f"at 64³ (our kernel) {at64['C+ATen']:.2f}, {at64['C']:.2f} without, torch.matmul "
+            f"{at64['torch.matmul']:.2f}") in flat
+
+
+def _span2(values) -> str:
+    return f"{min(values):.2f}-{max(values):.2f}"
+
+
 def test_the_pytorch_docs_h200_table_is_the_shallow_runs(tmp_path):
     """docs/pytorch.md's table through the database shipped now (the shallow corners merged): the corners that won,
     that the shipped database holds their winners, what our kernels gained, the shapes below 0.95, and that the
