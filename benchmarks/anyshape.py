@@ -32,7 +32,6 @@ import tomllib
 
 import autotune
 from autotune.api import fastcall
-from autotune.api.fastcall import NATIVE
 from autotune.api.python import databases
 from autotune.space.devices import gpu_tag
 
@@ -47,7 +46,7 @@ PROJECTIONS = [(2048, 4096, 4096), (2048, 11008, 4096), (2048, 4096, 11008), (20
 
 def first_step() -> str:
     """What load()'s first step ran as (api.fastcall): C, with api._aten's steps against libtorch where it took them."""
-    return "Python" if NATIVE is None else "C+ATen" if fastcall.ATEN else "C"
+    return "Python" if fastcall.NATIVE is None else "C+ATen" if fastcall.ATEN else "C"
 
 
 def random_shapes(seed: int, count: int) -> list[tuple[int, int, int]]:

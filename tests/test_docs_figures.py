@@ -220,10 +220,6 @@ def test_the_pytorch_docs_aten_steps_table_is_the_h100_runs():
             f"{at64['torch.matmul']:.2f}") in flat
 
 
-def _span2(values) -> str:
-    return f"{min(values):.2f}-{max(values):.2f}"
-
-
 def test_the_pytorch_docs_h200_table_is_the_shallow_runs(tmp_path):
     """docs/pytorch.md's table through the database shipped now (the shallow corners merged): the corners that won,
     that the shipped database holds their winners, what our kernels gained, the shapes below 0.95, and that the

@@ -77,8 +77,8 @@ static int operands(PyObject *A, PyObject *B, long device, Py_ssize_t rows, Py_s
 
 static AtenSteps steps = {read, product, operands};
 
-// the two steps called from Python, for the tests: read(A, B) -> ((rows, cols, rows, cols), device) or None;
-// product(A, B, trans_a, trans_b) -> C or None
+// the steps called from Python, for the tests: read(A, B) -> ((rows, cols, rows, cols), device) or None;
+// product(A, B, trans_a, trans_b) -> C or None; operands(A, B, device, (rows, cols)) -> (C, pointers) or None
 static PyObject *read_py(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
     Py_ssize_t s[4];
     long device;
@@ -97,7 +97,7 @@ static PyObject *product_py(PyObject *, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *operands_py(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
     void *ptrs[3];
     PyObject *C = nullptr;
-    if (nargs != 4)
+    if (nargs != 4 || !PyTuple_Check(args[3]) || PyTuple_GET_SIZE(args[3]) != 2)
         Py_RETURN_NONE;
     int got = operands(args[0], args[1], PyLong_AsLong(args[2]), PyLong_AsSsize_t(PyTuple_GET_ITEM(args[3], 0)),
                        PyLong_AsSsize_t(PyTuple_GET_ITEM(args[3], 1)), ptrs, &C);

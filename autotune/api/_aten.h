@@ -1,10 +1,10 @@
 /* The seam between load()'s first step in C (api/_fastcall.c) and its steps against libtorch (api/_aten.cpp,
-   built only where torch was importable at build time, and used only with that very torch: api.fastcall).
+   built on first use for the torch at hand and used only with that very torch: api.aten_build).
 
-   _aten.cpp hands _fastcall.c a capsule named ATEN_CAPSULE holding an AtenSteps. Both steps take any two
+   _aten.cpp hands _fastcall.c a capsule named ATEN_CAPSULE holding an AtenSteps. The steps take any two
    objects and answer only for plain torch tensors (torch.Tensor or nn.Parameter, whose __torch_function__ is
    torch's own); for anything else they decline, and the C first step takes its Python-attribute way, which
-   reads every array the same way it always did. Neither step leaves a Python error set when it declines. */
+   reads every array the same way it always did. No step leaves a Python error set when it declines. */
 #ifndef AUTOTUNE_ATEN_H
 #define AUTOTUNE_ATEN_H
 #include <Python.h>

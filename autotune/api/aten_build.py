@@ -99,7 +99,8 @@ def steps(torch: Any) -> Any:
     """The capsule of the module built for this torch, or None: not built (yet), or AUTOTUNE_ATEN=0."""
     if os.environ.get("AUTOTUNE_ATEN") == "0":
         return None
-    module = load(target(torch)) if target(torch).exists() else None
+    path = target(torch)
+    module = load(path) if path.exists() else None
     return module.steps if module is not None and module.TORCH_VERSION == torch.__version__ else None
 
 
