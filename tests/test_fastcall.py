@@ -440,3 +440,12 @@ def test_a_planned_kernel_call_takes_its_kernel_way(base, c, monkeypatch):
     C = mm(A, B)
     assert mm.calls == [] and launches[0][5:8] == (A.data_ptr(), B.data_ptr(), C.data_ptr())
     assert mm(A.double(), B) == "full path"
+
+
+def test_building_aten_without_torch_is_one_line_and_exit_2(monkeypatch, capsys):
+    from autotune.api import aten_build
+
+    monkeypatch.setitem(sys.modules, "torch", None)
+    assert aten_build.main() == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install torch" in err

@@ -132,7 +132,11 @@ def when_built(torch: Any, then: Callable[[Any], None], wait: bool = False) -> N
 def main() -> int:
     """python -m autotune.api.aten_build: build api._aten for the torch at hand now (a first use would, in a
     thread), and say where it is or why not, in one line."""
-    import torch
+    try:
+        import torch
+    except ImportError:
+        print("api._aten is built against torch, which does not import here: pip install torch", file=sys.stderr)
+        return 2
 
     if steps(torch) is not None:
         print(f"api._aten for torch {torch.__version__}: {target(torch)}")
