@@ -16,19 +16,26 @@
 
 #include "_aten.h"
 
-/* The memo of the table's lookups (Python 3.12 and later, where dicts can be watched). Building the table's
-   key and hashing it (two torch.Size tuples) is a quarter of what these steps cost above torch.mm: on a CPU
-   (Python 3.12, torch 2.13, a 2x3 by 3x4 product) 0.43 us with the table's lookup, 0.33 with the memo's
+/* The memo of the table's lookups (Python 3.11 and later, where a dict's changes can be told). Building the
+   table's key and hashing it (two torch.Size tuples) is a quarter of what these steps cost above torch.mm: on a
+   CPU (Python 3.12, torch 2.13, a 2x3 by 3x4 product) 0.43 us with the table's lookup, 0.33 with the memo's
    (benchmarks/data/memo-probe-cpu.txt); on an H100 lease's host the difference was within its noise. A call
    of 2-D operands finds its short way first in a few slots indexed by its sizes, its transposes and A's device,
    read as C integers. The slots hold what the table held: they are emptied whenever the table is replaced (forget())
-   or any table the memo read from is changed (a dict watcher counts the changes), so the table stays the one
-   authority on a call's short way. */
+   or changed, so the table stays the one authority on a call's short way. Python 3.12 on tells of a change through
+   a dict watcher, which counts the changes to any table a memo read from; Python 3.11 through the dict's version
+   tag (PEP 509), which every change to that dict renews and which 3.12 deprecates. */
 #if PY_VERSION_HEX >= 0x030C0000
 #define MEMO 1
+#define WATCHED 1
+#define MEMO_SLOTS 32
+#elif PY_VERSION_HEX >= 0x030B0000
+#define MEMO 1
+#define WATCHED 0
 #define MEMO_SLOTS 32
 #else
 #define MEMO 0
+#define WATCHED 0
 #define MEMO_SLOTS 1
 #endif
 
@@ -48,7 +55,7 @@ typedef struct {
     PyObject *fast;  /* dict: (A.shape, B.shape, trans_a, trans_b, device) -> short way */
     vectorcallfunc vectorcall;
     PyObject *memo_table;       /* the table the slots were read from */
-    uint64_t memo_changes;      /* table_changes when they were */
+    uint64_t memo_changes;      /* table_version() when they were */
     MemoSlot memo[MEMO_SLOTS];
 } FastCall;
 
@@ -76,7 +83,7 @@ full_path(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwname
     return result;
 }
 
-#if MEMO
+#if WATCHED
 static int watcher = -1;
 static uint64_t table_changes;  /* changes to any table a memo read from, since the module was loaded */
 
@@ -86,6 +93,27 @@ table_changed(PyDict_WatchEvent event, PyObject *dict, PyObject *key, PyObject *
     (void)event, (void)dict, (void)key, (void)value;
     ++table_changes;
     return 0;
+}
+#endif
+
+#if MEMO
+/* a count that differs from its last value whenever the instance's table may have changed since */
+static uint64_t
+table_version(FastCall *me)
+{
+#if WATCHED
+    (void)me;
+    return table_changes;
+#else
+    return ((PyDictObject *)me->fast)->ma_version_tag;
+#endif
+}
+
+/* whether the memo's slots were read from the instance's table as it is now */
+static int
+memo_current(FastCall *me)
+{
+    return me->memo_table == me->fast && me->memo_changes == table_version(me);
 }
 #endif
 
@@ -153,14 +181,18 @@ static PyObject *
 memo_find(FastCall *me, const CallKind *kind)
 {
 #if MEMO
-    if (me->memo_table != me->fast || me->memo_changes != table_changes) {
+    if (!memo_current(me)) {
         memo_empty(me);
+        if (!PyDict_CheckExact(me->fast))
+            return NULL;  /* a table of another type may change unseen */
+#if WATCHED
         if (watcher < 0 || PyDict_Watch(watcher, me->fast) < 0) {
             PyErr_Clear();
             return NULL;
         }
+#endif
         me->memo_table = Py_NewRef(me->fast);
-        me->memo_changes = table_changes;
+        me->memo_changes = table_version(me);
         return NULL;
     }
     MemoSlot *slot = memo_slot(me, kind);
@@ -176,7 +208,7 @@ static void
 memo_keep(FastCall *me, const CallKind *kind, PyObject *way)
 {
 #if MEMO
-    if (me->memo_table != me->fast || me->memo_changes != table_changes)
+    if (!memo_current(me))
         return;  /* the memo was not (or no longer is) of this table */
     MemoSlot *slot = memo_slot(me, kind);
     memcpy(&slot->kind, kind, sizeof *kind);
@@ -658,7 +690,7 @@ PyInit__fastcall(void)
     s_is_contiguous = PyUnicode_InternFromString("is_contiguous");
     s_new_empty = PyUnicode_InternFromString("new_empty");
     s_data_ptr = PyUnicode_InternFromString("data_ptr");
-#if MEMO
+#if WATCHED
     if (watcher < 0 && (watcher = PyDict_AddWatcher(table_changed)) < 0)
         PyErr_Clear();  /* no watcher free: no memo, the table is read at every call */
 #endif
