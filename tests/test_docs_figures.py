@@ -784,6 +784,19 @@ def test_the_h100_docs_suite_figures_are_the_committed_suite_and_anyshape_runs()
     assert "measured at 256x256x256" in changed["kernel"] and r["below_0.95_queued"] == 0
     assert (f"{r['geomean_queued']:.3f} queued, none below 0.95, that shape at "
             f"{changed['torch_ms'] / changed['ours_ms']:.2f}x") in flat
+    steps = {}  # the same command again, without api._aten's steps and with them
+    for way, first in (("c", "C"), ("aten", "C+ATen")):
+        again = json.loads((ROOT / "benchmarks" / "data" / f"anyshape-seed1-suite-first-step-{way}-h100.json").read_text())
+        assert again["first_step"] == first and again["commit"] == "3b1c4a3"
+        shapes = [s for s in again["shapes"] if s["kind"] == "suite"][:28]
+        ratios = [s["torch_ms"] / s["ours_ms"] for s in shapes]
+        assert min(ratios) >= 0.95
+        steps[way] = (geomean(ratios), sum(not s["kernel"].startswith("cuBLAS") for s in shapes),
+                      again["summary"]["suite"]["geomean_queued"])
+    (c, c_ours, c_all), (a, a_ours, a_all) = steps["c"], steps["aten"]
+    assert (f"the 28 shapes at {c:.3f} queued without the steps and {a:.3f} with them, none below 0.95, our kernels "
+            f"at {a_ours} of them both times") in flat and a_ours == c_ours
+    assert f"all 36 at {a_all:.3f} both ways" in flat and f"{c_all:.3f}" == f"{a_all:.3f}"
     readme = " ".join(README.read_text().split())
     assert f"(the 28 suite shapes of the first eight groups at {geomean(q):.3f}x)" in readme
     assert (f"with them seeds 1 and 4 read {run['summary']['random']['geomean_queued']:.3f}x and "
