@@ -786,7 +786,7 @@ def test_the_h100_docs_suite_figures_are_the_committed_suite_and_anyshape_runs()
             f"{changed['torch_ms'] / changed['ours_ms']:.2f}x") in flat
     steps = {}  # the same command again, without api._aten's steps and with them
     for way, first in (("c", "C"), ("aten", "C+ATen")):
-        again = json.loads((ROOT / "benchmarks" / "data" / f"anyshape-seed1-suite-first-step-{way}-h100.json").read_text())
+        again = _json(f"anyshape-seed1-suite-first-step-{way}-h100.json")
         assert again["first_step"] == first and again["commit"] == "3b1c4a3"
         shapes = [s for s in again["shapes"] if s["kind"] == "suite"][:28]
         ratios = [s["torch_ms"] / s["ours_ms"] for s in shapes]
