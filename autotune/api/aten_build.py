@@ -11,6 +11,7 @@ and is not tried again for that key: the first step runs as it did. AUTOTUNE_ATE
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import subprocess
@@ -36,10 +37,16 @@ def source_dir() -> Path:
     return Path(str(resources.files("autotune.api")))
 
 
+@functools.cache
+def sources_digest() -> str:
+    """The sources' hash, read once a process: they do not change under it, and a first call asks twice."""
+    return sha256(b"\0".join((source_dir() / name).read_bytes() for name in SOURCES))
+
+
 def folder(torch: Any) -> Path:
     """Where the module built for this torch, Python and compiler lives."""
-    texts = [(source_dir() / name).read_bytes() for name in SOURCES]
-    key = sha256(b"\0".join([*texts, torch.__version__.encode(), sys.version.encode(), compiler().encode()]))
+    parts = [sources_digest(), torch.__version__, sys.version, compiler()]
+    key = sha256("\0".join(parts).encode())
     return cache_root() / "aten" / key[:16]
 
 
