@@ -221,6 +221,41 @@ def test_the_pytorch_docs_aten_steps_table_is_the_h100_runs():
             f"{at64['torch.matmul']:.2f}") in flat
 
 
+def test_the_pytorch_docs_later_seeds_table_is_the_h100_runs():
+    """docs/pytorch.md's table of seeds 11-20 with api._aten's steps, its figures, and the README's line."""
+    text = section(PYTORCH_DOC.read_text(), "## Seeds 11-20 (an H100)")
+    flat, rows = " ".join(text.split()), table_rows(text)
+    assert [int(r[0]) for r in rows] == list(range(11, 21))
+    ours, alone, few, below, queued = [], [], [], [], []
+    for row in rows:
+        run = _json(f"anyshape-seed{row[0]}-first-step-aten-h100.json")
+        assert run["seed"] == int(row[0]) and run["first_step"] == "C+ATen" and run["commit"] == "770dd55"
+        assert run["device"].startswith("NVIDIA H100") and "tuned/h100.sqlite" in run["database"]
+        r, shapes = run["summary"]["random"], [x for x in run["shapes"] if x["kind"] == "random"]
+        library = [x for x in shapes if x["kernel"].startswith("cuBLAS")]
+        kernels = [x for x in shapes if not x["kernel"].startswith("cuBLAS")]
+        assert row[1:] == [f"{r['geomean_queued']:.3f}", f"{r['geomean_alone']:.3f}", f"{r['min_queued']:.3f}",
+                           str(r["below_0.95_queued"]), str(r["kernels"]),
+                           f"{geomean([x['torch_ms'] / x['ours_ms'] for x in library]):.3f}",
+                           f"{geomean([x['torch_ms'] / x['ours_ms'] for x in kernels]):.2f}",
+                           f"{run['summary']['projection']['geomean_queued']:.3f}"], row[0]
+        ours += [x["torch_ms"] / x["ours_ms"] for x in kernels]
+        alone += [x["torch_alone_ms"] / x["ours_alone_ms"] for x in kernels]
+        few += [x["torch_ms"] / x["ours_ms"] for x in kernels if min(x["M"], x["N"]) <= 2]
+        below += [x for x in shapes if x["torch_ms"] / x["ours_ms"] < 0.95]
+        queued.append(r["geomean_queued"])
+    assert (f"Our kernels ran at {len(ours)} of the 400 shapes, at {_span2(ours)}x queued and {_span2(alone)}x alone; "
+            f"six of them are calls of one or two rows or columns covered by rows of 8 to 16 ({_span2(few)}x)") in flat
+    assert len(few) == 6
+    [worst] = below
+    assert worst["kernel"].startswith("cuBLAS") and (
+        f"Below 0.95, one shape of 400: {worst['M']}x{worst['N']}x{worst['K']} at "
+        f"{worst['torch_ms'] / worst['ours_ms']:.3f} queued and {worst['torch_alone_ms'] / worst['ours_alone_ms']:.3f} "
+        f"alone, a pass-through to cuBLAS") in flat
+    assert (f"at seeds 11-20, drawn afterwards and run on a third lease, {min(queued):.3f}-{max(queued):.3f}x, one "
+            f"shape of 400 below 0.95") in _flat(README).replace("**", "")
+
+
 def test_the_pytorch_docs_h200_table_is_the_shallow_runs(tmp_path):
     """docs/pytorch.md's table through the database shipped now (the shallow corners merged): the corners that won,
     that the shipped database holds their winners, what our kernels gained, the shapes below 0.95, and that the
