@@ -861,6 +861,17 @@ def test_the_h100_docs_suite_figures_are_the_committed_suite_and_anyshape_runs()
     assert (f"the 28 shapes at {c:.3f} queued without the steps and {a:.3f} with them, none below 0.95, our kernels "
             f"at {a_ours} of them both times") in flat and a_ours == c_ours
     assert f"all 36 at {a_all:.3f} both ways" in flat and f"{c_all:.3f}" == f"{a_all:.3f}"
+    def ours(run: dict) -> set[tuple[int, int, int]]:  # the 28 shapes where a kernel of ours ran
+        return {(s["M"], s["N"], s["K"]) for s in [s for s in run["shapes"] if s["kind"] == "suite"][:28]
+                if not s["kernel"].startswith("cuBLAS")}
+
+    again = _json("anyshape-seed1-suite-first-step-aten-repeat-h100.json")
+    shapes, ran = [s for s in again["shapes"] if s["kind"] == "suite"][:28], ours(again)
+    assert ran == ours(_json("anyshape-seed1-suite-first-step-aten-h100.json"))
+    assert again["commit"] == "c0a2971" and again["first_step"] == "C+ATen" and min(
+        s["torch_ms"] / s["ours_ms"] for s in shapes) >= 0.95
+    assert (f"the 28 at {geomean([s['torch_ms'] / s['ours_ms'] for s in shapes]):.3f}, none below 0.95, our kernels at "
+            f"the same {len(ran)}; all 36 at {again['summary']['suite']['geomean_queued']:.3f}") in flat
 
 
 def test_the_h100_docs_shipped_table_is_the_committed_anyshape_runs():
