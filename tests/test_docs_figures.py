@@ -245,7 +245,7 @@ def test_the_pytorch_docs_later_seeds_table_is_the_h100_runs():
         alone += [x["torch_alone_ms"] / x["ours_alone_ms"] for x in kernels]
         few += [(x["torch_ms"] / x["ours_ms"], min(_measured_at(x)[:2])) for x in kernels if min(x["M"], x["N"]) <= 2]
         below += [(int(row[0]), x) for x in shapes if x["torch_ms"] / x["ours_ms"] < 0.95]
-    q, most = max(ours, key=lambda pair: pair[0])
+    _, most = max(ours, key=lambda pair: pair[0])
     assert (f"Our kernels ran at {len(ours)} of the 800 shapes, at {_span2([q for q, _ in ours])}x queued and "
             f"{_span2(alone)}x alone (the most at {most['M']}x{most['N']}x{most['K']}, where torch.matmul took "
             f"{most['torch_ms'] * 1e3:.0f} µs a call and a `{most['kernel'].split('_')[1]}` row measured at "
@@ -253,12 +253,12 @@ def test_the_pytorch_docs_later_seeds_table_is_the_h100_runs():
             f"two rows or columns covered by rows measured at 15 or 16 ({_span2([q for q, _ in few])}x)") in flat
     assert len(few) == 7 and {side for _, side in few} == {15, 16}
 
-    def at(x: dict) -> str:
-        return (f"{x['M']}x{x['N']}x{x['K']} at {x['torch_ms'] / x['ours_ms']:.3f}"
-                f"{' queued and' if x is below[0][1] else ' and'} {x['torch_alone_ms'] / x['ours_alone_ms']:.3f}")
+    def at(x: dict, queued: str = "") -> str:  # a shape's queued and alone ratios, as the docs' sentence writes them
+        return (f"{x['M']}x{x['N']}x{x['K']} at {x['torch_ms'] / x['ours_ms']:.3f}{queued} and "
+                f"{x['torch_alone_ms'] / x['ours_alone_ms']:.3f}")
 
     assert [seed for seed, _ in below] == [11, 25, 25] and all(x["kernel"].startswith("cuBLAS") for _, x in below)
-    assert (f"Below 0.95, three shapes of 800, all pass-throughs to cuBLAS: {at(below[0][1])} alone (seed 11), "
+    assert (f"Below 0.95, three shapes of 800, all pass-throughs to cuBLAS: {at(below[0][1], ' queued')} alone (seed 11), "
             f"{at(below[1][1])}, {at(below[2][1])} (seed 25)") in flat
     repeats = [_json(f"anyshape-seed25-first-step-aten-repeat-{x}-h100.json") for x in "ab"]
     assert all(r["commit"] == "c0a2971" and r["seed"] == 25 and r["first_step"] == "C+ATen" for r in repeats)
