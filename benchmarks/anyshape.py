@@ -5,7 +5,9 @@ it: torch tensors in, a new output out, host time included. Writes benchmarks/da
 
 Shapes: `--count` drawn with the seed, M, N and K log-uniform in [1, 16384] with 1e6 <= MNK <= 6e10
 (row-major A·B), then transformer projections (x·Wᵀ, W stored N x K, as nn.Linear calls it), then
-with --suite the suite's shapes. Each shape is timed two ways, for both in the same process:
+with --suite the suite's shapes, and with --thin that many thin calls: M or N (in turn) log-uniform in
+[1, 8], the other two in [1, 16384], every other few-row one as x·Wᵀ (NT), as a decoding step calls a
+projection (thin_shapes; a stream of the seed's own, so the random shapes stay those of the seed). Each shape is timed two ways, for both in the same process:
 - queued: CUDA events around `reps` calls back to back (the median round's mean of --rounds, the two
   taking turns round by round), so a call costs max(host time, GPU time);
 - alone: events around one call after a synchronisation (the median of --alone calls): its launch
@@ -55,6 +57,19 @@ def random_shapes(seed: int, count: int) -> list[tuple[int, int, int]]:
         M, N, K = (int(round(math.exp(x))) for x in rng.uniform(0, math.log(16384), 3))
         if 1e6 <= M * N * K <= 6e10:
             out.append((M, N, K))
+    return out
+
+
+def thin_shapes(seed: int, count: int) -> list[tuple[tuple[int, int, int], bool]]:
+    """(shape, trans_b) of `count` thin calls: few rows (even draws) or few columns (odd), M·N·K at least 1e5."""
+    rng, out = np.random.default_rng([seed, 8]), []
+    while len(out) < count:
+        small = int(round(math.exp(rng.uniform(0, math.log(8)))))
+        one, two = (int(round(math.exp(x))) for x in rng.uniform(0, math.log(16384), 2))
+        rows = len(out) % 2 == 0
+        shape = (small, one, two) if rows else (one, small, two)
+        if shape[0] * shape[1] * shape[2] >= 1e5:
+            out.append((shape, rows and len(out) % 4 == 0))
     return out
 
 
@@ -166,12 +181,14 @@ def main() -> int:
     parser.add_argument("--db", help="results database (default: autotune.load()'s)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--count", type=int, default=40)
-    parser.add_argument("--control", type=int, default=8, help="at this many random shapes, also torch.matmul "
+    parser.add_argument("--control", type=int, default=8, help="at this many random shapes (and thin ones), also torch.matmul "
                         "paired with itself: the timing method's own bias")
     parser.add_argument("--rounds", type=int, default=12, help="queued: rounds of about 2 ms of calls each, taken in "
                         "turn (an even number); the median round's mean is reported. At 6 rounds torch.matmul paired "
                         "with itself read 0.97-1.05 at host-bound shapes")
     parser.add_argument("--alone", type=int, default=100, help="alone: calls of each, one at a time; the median")
+    parser.add_argument("--thin", type=int, default=0, help="also this many thin calls (M or N at most 8) drawn with "
+                        "the seed: thin_shapes")
     parser.add_argument("--suite", help="a shapes file (autotune/api/shapes.toml) whose shapes are measured too")
     parser.add_argument("--commit", default="", help="the sources' commit, recorded in the output")
     parser.add_argument("--cover", type=float, help="first `autotune cover` the random and projection products with "
@@ -190,12 +207,15 @@ def main() -> int:
     covered = cover(groups, args) if args.cover else None
     mm = autotune.load(db=args.db)
     forced = autotune.load(db=args.db, library=False) if args.forced else None
+    if args.thin:
+        groups["thin"] = thin_shapes(args.seed, args.thin)
     if args.suite:
         groups["suite"] = [((s["M"], s["N"], s["K"]), False) for s in tomllib.loads(Path(args.suite).read_text())["shapes"]]
     rows = []
     for kind, shapes in groups.items():
         for shape, trans_b in shapes:
-            rows.append(measure(torch, mm, shape, trans_b, kind, kind == "random" and len(rows) < args.control,
+            control = kind in ("random", "thin") and sum(r["kind"] == kind for r in rows) < args.control
+            rows.append(measure(torch, mm, shape, trans_b, kind, control,
                                 args.rounds, args.alone, forced if kind == "random" and not trans_b else None))
             r = rows[-1]
             print(f"{kind:10s} {r['M']:>5}x{r['N']:>5}x{r['K']:>5} {r['layout']} torch/ours queued "
@@ -213,7 +233,7 @@ def main() -> int:
            "torch": torch.__version__, "method": {"rounds": args.rounds, "alone_calls": args.alone},
            "first_step": first_step(),  # load()'s first step (api.fastcall)
            "host_per_call": host, "shapes": rows,
-           "summary": {kind: summary([r for r in rows if r["kind"] == kind]) for kind in groups}}
+           "summary": {kind: summary([r for r in rows if r["kind"] == kind]) for kind, drawn in groups.items() if drawn}}
     path = Path(args.out or f"benchmarks/data/anyshape-{gpu_tag(gpu)}.json")
     path.write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps({"summary": out["summary"], "host_per_call": host}, indent=1))

@@ -1,0 +1,29 @@
+"""benchmarks/anyshape.py's draws: the random shapes of a seed, and the thin calls drawn beside them."""
+from __future__ import annotations
+
+import pytest
+
+from tests.programs import program
+
+
+@pytest.fixture(scope="module")
+def anyshape():
+    return program("benchmarks", "anyshape")
+
+
+def test_thin_calls_alternate_few_rows_and_few_columns_within_bounds(anyshape):
+    drawn = anyshape.thin_shapes(3, 40)
+    assert len(drawn) == 40
+    for i, ((M, N, K), trans_b) in enumerate(drawn):
+        few, other = (M, N) if i % 2 == 0 else (N, M)
+        assert 1 <= few <= 8 and 1 <= other <= 16384 and 1 <= K <= 16384
+        assert M * N * K >= 1e5
+        assert trans_b == (i % 4 == 0), "x·Wᵀ only at every other few-row call"
+    assert any(t for _, t in drawn) and len({s for s, _ in drawn}) > 30
+
+
+def test_thin_calls_are_the_seeds_own(anyshape):
+    assert anyshape.thin_shapes(5, 12) == anyshape.thin_shapes(5, 12)
+    assert anyshape.thin_shapes(5, 12) != anyshape.thin_shapes(6, 12)
+    assert anyshape.thin_shapes(5, 12) == anyshape.thin_shapes(5, 20)[:12]
+    assert not {s for s, _ in anyshape.thin_shapes(5, 40)} & set(anyshape.random_shapes(5, 40))
