@@ -105,9 +105,10 @@ def host_lines(clock: Any, header: str, cases: Iterable[tuple[tuple[int, ...], d
         Path(out).write_text("\n".join(lines) + "\n")
 
 
-def planned(first_step: type, torch: Any, A: Any, B: Any) -> Any:
+def planned(first_step: type, torch: Any, A: Any, B: Any, trans_b: bool = False) -> Any:
     """An instance of a first step (api.fastcall's FastCall, or an older build's) whose table holds one call kind,
-    A times B, planned onto torch.mm; a call that would take the full path raises instead."""
+    A times B (Bᵀ with trans_b, B stored N x K), planned onto torch.mm; a call that would take the full path raises
+    instead."""
     from autotune.api.shortcuts import to_torch
 
     class Planned(first_step):  # type: ignore[misc, valid-type]
@@ -115,5 +116,5 @@ def planned(first_step: type, torch: Any, A: Any, B: Any) -> Any:
             raise RuntimeError("the probe's call took the full path")
 
     mm = Planned()
-    mm._fast = {(A.shape, B.shape, False, False, A.get_device()): to_torch(torch, False, False)}
+    mm._fast = {(A.shape, B.shape, False, trans_b, A.get_device()): to_torch(torch, False, trans_b)}
     return mm

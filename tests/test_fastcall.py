@@ -235,6 +235,34 @@ def test_the_aten_product_is_torch_mm_of_the_operands_views(aten, trans_a, trans
     assert torch.equal(aten.product(A, B, trans_a, trans_b), torch.mm(A.mT if trans_a else A, B.mT if trans_b else B))
 
 
+def test_the_aten_product_of_transposes_is_torch_mm_s_for_strided_offset_and_flagged_operands(aten):
+    # the transposes it makes itself keep the operand's strides, storage offset and dispatch keys
+    big = torch.randn(9, 11)
+    A, W = big[1:6, 2:5], big[2:6, 5:8]  # 5x3 and 4x3 views: rows of 11, offsets 13 and 27
+    assert torch.equal(aten.product(A, W, False, True), torch.mm(A, W.mT))
+    assert torch.equal(aten.product(A.mT, W, True, True), torch.mm(A, W.mT))
+    negated = torch._neg_view(W)
+    assert torch.equal(aten.product(A, negated, False, True), torch.mm(A, negated.mT))
+    assert aten.product(A, torch.randn(4, 3, 2), False, True) is None  # at::mm raised: 3-D, as torch.mm from Python
+    assert torch.equal(big[1:6, 2:5], A) and torch.equal(big[2:6, 5:8], W)
+
+
+def test_the_aten_product_is_an_ordinary_tensor_and_records_gradients_where_wanted(aten):
+    # without gradients at::mm runs below autograd (the transposed view's bookkeeping skipped): its C must still
+    # be a plain tensor that later autograd may use; with an operand that wants one it goes through autograd
+    A, B = torch.randn(5, 3), torch.randn(4, 3)
+    C = aten.product(A, B, False, True)
+    assert not C.requires_grad and not C.is_inference() and C._base is None and C.grad_fn is None
+    w = torch.randn(5, 4, requires_grad=True)
+    (C * w).sum().backward()
+    assert torch.equal(w.grad, C)
+    wanted = B.clone().requires_grad_()
+    aten.product(A, wanted, False, True).square().sum().backward()
+    theirs = B.clone().requires_grad_()
+    torch.mm(A, theirs.mT).square().sum().backward()
+    assert torch.equal(wanted.grad, theirs.grad)
+
+
 def test_the_aten_product_declines_what_torch_mm_from_python_must_do(aten):
     A, B = torch.randn(5, 3), torch.randn(3, 4)
     assert aten.product(A.double(), B, False, False) is None and aten.product(A, B.double(), False, False) is None

@@ -5,7 +5,8 @@ load()'s matmul with the steps taken and without (each run sets which, a C call,
     python benchmarks/profiling/aten_steps.py [--device cpu|cuda] [--commit SHA] [-o FILE]
 
 On a GPU: load() as shipped at host-bound shapes, most of which cuBLAS computes (the line names what ran); on the
-CPU, the product of 2x3 by 3x4 planned onto torch.mm (cuda_events.planned).
+CPU, the product of 2x3 by 3x4 planned onto torch.mm (cuda_events.planned). Each shape is also called as x·Wᵀ
+(NT: mm(A, W, trans_b=True) against torch.matmul(A, W.mT), the view made once, as anyshape.py times it).
 """
 from __future__ import annotations
 
@@ -27,27 +28,30 @@ CPU_SHAPES = [(2, 4, 3)]
 GPU_SHAPES = [(64, 64, 64), (144, 10131, 4), (9954, 21, 61), (2, 504, 3921), (2088, 417, 10), (1139, 570, 66)]
 
 
-def runs_at(mm, steps, shape: tuple[int, int, int], device: str) -> tuple[tuple, dict]:
+def runs_at(mm, steps, shape: tuple[int, int, int], device: str, trans_b: bool = False) -> tuple[tuple, dict]:
     M, N, K = shape
-    A, B = torch.randn(M, K, device=device), torch.randn(K, N, device=device)
-    ours = mm if mm is not None else planned(fastcall.NATIVE.FastCall, torch, A, B)
-    want = torch.mm(A, B)
+    A = torch.randn(M, K, device=device)
+    B = torch.randn(N, K, device=device) if trans_b else torch.randn(K, N, device=device)
+    opB = B.mT if trans_b else B
+    ours = mm if mm is not None else planned(fastcall.NATIVE.FastCall, torch, A, B, trans_b)
+    want = torch.mm(A, opB)
     for take in (None, steps):
         fastcall.NATIVE.use_aten(take)
-        assert torch.allclose(ours(A, B), want, rtol=1e-4, atol=1e-4)
+        assert torch.allclose(ours(A, B, trans_b=trans_b), want, rtol=1e-4, atol=1e-4)
     use, tmm, matmul = fastcall.NATIVE.use_aten, torch.mm, torch.matmul
 
     def without() -> object:
         use(None)
-        return ours(A, B)
+        return ours(A, B, trans_b=trans_b)
 
     def taken() -> object:
         use(steps)
-        return ours(A, B)
+        return ours(A, B, trans_b=trans_b)
 
-    ran = mm.choose(M, N, K, A.get_device()).describe()[:40] if mm is not None else "torch.mm"
-    return (shape, ran), {"torch.mm": lambda: tmm(A, B), "torch.matmul": lambda: matmul(A, B), "C": without,
-                          "C+ATen": taken}
+    ran = mm.choose(M, N, K, A.get_device(), trans_b=trans_b).describe()[:40] if mm is not None else "torch.mm"
+    return ((shape, "NT" if trans_b else "NN"), ran), {"torch.mm": lambda: tmm(A, opB),
+                                                         "torch.matmul": lambda: matmul(A, opB),
+                                                         "C": without, "C+ATen": taken}
 
 
 def main() -> int:
@@ -67,7 +71,8 @@ def main() -> int:
     mm = autotune.load() if args.device == "cuda" else None
     shapes = GPU_SHAPES if args.device == "cuda" else CPU_SHAPES
     host_lines(torch if args.device == "cuda" else CPU_CLOCK, header,
-               (runs_at(mm, steps, shape, args.device) for shape in shapes), args.out)
+               (runs_at(mm, steps, shape, args.device, trans_b) for shape in shapes for trans_b in (False, True)),
+               args.out)
     return 0
 
 
