@@ -424,6 +424,8 @@ def test_the_readmes_load_table_is_the_anyshape_runs():
     assert all(r["device"].startswith("NVIDIA H200") for r in [*h200, suite, covered["h200"]])
     assert all(r["device"].startswith("NVIDIA H100") for r in [*h100, covered["h100"]])
     assert {r["first_step"] for r in h100} == {"C+ATen"} and [r["seed"] for r in h100] == list(range(1, 31))
+    thin = [_json(f"anyshape-thin-seed{s}-h100.json") for s in range(1, 9)]  # docs/pytorch.md's "Thin calls"
+    assert all(r["device"].startswith("NVIDIA H100") and r["first_step"] == "C+ATen" for r in thin)
     text = README.read_text()
     rows = table_rows(text.split("Called as a user calls it")[1])
     cover = {g: f"after `autotune cover` ({c['cover']['took_s']:.0f} s)" for g, c in covered.items()}
@@ -431,6 +433,7 @@ def test_the_readmes_load_table_is_the_anyshape_runs():
                     ["H200", "the shipped database", "the 36 suite shapes", *_readme_row([suite], "suite")],
                     ["H200", cover["h200"], "seed 1", *_readme_row([covered["h200"]], "random")],
                     ["H100", "the shipped database, `api._aten`'s steps", "seeds 1-30", *_readme_row(h100, "random")],
+                    ["H100", "the shipped database, `api._aten`'s steps", "thin calls, seeds 1-8", *_readme_row(thin, "thin")],
                     ["H100", cover["h100"], "seed 1", *_readme_row([covered["h100"]], "random")]]
     assert all(c["seed"] == 1 and c["cover"]["trials"] == 12 for c in covered.values())
     low = [s for run in [*h200, *h100] for s in run["shapes"] if s["kind"] == "random" and s["torch_ms"] < 0.95 * s["ours_ms"]]
@@ -1556,3 +1559,70 @@ def test_the_h100_docs_later_seeds_table_is_the_committed_anyshape_runs():
     assert all(r["below_0.95_queued"] == 0 for r in rs)
     assert (f"nor at seeds 6-10, drawn afterwards ({min(r['geomean_queued'] for r in rs):.3f}-"
             f"{max(r['geomean_queued'] for r in rs):.3f})") in " ".join(PYTORCH_DOC.read_text().split())
+
+
+def test_the_pytorch_docs_thin_calls_table_is_the_h100_runs():
+    """docs/pytorch.md's thin calls (anyshape.py --thin 40, seeds 1-8) before and after the pass-through made its own
+    transposes: each row from the two runs' JSONs, and the sentences under it."""
+    text = section(PYTORCH_DOC.read_text(), "## Thin calls (an H100)")
+    flat, rows = " ".join(text.split()), table_rows(text)
+    assert [int(r[0]) for r in rows] == list(range(1, 9))
+
+    def ratio(x: dict) -> float:
+        return x["torch_ms"] / x["ours_ms"]
+
+    before_nt, now_nt, ours, sides, thin, hosts, control, projection = [], [], [], [], [], [], [], []
+    for row in rows:
+        before, now = (_json(f"anyshape-thin-seed{row[0]}-{tag}h100.json") for tag in ("before-transposes-", ""))
+        assert (before["commit"], now["commit"]) == ("2f0d3ec", "b8af25f")
+        for run in (before, now):
+            assert run["seed"] == int(row[0]) and run["first_step"] == "C+ATen" and run["device"].startswith("NVIDIA H100")
+            assert "tuned/h100.sqlite" in run["database"] and run["summary"]["thin"]["shapes"] == 40
+            assert [x for x in run["shapes"] if x["kind"] == "random"] == []
+        b, n = before["summary"]["thin"], now["summary"]["thin"]
+        nt = [[ratio(x) for x in run["shapes"] if x["kind"] == "thin" and x["layout"] == "NT"] for run in (before, now)]
+        kernels = [x for x in now["shapes"] if x["kind"] == "thin" and not x["kernel"].startswith("cuBLAS")]
+        assert row[1:] == [f"{b['geomean_queued']:.3f}", f"{geomean(nt[0]):.3f}", str(b["below_0.95_queued"]),
+                           f"{n['geomean_queued']:.3f}", f"{n['geomean_alone']:.3f}", f"{n['min_queued']:.3f}",
+                           str(n["below_0.95_queued"]), str(n["kernels"]), f"{geomean(nt[1]):.3f}",
+                           f"{geomean([ratio(x) for x in kernels]):.2f}"], row[0]
+        before_nt += nt[0]
+        now_nt += nt[1]
+        ours += [ratio(x) for x in kernels]
+        sides += [(x["M"] <= 8, _measured_at(x)[0 if x["M"] <= 8 else 1]) for x in kernels]
+        thin += [ratio(x) for x in now["shapes"] if x["kind"] == "thin"]
+        hosts.append(now["host_per_call"])
+        control.append(n["control_geomean"])
+        projection.append(now["summary"]["projection"]["geomean_queued"])
+        assert all(x["layout"] == "NN" for x in kernels)
+    assert len(before_nt) == len(now_nt) == 80 and len(thin) == 320
+    assert (f"read {geomean(before_nt):.3f} queued ({sum(q < 0.95 for q in before_nt)} of 80 below 0.95)") in flat
+    assert (f"Now they read {geomean(now_nt):.3f}, and no thin call of 320 is below 0.95 (worst {min(thin):.3f})") in flat
+    rows_at, cols_at = ([side for few_rows, side in sides if few_rows == r] for r in (True, False))
+    assert (f"Our kernels ran at {len(ours)} of the 320, all of them row-major calls (the H100's shipped database holds "
+            f"no row of x·Wᵀ), at {_span2(ours)}x queued: host-bound calls covered by rows measured at larger shapes "
+            f"({min(rows_at)}-{max(rows_at)} rows, {min(cols_at)}-{max(cols_at)} columns)") in flat
+    assert (f"at 64³ {_span([h['ours_us'] for h in hosts])} µs a call against "
+            f"{_span([h['torch_us'] for h in hosts])} on the second lease") in flat
+    assert (f"(`control`, the first 8 of each seed): {min(control):.3f}-{max(control):.3f}. The projections: "
+            f"{min(projection):.3f}-{max(projection):.3f}.") in flat
+    assert "python benchmarks/anyshape.py --seed 1 --count 0 --thin 40" in flat
+
+
+def test_the_host_bound_docs_transposed_pass_through_figures_are_the_committed_probes():
+    """docs/host-bound.md's host microseconds of an x·Wᵀ pass-through before and after it made its own transposes
+    (aten_steps.py on a CPU), and at six host-bound shapes on an H100."""
+    flat = " ".join(HOST_DOC.read_text().split())
+    probe = {name: {(shape[1], ran): us for (shape, ran), us in _probe_lines(f"aten-steps-nt-{name}.txt")}
+             for name in ("before-transposes-cpu", "cpu")}
+    before, now = probe["before-transposes-cpu"][("NT", "torch.mm")], probe["cpu"]
+    assert (f"{before['C+ATen']:.2f} µs a call on the CPU against torch.matmul's {before['torch.matmul']:.2f} with the "
+            f"view made once") in flat
+    nt, nn = now[("NT", "torch.mm")], now[("NN", "torch.mm")]
+    assert (f"{nt['C+ATen']:.2f} µs, the untransposed call {nn['C+ATen']:.2f}, torch.matmul {nt['torch.matmul']:.2f} "
+            f"(`benchmarks/data/aten-steps-nt-cpu.txt`, sources `b8af25f`)") in flat
+    assert nt["C+ATen"] < nt["torch.matmul"] < before["C+ATen"]
+    gpu = [us for (shape, _), us in _probe_lines("aten-steps-nt-h100.txt") if shape[1] == "NT"]
+    assert len(gpu) == 6 and "sources b8af25f" in (ROOT / "benchmarks" / "data" / "aten-steps-nt-h100.txt").read_text()
+    assert (f"{_span2([u['C+ATen'] for u in gpu])} µs a call with the steps, {_span2([u['torch.matmul'] for u in gpu])} "
+            f"torch.matmul, {_span2([u['C'] for u in gpu])} the C first step alone") in flat

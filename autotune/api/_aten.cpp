@@ -59,10 +59,10 @@ static PyObject *product(PyObject *A, PyObject *B, int trans_a, int trans_b) {
     bool raised = false;
     PyThreadState *state = PyEval_SaveThread();
     try {
-        // With no gradient to record, below autograd, the transposes made here: an x·Wᵀ pass-through took
-        // 3-4% longer than torch.matmul at host-bound thin calls on an H100 with at::mm of .mT() views
-        // (anyshape.py --thin), and on a CPU 1.19 us a call against 0.89-0.92 this way, torch.matmul 0.98-1.02
-        // (benchmarks/profiling/aten_steps.py --device cpu)
+        // With no gradient to record, below autograd, the transposes made here: with at::mm of .mT() views an
+        // x·Wᵀ pass-through took 3-4% longer than torch.matmul at host-bound thin calls on an H100 (anyshape.py
+        // --thin, docs/pytorch.md), and on a CPU 1.21 us a call against 0.89 this way, torch.matmul 0.98-0.99
+        // (benchmarks/data/aten-steps-nt-before-transposes-cpu.txt, aten-steps-nt-cpu.txt)
         if (a.requires_grad() || b.requires_grad()) {
             c = at::mm(trans_a ? a.mT() : a, trans_b ? b.mT() : b);
         } else {
