@@ -7,7 +7,9 @@ Shapes: `--count` drawn with the seed, M, N and K log-uniform in [1, 16384] with
 (row-major A·B), then transformer projections (x·Wᵀ, W stored N x K, as nn.Linear calls it), then
 with --suite the suite's shapes, and with --thin that many thin calls: M or N (in turn) log-uniform in
 [1, 8], the other two in [1, 16384], every other few-row one as x·Wᵀ (NT), as a decoding step calls a
-projection (thin_shapes; a stream of the seed's own, so the random shapes stay those of the seed). Each shape is timed two ways, for both in the same process:
+projection (thin_shapes; a stream of the seed's own, so the random shapes stay those of the seed), and with
+--decode that many x·Wᵀ calls of one row, N and K log-uniform in [16, 16384], as a decoding step of one token
+calls its projections (decode_shapes; another stream of the seed's). Each shape is timed two ways, for both in the same process:
 - queued: CUDA events around `reps` calls back to back (the median round's mean of --rounds, the two
   taking turns round by round), so a call costs max(host time, GPU time);
 - alone: events around one call after a synchronisation (the median of --alone calls): its launch
@@ -71,6 +73,13 @@ def thin_shapes(seed: int, count: int) -> list[tuple[tuple[int, int, int], bool]
         if shape[0] * shape[1] * shape[2] >= 1e5:
             out.append((shape, rows and len(out) % 4 == 0))
     return out
+
+
+def decode_shapes(seed: int, count: int) -> list[tuple[tuple[int, int, int], bool]]:
+    """(shape, trans_b) of `count` x·Wᵀ calls of one row: (1, N, K), W stored N x K."""
+    rng = np.random.default_rng([seed, 1])
+    drawn = (tuple(int(round(math.exp(x))) for x in rng.uniform(math.log(16), math.log(16384), 2)) for _ in range(count))
+    return [((1, n, k), True) for n, k in drawn]
 
 
 def one_call_ms(torch, run) -> float:
@@ -181,7 +190,7 @@ def main() -> int:
     parser.add_argument("--db", help="results database (default: autotune.load()'s)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--count", type=int, default=40)
-    parser.add_argument("--control", type=int, default=8, help="at this many random shapes (and thin ones), also torch.matmul "
+    parser.add_argument("--control", type=int, default=8, help="at this many random shapes (and thin or decoding ones), also torch.matmul "
                         "paired with itself: the timing method's own bias")
     parser.add_argument("--rounds", type=int, default=12, help="queued: rounds of about 2 ms of calls each, taken in "
                         "turn (an even number); the median round's mean is reported. At 6 rounds torch.matmul paired "
@@ -189,6 +198,8 @@ def main() -> int:
     parser.add_argument("--alone", type=int, default=100, help="alone: calls of each, one at a time; the median")
     parser.add_argument("--thin", type=int, default=0, help="also this many thin calls (M or N at most 8) drawn with "
                         "the seed: thin_shapes")
+    parser.add_argument("--decode", type=int, default=0, help="also this many x·Wᵀ calls of one row drawn with "
+                        "the seed: decode_shapes")
     parser.add_argument("--suite", help="a shapes file (autotune/api/shapes.toml) whose shapes are measured too")
     parser.add_argument("--commit", default="", help="the sources' commit, recorded in the output")
     parser.add_argument("--cover", type=float, help="first `autotune cover` the random and projection products with "
@@ -209,12 +220,14 @@ def main() -> int:
     forced = autotune.load(db=args.db, library=False) if args.forced else None
     if args.thin:
         groups["thin"] = thin_shapes(args.seed, args.thin)
+    if args.decode:
+        groups["decode"] = decode_shapes(args.seed, args.decode)
     if args.suite:
         groups["suite"] = [((s["M"], s["N"], s["K"]), False) for s in tomllib.loads(Path(args.suite).read_text())["shapes"]]
     rows = []
     for kind, shapes in groups.items():
         for shape, trans_b in shapes:
-            control = kind in ("random", "thin") and sum(r["kind"] == kind for r in rows) < args.control
+            control = kind in ("random", "thin", "decode") and sum(r["kind"] == kind for r in rows) < args.control
             rows.append(measure(torch, mm, shape, trans_b, kind, control,
                                 args.rounds, args.alone, forced if kind == "random" and not trans_b else None))
             r = rows[-1]

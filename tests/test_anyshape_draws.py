@@ -27,3 +27,11 @@ def test_thin_calls_are_the_seeds_own(anyshape):
     assert anyshape.thin_shapes(5, 12) != anyshape.thin_shapes(6, 12)
     assert anyshape.thin_shapes(5, 12) == anyshape.thin_shapes(5, 20)[:12]
     assert not {s for s, _ in anyshape.thin_shapes(5, 40)} & set(anyshape.random_shapes(5, 40))
+
+
+def test_decoding_calls_are_one_row_of_x_wt_within_bounds(anyshape):
+    drawn = anyshape.decode_shapes(2, 40)
+    assert len(drawn) == 40 and all(trans_b for _, trans_b in drawn)
+    assert all(M == 1 and 16 <= N <= 16384 and 16 <= K <= 16384 for (M, N, K), _ in drawn)
+    assert drawn == anyshape.decode_shapes(2, 40) and drawn[:10] == anyshape.decode_shapes(2, 10)
+    assert len({s for s, _ in drawn}) > 30 and {s for s, _ in drawn} != {s for s, _ in anyshape.decode_shapes(3, 40)}

@@ -196,3 +196,53 @@ def test_the_library_test_of_a_call_is_per_transposes_and_reads_only_rows_that_n
     dispatcher = Dispatcher(path)
     assert dispatcher.choose(GPU, (512, 512, 512), Layout(False, False, False, 1)).library
     assert dispatcher.runs_library(GPU, (512, 512, 512))
+
+
+@pytest.fixture
+def swappable(tmp_path):
+    """Host-bound rows that cover products of one column (N of 15: its rows unaligned, as one column's are) and
+    of one row, a row measured at a swapped product that lost to cuBLAS there, and one that won on the GPU."""
+    path = tmp_path / "s.sqlite"
+    db = store.open_db(path)
+    names = {"one_col": timed(db, (256, 15, 64), "blocked", 0.006, 0.008, **SMALL),
+             "one_row": timed(db, (16, 256, 64), "blocked", 0.006, 0.008, **SMALL),
+             "lost": timed(db, (100, 1, 60), "blocked", 0.0065 + HOST_SAVING_MS, 0.0060, **SMALL),
+             # faster than cuBLAS at its own shape, on the GPU: cuBLAS's time of the call's own product may differ
+             "gpu_bound": timed(db, (4000, 1, 4000), "blocked", 0.050, 0.080, **SMALL)}
+    db.close()
+    return str(path), names
+
+
+def test_one_row_of_x_wt_runs_as_w_times_x_where_a_row_covers_that_product(swappable, launcher):
+    path, k = swappable
+    mm = autotune.load(db=path, launcher=launcher)
+    choice = mm.choose(1, 200, 60, trans_b=True)  # x (1 x 60) times W (200 x 60) transposed: W·x, 200x1x60
+    assert (choice.kernel, choice.origin, choice.swapped) == (k["one_col"], "covering", (200, 1, 60))
+    assert choice.describe().endswith("measured at 256x15x64; as 200x1x60, A and B swapped)")
+    assert not mm.runs_library(1, 200, 60, trans_b=True)
+    one_col = mm.choose(200, 1, 60, trans_a=True)  # Aᵀ·b of one column: b·A, 1x200x60
+    assert (one_col.kernel, one_col.swapped) == (k["one_row"], (1, 200, 60))
+    assert mm.choose(1, 200, 60).swapped is None  # a plain call of one row: covered as it is
+    # two rows are not one product of the operands swapped; past the covering row; a lost row at the product;
+    # the cuBLAS-style signature; two columns; a row that won at the product itself, but not host-bound
+    assert mm.choose(4000, 1, 4000).origin == "exact"
+    for shape, flags in [((2, 200, 60), {"trans_b": True}), ((1, 300, 60), {"trans_b": True}),
+                         ((1, 100, 60), {"trans_b": True}), ((1, 200, 60), {"trans_b": True, "blas": True}),
+                         ((200, 2, 60), {"trans_a": True}), ((1, 4000, 4000), {"trans_b": True})]:
+        assert mm.choose(*shape, **flags).library, (shape, flags)
+
+
+def test_a_swapped_call_launches_the_kernel_on_b_then_a_at_the_swapped_shape(swappable, launcher):
+    path, k = swappable
+    mm = autotune.load(db=path, launcher=launcher)
+    x, w, y = DeviceArray((1, 60), 0x100000), DeviceArray((200, 60), 0x200000), DeviceArray((1, 200), 0x300000)
+    assert mm(x, w, out=y, trans_b=True, stream=5) is y
+    call = launcher.launches[-1]
+    assert (call["kernel"], call["ptrs"], call["shape"], call["ops"]) == (
+        f"loaded {k['one_col']}", (0x200000, 0x100000, 0x300000), (200, 1, 60), None)
+    a, b, c = DeviceArray((60, 200), 0x400000), DeviceArray((60, 1), 0x500000), DeviceArray((200, 1), 0x600000)
+    mm(a, b, out=c, trans_a=True, stream=5)
+    call = launcher.launches[-1]
+    assert (call["ptrs"], call["shape"]) == ((0x500000, 0x400000, 0x600000), (1, 200, 60))
+    mm(DeviceArray((2, 60), 0x100000), w, out=DeviceArray((2, 200), 0x300000), trans_b=True, stream=5)
+    assert launcher.launches[-1]["kernel"] == "cublas"  # two rows: cuBLAS, the operands as they lie

@@ -403,7 +403,7 @@ class StandInTorch:
                                   _cuda_getDevice=lambda: self.current)
 
 
-def kernel_way(c, monkeypatch, status: int = 0, current: int = -1):
+def kernel_way(c, monkeypatch, status: int = 0, current: int = -1, swapped: bool = False):
     """A kernel way (api.fastcall.kernel_way) over a driver whose cuLaunchKernel records each launch."""
     launches: list[tuple] = []
 
@@ -416,7 +416,7 @@ def kernel_way(c, monkeypatch, status: int = 0, current: int = -1):
     plain = LAUNCH_C(driver)
     monkeypatch.setattr(fastlaunch, "_lib", (None, plain))
     prepared = fastlaunch.PreparedLaunch(0xF00, Launch((7, 3, 2), (256, 1, 1), 4096), 5, 4, 3)
-    way = fastcall.kernel_way(StandInTorch(current), prepared, -1, (5, 4), c)
+    way = fastcall.kernel_way(StandInTorch(current), prepared, -1, (5, 4), c, swapped)
     assert (type(way).__name__ == "KernelProduct") == (c is not None)
     return way, launches
 
@@ -428,6 +428,15 @@ def test_a_kernel_way_launches_on_the_current_stream_with_the_operands_pointers(
     assert C.shape == (5, 4) and C.dtype == torch.float32
     assert launches == [(0xF00, (7, 3, 2), (256, 1, 1), 4096, 999, A.data_ptr(), B.data_ptr(), C.data_ptr(),
                          5, 4, 3, None)]
+
+
+def test_a_swapped_kernel_way_hands_the_kernel_b_first(c, monkeypatch):
+    # the NN product of B and A computes the call (api.dispatch.swapped_shape): the same checks, C as the call's
+    way, launches = kernel_way(c, monkeypatch, swapped=True)
+    A, B = torch.randn(5, 3), torch.randn(3, 4)
+    C = way(A, B)
+    assert C.shape == (5, 4) and launches[0][5:8] == (B.data_ptr(), A.data_ptr(), C.data_ptr())
+    assert way(A.double(), B) is None and len(launches) == 1
 
 
 @pytest.mark.parametrize("why", ["a float64", "b float64", "a strided", "b strided", "a grad", "b grad", "b elsewhere"])

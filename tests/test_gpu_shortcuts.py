@@ -93,3 +93,27 @@ def test_with_aten_steps_calls_give_the_same_products_on_the_device(monkeypatch,
         fastcall.NATIVE.use_aten(before)
     assert all(torch.equal(g, w) for g, w in zip(got, want))
     assert "cuBLAS" in library.choose(144, 1013, 4).describe() and "cuBLAS" not in ours.choose(144, 1013, 4).describe()
+
+
+@pytest.mark.parametrize(("shape", "trans_a", "trans_b"), [((1, 3434, 234), False, True), ((1, 777, 101), False, True),
+                                                           ((5001, 1, 201), True, False)])
+def test_one_row_or_column_computed_with_its_operands_swapped_is_the_product(mm, shape, trans_a, trans_b):
+    # x·Wᵀ of one row as W·x, Aᵀ·b of one column as b·A (api.dispatch.swapped_shape), where the shipped database's
+    # rows cover those products: the full path, the short way and out= all give torch's product
+    shipped = autotune.load()
+    M, N, K = shape
+    choice = shipped.choose(M, N, K, trans_a=trans_a, trans_b=trans_b)
+    if choice.library:
+        pytest.skip(f"no shipped row covers {choice.swapped or shape} on {torch.cuda.get_device_name()}")
+    assert choice.swapped == ((N, 1, K) if trans_b else (1, M, K))
+    torch.manual_seed(1)
+    A = torch.randn(K, M, device="cuda") if trans_a else torch.randn(M, K, device="cuda")
+    B = torch.randn(N, K, device="cuda") if trans_b else torch.randn(K, N, device="cuda")
+    out = torch.full((M, N), float("nan"), device="cuda")
+    shipped(A, B, out=out, trans_a=trans_a, trans_b=trans_b)
+    first = shipped(A, B, trans_a=trans_a, trans_b=trans_b)
+    assert (A.shape, B.shape, trans_a, trans_b, A.get_device()) in shipped._fast
+    again = shipped(A, B, trans_a=trans_a, trans_b=trans_b)
+    ref = (A.double().mT if trans_a else A.double()) @ (B.double().mT if trans_b else B.double())
+    assert first.shape == again.shape == (M, N) and torch.equal(first, out) and torch.equal(again, out)
+    assert float((again.double() - ref).abs().max()) < 1e-3 * float(ref.abs().max())

@@ -409,6 +409,7 @@ typedef struct {
     PyObject *out_shape, *device, *float32, *raw_stream, *current_device, *owner;
     Py_ssize_t rows, cols;  /* out_shape's */
     long device_index;      /* device's */
+    int swapped;            /* B's pointer first: the NN product of B and A (api.dispatch.swapped_shape) */
 } KernelProduct;
 
 static PyObject *s_requires_grad, *s_is_contiguous, *s_new_empty, *s_data_ptr;
@@ -500,7 +501,7 @@ kernel_product(KernelProduct *k, PyObject *A, PyObject *B)
         return got < 0 ? NULL : Py_NewRef(Py_None);
     int failed = 0;
     void *stream = pointer_of(k->raw_stream, NULL, k->device, &failed);
-    void *a = ptrs[0], *b = ptrs[1], *c = ptrs[2];
+    void *a = ptrs[k->swapped], *b = ptrs[!k->swapped], *c = ptrs[2];
     if (failed) {
         Py_DECREF(C);
         return NULL;
@@ -530,15 +531,17 @@ static PyObject *
 kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     static char *names[] = {"launch", "function", "grid", "block", "shared", "shape", "out_shape", "device",
-                            "float32", "raw_stream", "current_device", "owner", NULL};
+                            "float32", "raw_stream", "current_device", "owner", "swapped", NULL};
     unsigned long long launch, function;
     unsigned grid[3], block[3], shared;
     int shape[3];
     PyObject *out_shape, *device, *float32, *raw_stream, *current_device, *owner;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "KK(III)(III)I(iii)O!O!OOOO:KernelProduct", names, &launch,
+    int swapped = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "KK(III)(III)I(iii)O!O!OOOO|p:KernelProduct", names, &launch,
                                      &function, &grid[0], &grid[1], &grid[2], &block[0], &block[1], &block[2],
                                      &shared, &shape[0], &shape[1], &shape[2], &PyTuple_Type, &out_shape,
-                                     &PyLong_Type, &device, &float32, &raw_stream, &current_device, &owner))
+                                     &PyLong_Type, &device, &float32, &raw_stream, &current_device, &owner,
+                                     &swapped))
         return NULL;
     if (launch == 0) {
         PyErr_SetString(PyExc_ValueError, "KernelProduct: the launch function's address is 0");
@@ -556,6 +559,7 @@ kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         self->shape[i] = shape[i];
     }
     self->shared = shared;
+    self->swapped = swapped != 0;
     self->out_shape = Py_NewRef(out_shape);
     self->device = Py_NewRef(device);
     self->device_index = PyLong_AsLong(device);
@@ -616,9 +620,10 @@ static PyMemberDef kernel_members[] = {
 
 static PyType_Slot kernel_slots[] = {
     {Py_tp_doc, "KernelProduct(launch, function, grid, block, shared, shape, out_shape, device, float32, "
-                "raw_stream, current_device, owner): the short way of a call our kernel computes, called "
-                "with (A, B); it returns C, or None for a call it was not made for (api.shortcuts.to_kernel's "
-                "steps). launch: cuLaunchKernel's address; owner: kept alive while this is (what holds launch)."},
+                "raw_stream, current_device, owner, swapped=False): the short way of a call our kernel computes, "
+                "called with (A, B); it returns C, or None for a call it was not made for (api.shortcuts.to_kernel's "
+                "steps). launch: cuLaunchKernel's address; owner: kept alive while this is (what holds launch); "
+                "swapped: the kernel takes B's pointer first."},
     {Py_tp_new, kernel_new},
     {Py_tp_call, PyVectorcall_Call},
     {Py_tp_traverse, kernel_traverse},

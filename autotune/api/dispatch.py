@@ -14,6 +14,10 @@ beside it in the same process by WIN_MARGIN (beats_library), either
   (api.shortcuts) costs the host less than torch.matmul does (benchmarks/data/host-cost-h200.json).
   Of the covering rows the one measured at the smallest shape runs (the closest fit), where its
   constraints allow this shape.
+- swapped: a plain call of one row as x·Wᵀ (NT, M = 1), or of one column as Aᵀ·b (TN, N = 1), is float for
+  float the row-major product of its operands swapped, W·x (N x 1 x K) or b·A (1 x M x K) (swapped_shape): where
+  cuBLAS would compute the call, a row that covers that product (above) runs it. Covering rows only: their calls
+  are host-bound, where cuBLAS's kernel hardly matters, and cuBLAS's times of the two products were never compared.
 Everywhere else cuBLAS runs (the `cublas` choice: torch's own matmul on torch tensors, else cuBLAS
 in pedantic FP32). A nearest shape's row that does not cover the call, or a family default, is no
 evidence: a tile that won at 4096 rows can lose by 5x at 400. With `library=False` (and
@@ -39,7 +43,7 @@ has none stored or its signature was changed, so the kernel that runs is the ker
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple, Sequence
 
 from autotune import store
@@ -79,6 +83,7 @@ HOST_BOUND_MS = 0.011
 # H200 leases but for 9.6-9.9 at three of one or two rows or 11 columns, hides most such kernels.
 HOST_SAVING_MS = 0.003
 COVERING = "covering"  # the origin of a row measured at a shape that holds the call's
+PLAIN = Layout(False, False)  # C = A·B, row-major and tight: the layout a swapped call is computed in
 
 
 def timed_beside_cublas(row: dict) -> tuple[float, float] | None:
@@ -159,6 +164,7 @@ class Choice:
     measured_at: Shape | None  # the shape its recorded time is from (None: the default, never timed here)
     row_id: int | None
     why: str = ""  # the library's choice: what the evidence was
+    swapped: Shape | None = None  # the NN product of the operands swapped that the kernel computes (swapped_shape)
 
     @property
     def library(self) -> bool:
@@ -174,7 +180,8 @@ class Choice:
         if self.origin.endswith(TILING):
             return (f"{self.kernel} (the tiling of result {self.row_id} with BLAS=1, {how}: measured at "
                     f"{shape_text(self.measured_at)} with the plain signature)")
-        return f"{self.kernel} ({how}: result {self.row_id}, measured at {shape_text(self.measured_at)})"
+        swapped = f"; as {shape_text(self.swapped)}, A and B swapped" if self.swapped else ""
+        return f"{self.kernel} ({how}: result {self.row_id}, measured at {shape_text(self.measured_at)}{swapped})"
 
 
 class Winners(NamedTuple):
@@ -231,7 +238,13 @@ class Dispatcher:
 
     def _decide(self, gpu: str, shape: Shape, layout: Layout, limits: Limits) -> Choice:
         if self.library:
-            return self._against_library(gpu, shape, layout)
+            choice = self._against_library(gpu, shape, layout)
+            alike = swapped_shape(shape, layout)
+            if choice.library and alike is not None:
+                other = self._against_library(gpu, alike, PLAIN)
+                if other.origin == COVERING:
+                    return replace(other, swapped=alike)
+            return choice
         if self._dbs:
             wanted = kernel_params(layout)
             found = self._best(gpu, shape, wanted, layout.batch)
@@ -351,6 +364,21 @@ class Dispatcher:
         source = render(config)
         return Choice(config, config.name, source, sha256(source), origin + TILING, (row["M"], row["N"], row["K"]),
                       row["id"])
+
+
+def swapped_shape(shape: Shape, layout: Layout) -> Shape | None:
+    """The row-major NN product whose operands are this plain call's swapped, memory for memory, or None. x·Wᵀ of
+    one row (NT, M = 1; x stored 1 x K, W stored N x K) is W (N x K) times x read as a K x 1 column: N x 1 x K,
+    whose N x 1 output lies as the call's 1 x N one. Aᵀ·b of one column (TN, N = 1; A stored K x M, b K x 1) is b
+    read as a 1 x K row times A (K x M): 1 x M x K. A decoding step's x·Wᵀ of one token is of the first kind."""
+    if layout.blas or layout.trans_a == layout.trans_b:
+        return None
+    M, N, K = shape
+    if layout.trans_b and M == 1:
+        return N, 1, K
+    if layout.trans_a and N == 1:
+        return 1, M, K
+    return None
 
 
 def _transposes(row: dict) -> tuple[bool, bool]:

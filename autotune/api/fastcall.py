@@ -95,17 +95,20 @@ def compiled() -> type | None:
     return module.FastCall if module is not None else None
 
 
-def kernel_way(torch: Any, launch: Launch, device: int, out_shape: tuple[int, int], c: Any = None) -> Shortcut:
+def kernel_way(torch: Any, launch: Launch, device: int, out_shape: tuple[int, ...], c: Any = None,
+               swapped: bool = False) -> Shortcut:
     """The short way of a call that our kernel computes: api.shortcuts.to_kernel's steps, in C (the extension's
     KernelProduct, `c`: native()) where the launch can be made from C (backends.cuda.fastlaunch.PreparedLaunch.raw),
     else to_kernel's closure. In C the checks, the allocation and the driver's call run without a Python frame,
-    ctypes' conversions or the launch's lock (the GIL is held throughout, and its arguments live on C's stack)."""
+    ctypes' conversions or the launch's lock (the GIL is held throughout, and its arguments live on C's stack).
+    swapped: the kernel takes B's pointer first (api.dispatch.swapped_shape)."""
     raw = getattr(launch, "raw", None)
     if c is None or raw is None:
-        return to_kernel(torch, launch, device, out_shape)
+        return to_kernel(torch, launch, device, out_shape, swapped)
     r = raw()
     return c.KernelProduct(r.launch, r.function, r.grid, r.block, r.shared, r.shape, tuple(out_shape), device,
-                           torch.float32, torch._C._cuda_getCurrentRawStream, torch._C._cuda_getDevice, launch)
+                           torch.float32, torch._C._cuda_getCurrentRawStream, torch._C._cuda_getDevice, launch,
+                           swapped)
 
 
 NATIVE = native()

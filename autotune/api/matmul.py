@@ -27,13 +27,15 @@ MAX_PLANS = 1024
 
 class Plan(NamedTuple):
     """A call's checked operands and launch, apart from the pointers: pre, pre_kernel are its prologue's;
-    geometry None: the library (cuBLAS) computes it."""
+    geometry None: the library (cuBLAS) computes it. swapped: the kernel computes the NN product of B and A
+    (api.dispatch.swapped_shape), `call` says so (its shape and layout), and B's pointer goes first."""
 
     call: Call
     geometry: Launch | None
     kernel: Any
     pre: Prologue | None
     pre_kernel: Any
+    swapped: bool = False
 
 
 class Launcher(Protocol):
@@ -125,7 +127,8 @@ class Matmul(FastCall):  # type: ignore[misc,valid-type]  # C or Python: api.fas
             if stream is None and current and alpha == 1.0 and beta == 0.0:
                 self._shortcut_kernel(table, plan, A, B, trans_a, trans_b)
             out = new_output(A, a, plan.call.out_shape)
-        self._launch(plan, handle, a.ptr, b.ptr, c.ptr if c is not None else read(out, "out").ptr)
+        first, second = (b.ptr, a.ptr) if plan.swapped else (a.ptr, b.ptr)
+        self._launch(plan, handle, first, second, c.ptr if c is not None else read(out, "out").ptr)
         return out
 
     def _shortcut_kernel(self, table: dict, plan: Plan, A: Any, B: Any, trans_a: bool, trans_b: bool) -> None:
@@ -138,9 +141,9 @@ class Matmul(FastCall):  # type: ignore[misc,valid-type]  # C or Python: api.fas
         launch = self.launcher.prepare(call.device, plan.kernel, plan.geometry, call.shape)
         fastcall.attach_aten(torch)  # the tensors' sizes read in C++ when a later call looks its way up
         if launch is not None:
-            out_shape = (call.shape[0], call.shape[1])
             self._remember(table, (A.shape, B.shape, trans_a, trans_b, call.device),
-                           fastcall.kernel_way(torch, launch, call.device, out_shape, fastcall.NATIVE))
+                           fastcall.kernel_way(torch, launch, call.device, call.out_shape, fastcall.NATIVE,
+                                               plan.swapped))
 
     @staticmethod
     def _remember(table: dict, key: tuple, value: Any) -> None:
@@ -204,13 +207,16 @@ class Matmul(FastCall):  # type: ignore[misc,valid-type]  # C or Python: api.fas
             if self.on_library is not None:
                 self.on_library(device, shape, call.layout)
             return Plan(call, None, None, None, None)
+        if choice.swapped is not None:  # the same floats as the NN product of B and A: computed as that
+            call = Call(choice.swapped, Layout(False, False), None, device, call.out_shape)
+            shape = choice.swapped
         geometry = choice.config.geometry(shape[0], shape[1], limits)
         if call.ops is not None:
             geometry = batched(geometry, call.ops.batch)
         kernel = self._kernel(device, choice, choice.kernel, geometry.shared_bytes)
         pre = choice.config.prologue(*shape)
         pre_kernel = self._kernel(device, choice, choice.kernel + PROLOGUE_SUFFIX, 0) if pre is not None else None
-        return Plan(call, geometry, kernel, pre, pre_kernel)
+        return Plan(call, geometry, kernel, pre, pre_kernel, choice.swapped is not None)
 
     def choose(self, M: int, N: int, K: int, device: int = 0, *, trans_a: bool = False,
                trans_b: bool = False, blas: bool = False, batch: int = 1) -> Choice:

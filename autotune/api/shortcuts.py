@@ -45,10 +45,10 @@ def to_torch(torch: Any, trans_a: bool, trans_b: bool) -> TorchProduct:
     return TorchProduct(torch.mm, torch.float32, tf32_getter(torch), trans_a, trans_b)
 
 
-def to_kernel(torch: Any, launch: Launch, device: int, out_shape: tuple[int, int]) -> Shortcut:
+def to_kernel(torch: Any, launch: Launch, device: int, out_shape: tuple[int, ...], swapped: bool = False) -> Shortcut:
     """The plan was made for contiguous float32 operands on `device`, outside autograd, on torch's
     current stream there; the launch needs that device's context current, so torch's current device
-    must be it."""
+    must be it. swapped: the kernel takes B's pointer first (api.dispatch.swapped_shape)."""
     float32 = torch.float32
     raw_stream, current_device = torch._C._cuda_getCurrentRawStream, torch._C._cuda_getDevice
 
@@ -58,7 +58,8 @@ def to_kernel(torch: Any, launch: Launch, device: int, out_shape: tuple[int, int
                 or current_device() != device):
             return None
         C = A.new_empty(out_shape)
-        if launch(raw_stream(device), A.data_ptr(), B.data_ptr(), C.data_ptr()) != 0:
+        first, second = (B, A) if swapped else (A, B)
+        if launch(raw_stream(device), first.data_ptr(), second.data_ptr(), C.data_ptr()) != 0:
             return None  # not enqueued (another context current): the full path says why or succeeds
         return C
 
