@@ -425,7 +425,8 @@ def test_the_readmes_load_table_is_the_anyshape_runs():
     assert all(r["device"].startswith("NVIDIA H100") for r in [*h100, covered["h100"]])
     assert {r["first_step"] for r in h100} == {"C+ATen"} and [r["seed"] for r in h100] == list(range(1, 31))
     thin = [_json(f"anyshape-thin-seed{s}-h100.json") for s in range(1, 9)]  # docs/pytorch.md's "Thin calls"
-    assert all(r["device"].startswith("NVIDIA H100") and r["first_step"] == "C+ATen" for r in thin)
+    decode = [_json(f"anyshape-decode-seed{s}-h100.json") for s in range(1, 4)]  # its "One-row x·Wᵀ"
+    assert all(r["device"].startswith("NVIDIA H100") and r["first_step"] == "C+ATen" for r in [*thin, *decode])
     text = README.read_text()
     rows = table_rows(text.split("Called as a user calls it")[1])
     cover = {g: f"after `autotune cover` ({c['cover']['took_s']:.0f} s)" for g, c in covered.items()}
@@ -434,6 +435,7 @@ def test_the_readmes_load_table_is_the_anyshape_runs():
                     ["H200", cover["h200"], "seed 1", *_readme_row([covered["h200"]], "random")],
                     ["H100", "the shipped database, `api._aten`'s steps", "seeds 1-30", *_readme_row(h100, "random")],
                     ["H100", "the shipped database, `api._aten`'s steps", "thin calls, seeds 1-8", *_readme_row(thin, "thin")],
+                    ["H100", "the shipped database, `api._aten`'s steps", "one-row x·Wᵀ, seeds 1-3", *_readme_row(decode, "decode")],
                     ["H100", cover["h100"], "seed 1", *_readme_row([covered["h100"]], "random")]]
     assert all(c["seed"] == 1 and c["cover"]["trials"] == 12 for c in covered.values())
     low = [s for run in [*h200, *h100] for s in run["shapes"] if s["kind"] == "random" and s["torch_ms"] < 0.95 * s["ours_ms"]]
@@ -1626,3 +1628,46 @@ def test_the_host_bound_docs_transposed_pass_through_figures_are_the_committed_p
     assert len(gpu) == 6 and "sources b8af25f" in (ROOT / "benchmarks" / "data" / "aten-steps-nt-h100.txt").read_text()
     assert (f"{_span2([u['C+ATen'] for u in gpu])} µs a call with the steps, {_span2([u['torch.matmul'] for u in gpu])} "
             f"torch.matmul, {_span2([u['C'] for u in gpu])} the C first step alone") in flat
+
+
+def test_the_pytorch_docs_one_row_x_wt_table_is_the_h100_runs():
+    """docs/pytorch.md's one-row x·Wᵀ calls (anyshape.py --decode 40, seeds 1-3) computed as W·x where a row covers
+    that product: each row from its run's JSON, and the sentences under the table."""
+    text = section(PYTORCH_DOC.read_text(), "## One-row x·Wᵀ (an H100)")
+    flat, rows = " ".join(text.split()), table_rows(text)
+    assert [int(r[0]) for r in rows] == [1, 2, 3]
+
+    def ratio(x: dict) -> float:
+        return x["torch_ms"] / x["ours_ms"]
+
+    def span3(values: list[float]) -> str:
+        low, high = f"{min(values):.3f}", f"{max(values):.3f}"
+        return f"{low} at each seed" if low == high else f"{low}-{high}"
+
+    ours, alone, library, control, projection, families = [], [], [], [], [], set()
+    for row in rows:
+        run = _json(f"anyshape-decode-seed{row[0]}-h100.json")
+        assert run["seed"] == int(row[0]) and run["commit"] == "a02456c" and run["first_step"] == "C+ATen"
+        assert run["device"].startswith("NVIDIA H100") and "tuned/h100.sqlite" in run["database"]
+        calls = [x for x in run["shapes"] if x["kind"] == "decode"]
+        assert len(calls) == 40 and all(x["M"] == 1 and x["layout"] == "NT" for x in calls)
+        swapped = [x for x in calls if not x["kernel"].startswith("cuBLAS")]
+        assert all(x["kernel"].endswith(f"; as {x['N']}x1x{x['K']}, A and B swapped)") for x in swapped)
+        cublas = [x for x in calls if x["kernel"].startswith("cuBLAS")]
+        d = run["summary"]["decode"]
+        assert row[1:] == [f"{d['geomean_queued']:.3f}", f"{d['geomean_alone']:.3f}", f"{d['min_queued']:.3f}",
+                           str(d["below_0.95_queued"]), str(len(swapped)),
+                           f"{geomean([ratio(x) for x in swapped]):.2f}", f"{geomean([ratio(x) for x in cublas]):.3f}"]
+        ours += [ratio(x) for x in swapped]
+        alone += [x["torch_alone_ms"] / x["ours_alone_ms"] for x in swapped]
+        library += [ratio(x) for x in cublas]
+        families |= {(x["kernel"].split("_")[1], _measured_at(x)[1]) for x in swapped}
+        control.append(d["control_geomean"])
+        projection.append(run["summary"]["projection"]["geomean_queued"])
+    assert families == {("tall", 15), ("splitk", 31)}
+    assert (f"measured at 15 columns (`tall`) or 31 (`splitk`) ran {len(ours)} of the 120 calls, at {_span2(ours)}x "
+            f"queued and {_span2(alone)}x alone") in flat
+    assert f"The calls cuBLAS computed read {min(library):.3f}-{max(library):.3f}." in flat
+    assert (f"(`control`, the first 8 of each seed): {min(control):.3f}-{max(control):.3f}. The projections: "
+            f"{span3(projection)}.") in flat
+    assert "python benchmarks/anyshape.py --seed 1 --count 0 --decode 40" in flat
