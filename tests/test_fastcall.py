@@ -431,7 +431,7 @@ def test_a_kernel_way_launches_on_the_current_stream_with_the_operands_pointers(
 
 
 def test_a_swapped_kernel_way_hands_the_kernel_b_first(c, monkeypatch):
-    # the NN product of B and A computes the call (api.dispatch.swapped_shape): the same checks, C as the call's
+    # the NN product of B and A computes the call (api.operands.swapped_shape): the same checks, C as the call's
     way, launches = kernel_way(c, monkeypatch, swapped=True)
     A, B = torch.randn(5, 3), torch.randn(3, 4)
     C = way(A, B)

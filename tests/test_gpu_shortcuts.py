@@ -98,7 +98,7 @@ def test_with_aten_steps_calls_give_the_same_products_on_the_device(monkeypatch,
 @pytest.mark.parametrize(("shape", "trans_a", "trans_b"), [((1, 3434, 234), False, True), ((1, 777, 101), False, True),
                                                            ((5001, 1, 201), True, False)])
 def test_one_row_or_column_computed_with_its_operands_swapped_is_the_product(mm, shape, trans_a, trans_b):
-    # x·Wᵀ of one row as W·x, Aᵀ·b of one column as b·A (api.dispatch.swapped_shape), where the shipped database's
+    # x·Wᵀ of one row as W·x, Aᵀ·b of one column as b·A (api.operands.swapped_shape), where the shipped database's
     # rows cover those products: the full path, the short way and out= all give torch's product
     shipped = autotune.load()
     M, N, K = shape

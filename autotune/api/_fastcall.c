@@ -409,7 +409,7 @@ typedef struct {
     PyObject *out_shape, *device, *float32, *raw_stream, *current_device, *owner;
     Py_ssize_t rows, cols;  /* out_shape's */
     long device_index;      /* device's */
-    int swapped;            /* B's pointer first: the NN product of B and A (api.dispatch.swapped_shape) */
+    int swapped;            /* B's pointer first: the NN product of B and A (api.operands.swapped_shape) */
 } KernelProduct;
 
 static PyObject *s_requires_grad, *s_is_contiguous, *s_new_empty, *s_data_ptr;

@@ -14,10 +14,9 @@ beside it in the same process by WIN_MARGIN (beats_library), either
   (api.shortcuts) costs the host less than torch.matmul does (benchmarks/data/host-cost-h200.json).
   Of the covering rows the one measured at the smallest shape runs (the closest fit), where its
   constraints allow this shape.
-- swapped: a plain call of one row as x·Wᵀ (NT, M = 1), or of one column as Aᵀ·b (TN, N = 1), is float for
-  float the row-major product of its operands swapped, W·x (N x 1 x K) or b·A (1 x M x K) (swapped_shape): where
-  cuBLAS would compute the call, a row that covers that product (above) runs it. Covering rows only: their calls
-  are host-bound, where cuBLAS's kernel hardly matters, and cuBLAS's times of the two products were never compared.
+- swapped: x·Wᵀ of one row, or Aᵀ·b of one column, is float for float the NN product of its operands swapped
+  (operands.swapped_shape): where cuBLAS would compute the call, a row that covers that product runs it. Covering
+  rows only: their calls are host-bound, and cuBLAS's times of the two products were never compared.
 Everywhere else cuBLAS runs (the `cublas` choice: torch's own matmul on torch tensors, else cuBLAS
 in pedantic FP32). A nearest shape's row that does not cover the call, or a family default, is no
 evidence: a tile that won at 4096 rows can lose by 5x at 400. With `library=False` (and
@@ -48,7 +47,7 @@ from typing import NamedTuple, Sequence
 
 from autotune import store
 from autotune.api.export import nearest_best
-from autotune.api.operands import Layout
+from autotune.api.operands import PLAIN, Layout, swapped_shape
 from autotune.backends.outcome import OK
 from autotune.codegen.render import render, sha256
 from autotune.errors import AutotuneError, SpaceError
@@ -83,7 +82,6 @@ HOST_BOUND_MS = 0.011
 # H200 leases but for 9.6-9.9 at three of one or two rows or 11 columns, hides most such kernels.
 HOST_SAVING_MS = 0.003
 COVERING = "covering"  # the origin of a row measured at a shape that holds the call's
-PLAIN = Layout(False, False)  # C = A·B, row-major and tight: the layout a swapped call is computed in
 
 
 def timed_beside_cublas(row: dict) -> tuple[float, float] | None:
@@ -164,7 +162,7 @@ class Choice:
     measured_at: Shape | None  # the shape its recorded time is from (None: the default, never timed here)
     row_id: int | None
     why: str = ""  # the library's choice: what the evidence was
-    swapped: Shape | None = None  # the NN product of the operands swapped that the kernel computes (swapped_shape)
+    swapped: Shape | None = None  # the kernel computes this NN product of B and A (operands.swapped_shape)
 
     @property
     def library(self) -> bool:
@@ -364,21 +362,6 @@ class Dispatcher:
         source = render(config)
         return Choice(config, config.name, source, sha256(source), origin + TILING, (row["M"], row["N"], row["K"]),
                       row["id"])
-
-
-def swapped_shape(shape: Shape, layout: Layout) -> Shape | None:
-    """The row-major NN product whose operands are this plain call's swapped, memory for memory, or None. x·Wᵀ of
-    one row (NT, M = 1; x stored 1 x K, W stored N x K) is W (N x K) times x read as a K x 1 column: N x 1 x K,
-    whose N x 1 output lies as the call's 1 x N one. Aᵀ·b of one column (TN, N = 1; A stored K x M, b K x 1) is b
-    read as a 1 x K row times A (K x M): 1 x M x K. A decoding step's x·Wᵀ of one token is of the first kind."""
-    if layout.blas or layout.trans_a == layout.trans_b:
-        return None
-    M, N, K = shape
-    if layout.trans_b and M == 1:
-        return N, 1, K
-    if layout.trans_a and N == 1:
-        return 1, M, K
-    return None
 
 
 def _transposes(row: dict) -> tuple[bool, bool]:

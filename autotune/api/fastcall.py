@@ -101,7 +101,7 @@ def kernel_way(torch: Any, launch: Launch, device: int, out_shape: tuple[int, ..
     KernelProduct, `c`: native()) where the launch can be made from C (backends.cuda.fastlaunch.PreparedLaunch.raw),
     else to_kernel's closure. In C the checks, the allocation and the driver's call run without a Python frame,
     ctypes' conversions or the launch's lock (the GIL is held throughout, and its arguments live on C's stack).
-    swapped: the kernel takes B's pointer first (api.dispatch.swapped_shape)."""
+    swapped: the kernel takes B's pointer first (api.operands.swapped_shape)."""
     raw = getattr(launch, "raw", None)
     if c is None or raw is None:
         return to_kernel(torch, launch, device, out_shape, swapped)

@@ -28,7 +28,7 @@ MAX_PLANS = 1024
 class Plan(NamedTuple):
     """A call's checked operands and launch, apart from the pointers: pre, pre_kernel are its prologue's;
     geometry None: the library (cuBLAS) computes it. swapped: the kernel computes the NN product of B and A
-    (api.dispatch.swapped_shape), `call` says so (its shape and layout), and B's pointer goes first."""
+    (api.operands.swapped_shape), `call` says so (its shape and layout), and B's pointer goes first."""
 
     call: Call
     geometry: Launch | None

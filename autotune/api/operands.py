@@ -37,6 +37,9 @@ class Layout:
     batch: int = 1
 
 
+PLAIN = Layout(False, False)  # C = A·B of tight row-major operands: the plain signature's layout
+
+
 @dataclass(frozen=True)
 class Call:
     """One call as the launch needs it. ops: a BLAS=1 kernel's arguments (None: the plain
@@ -191,3 +194,18 @@ def _one_device(views: list[ArrayView]) -> int:
         where = ", ".join(f"{v.name} on device {v.device}" for v in views)
         raise AutotuneError(f"the operands are on different devices ({where}); put them on one")
     return views[0].device  # type: ignore[return-value]
+
+
+def swapped_shape(shape: Shape, layout: Layout) -> Shape | None:
+    """The row-major NN product whose operands are this plain call's swapped, memory for memory, or None. x·Wᵀ of
+    one row (NT, M = 1; x stored 1 x K, W stored N x K) is W (N x K) times x read as a K x 1 column: N x 1 x K,
+    whose N x 1 output lies as the call's 1 x N one. Aᵀ·b of one column (TN, N = 1; A stored K x M, b K x 1) is b
+    read as a 1 x K row times A (K x M): 1 x M x K. A decoding step's x·Wᵀ of one token is of the first kind."""
+    if layout.blas or layout.trans_a == layout.trans_b:
+        return None
+    M, N, K = shape
+    if layout.trans_b and M == 1:
+        return N, 1, K
+    if layout.trans_a and N == 1:
+        return 1, M, K
+    return None

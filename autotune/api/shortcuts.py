@@ -48,7 +48,7 @@ def to_torch(torch: Any, trans_a: bool, trans_b: bool) -> TorchProduct:
 def to_kernel(torch: Any, launch: Launch, device: int, out_shape: tuple[int, ...], swapped: bool = False) -> Shortcut:
     """The plan was made for contiguous float32 operands on `device`, outside autograd, on torch's
     current stream there; the launch needs that device's context current, so torch's current device
-    must be it. swapped: the kernel takes B's pointer first (api.dispatch.swapped_shape)."""
+    must be it. swapped: the kernel takes B's pointer first (api.operands.swapped_shape)."""
     float32 = torch.float32
     raw_stream, current_device = torch._C._cuda_getCurrentRawStream, torch._C._cuda_getDevice
 
