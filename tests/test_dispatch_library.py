@@ -246,3 +246,16 @@ def test_a_swapped_call_launches_the_kernel_on_b_then_a_at_the_swapped_shape(swa
     assert (call["ptrs"], call["shape"]) == ((0x500000, 0x400000, 0x600000), (1, 200, 60))
     mm(DeviceArray((2, 60), 0x100000), w, out=DeviceArray((2, 200), 0x300000), trans_b=True, stream=5)
     assert launcher.launches[-1]["kernel"] == "cublas"  # two rows: cuBLAS, the operands as they lie
+
+
+def test_a_linear_layer_with_a_bias_leaves_host_bound_products_to_f_linear(swappable, launcher, monkeypatch):
+    pytest.importorskip("torch", reason="torch is not installed (pip install torch; CI installs a CPU build)")
+    from autotune.torch import nn
+
+    path, _ = swappable
+    mm = autotune.load(db=path, launcher=launcher)
+    monkeypatch.setattr(nn, "current", lambda: mm)
+    assert mm.choose(1, 200, 60, trans_b=True).origin == "covering"
+    # one token through a layer of 60 -> 200: our kernel without a bias, F.linear (the bias fused) with one
+    assert not nn._library_at(1, 200, 60, 0, False) and nn._library_at(1, 200, 60, 0, True)
+    assert nn._library_at(2, 200, 60, 0, False)  # cuBLAS computes it: F.linear either way
