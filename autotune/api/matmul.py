@@ -18,7 +18,7 @@ from autotune.api import fastcall, library, shortcuts
 from autotune.api.arrays import ArrayView, read_array, signature
 from autotune.api.dispatch import Choice, Dispatcher
 from autotune.api.fastcall import CallSignature, FastCall
-from autotune.api.operands import Call, Layout, check_apart, check_flags, check_scalars, describe
+from autotune.api.operands import PLAIN, Call, Layout, check_apart, check_flags, check_scalars, describe
 from autotune.errors import AutotuneError
 from autotune.space import PROLOGUE_SUFFIX, Launch, Limits, Operands, Prologue, Shape, batched, tight
 
@@ -208,7 +208,7 @@ class Matmul(FastCall):  # type: ignore[misc,valid-type]  # C or Python: api.fas
                 self.on_library(device, shape, call.layout)
             return Plan(call, None, None, None, None)
         if choice.swapped is not None:  # the same floats as the NN product of B and A: computed as that
-            call = Call(choice.swapped, Layout(False, False), None, device, call.out_shape)
+            call = Call(choice.swapped, PLAIN, None, device, call.out_shape)
             shape = choice.swapped
         geometry = choice.config.geometry(shape[0], shape[1], limits)
         if call.ops is not None:
