@@ -8,8 +8,9 @@ Shapes: `--count` drawn with the seed, M, N and K log-uniform in [1, 16384] with
 with --suite the suite's shapes, and with --thin that many thin calls: M or N (in turn) log-uniform in
 [1, 8], the other two in [1, 16384], every other few-row one as x·Wᵀ (NT), as a decoding step calls a
 projection (thin_shapes; a stream of the seed's own, so the random shapes stay those of the seed), and with
---decode that many x·Wᵀ calls of one row, N and K log-uniform in [16, 16384], as a decoding step of one token
-calls its projections (decode_shapes; another stream of the seed's). Each shape is timed two ways, for both in the same process:
+--decode that many x·Wᵀ calls of one row, N and K log-uniform in [16, 16384], as a decoding step of one
+token calls its projections (decode_shapes; another stream of the seed's). Each shape is timed two ways,
+for both in the same process:
 - queued: CUDA events around `reps` calls back to back (the median round's mean of --rounds, the two
   taking turns round by round), so a call costs max(host time, GPU time);
 - alone: events around one call after a synchronisation (the median of --alone calls): its launch
@@ -190,8 +191,8 @@ def main() -> int:
     parser.add_argument("--db", help="results database (default: autotune.load()'s)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--count", type=int, default=40)
-    parser.add_argument("--control", type=int, default=8, help="at this many random shapes (and thin or decoding ones), also torch.matmul "
-                        "paired with itself: the timing method's own bias")
+    parser.add_argument("--control", type=int, default=8, help="at this many random shapes (and as many thin and "
+                        "decoding ones), also torch.matmul paired with itself: the timing method's own bias")
     parser.add_argument("--rounds", type=int, default=12, help="queued: rounds of about 2 ms of calls each, taken in "
                         "turn (an even number); the median round's mean is reported. At 6 rounds torch.matmul paired "
                         "with itself read 0.97-1.05 at host-bound shapes")
@@ -226,8 +227,8 @@ def main() -> int:
         groups["suite"] = [((s["M"], s["N"], s["K"]), False) for s in tomllib.loads(Path(args.suite).read_text())["shapes"]]
     rows = []
     for kind, shapes in groups.items():
-        for shape, trans_b in shapes:
-            control = kind in ("random", "thin", "decode") and sum(r["kind"] == kind for r in rows) < args.control
+        for i, (shape, trans_b) in enumerate(shapes):
+            control = kind in ("random", "thin", "decode") and i < args.control
             rows.append(measure(torch, mm, shape, trans_b, kind, control,
                                 args.rounds, args.alone, forced if kind == "random" and not trans_b else None))
             r = rows[-1]

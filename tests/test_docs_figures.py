@@ -1563,15 +1563,17 @@ def test_the_h100_docs_later_seeds_table_is_the_committed_anyshape_runs():
             f"{max(r['geomean_queued'] for r in rs):.3f})") in " ".join(PYTORCH_DOC.read_text().split())
 
 
+def _queued(x: dict) -> float:
+    """A run's shape: torch.matmul's time over ours, calls queued back to back."""
+    return x["torch_ms"] / x["ours_ms"]
+
+
 def test_the_pytorch_docs_thin_calls_table_is_the_h100_runs():
     """docs/pytorch.md's thin calls (anyshape.py --thin 40, seeds 1-8) before and after the pass-through made its own
     transposes: each row from the two runs' JSONs, and the sentences under it."""
     text = section(PYTORCH_DOC.read_text(), "## Thin calls (an H100)")
     flat, rows = " ".join(text.split()), table_rows(text)
     assert [int(r[0]) for r in rows] == list(range(1, 9))
-
-    def ratio(x: dict) -> float:
-        return x["torch_ms"] / x["ours_ms"]
 
     before_nt, now_nt, ours, sides, thin, hosts, control, projection = [], [], [], [], [], [], [], []
     for row in rows:
@@ -1582,17 +1584,17 @@ def test_the_pytorch_docs_thin_calls_table_is_the_h100_runs():
             assert "tuned/h100.sqlite" in run["database"] and run["summary"]["thin"]["shapes"] == 40
             assert [x for x in run["shapes"] if x["kind"] == "random"] == []
         b, n = before["summary"]["thin"], now["summary"]["thin"]
-        nt = [[ratio(x) for x in run["shapes"] if x["kind"] == "thin" and x["layout"] == "NT"] for run in (before, now)]
+        nt = [[_queued(x) for x in run["shapes"] if x["kind"] == "thin" and x["layout"] == "NT"] for run in (before, now)]
         kernels = [x for x in now["shapes"] if x["kind"] == "thin" and not x["kernel"].startswith("cuBLAS")]
         assert row[1:] == [f"{b['geomean_queued']:.3f}", f"{geomean(nt[0]):.3f}", str(b["below_0.95_queued"]),
                            f"{n['geomean_queued']:.3f}", f"{n['geomean_alone']:.3f}", f"{n['min_queued']:.3f}",
                            str(n["below_0.95_queued"]), str(n["kernels"]), f"{geomean(nt[1]):.3f}",
-                           f"{geomean([ratio(x) for x in kernels]):.2f}"], row[0]
+                           f"{geomean([_queued(x) for x in kernels]):.2f}"], row[0]
         before_nt += nt[0]
         now_nt += nt[1]
-        ours += [ratio(x) for x in kernels]
+        ours += [_queued(x) for x in kernels]
         sides += [(x["M"] <= 8, _measured_at(x)[0 if x["M"] <= 8 else 1]) for x in kernels]
-        thin += [ratio(x) for x in now["shapes"] if x["kind"] == "thin"]
+        thin += [_queued(x) for x in now["shapes"] if x["kind"] == "thin"]
         hosts.append(now["host_per_call"])
         control.append(n["control_geomean"])
         projection.append(now["summary"]["projection"]["geomean_queued"])
@@ -1637,9 +1639,6 @@ def test_the_pytorch_docs_one_row_x_wt_table_is_the_h100_runs():
     flat, rows = " ".join(text.split()), table_rows(text)
     assert [int(r[0]) for r in rows] == [1, 2, 3]
 
-    def ratio(x: dict) -> float:
-        return x["torch_ms"] / x["ours_ms"]
-
     def span3(values: list[float]) -> str:
         low, high = f"{min(values):.3f}", f"{max(values):.3f}"
         return f"{low} at each seed" if low == high else f"{low}-{high}"
@@ -1657,10 +1656,10 @@ def test_the_pytorch_docs_one_row_x_wt_table_is_the_h100_runs():
         d = run["summary"]["decode"]
         assert row[1:] == [f"{d['geomean_queued']:.3f}", f"{d['geomean_alone']:.3f}", f"{d['min_queued']:.3f}",
                            str(d["below_0.95_queued"]), str(len(swapped)),
-                           f"{geomean([ratio(x) for x in swapped]):.2f}", f"{geomean([ratio(x) for x in cublas]):.3f}"]
-        ours += [ratio(x) for x in swapped]
+                           f"{geomean([_queued(x) for x in swapped]):.2f}", f"{geomean([_queued(x) for x in cublas]):.3f}"]
+        ours += [_queued(x) for x in swapped]
         alone += [x["torch_alone_ms"] / x["ours_alone_ms"] for x in swapped]
-        library += [ratio(x) for x in cublas]
+        library += [_queued(x) for x in cublas]
         families |= {(x["kernel"].split("_")[1], _measured_at(x)[1]) for x in swapped}
         control.append(d["control_geomean"])
         projection.append(run["summary"]["projection"]["geomean_queued"])
