@@ -83,6 +83,13 @@ def decode_shapes(seed: int, count: int) -> list[tuple[tuple[int, int, int], boo
     return [((1, n, k), True) for n, k in drawn]
 
 
+def how_many(text: str) -> int:
+    """A count of shapes to draw: a whole number, 0 or more (argparse's type: anything else is one line, exit 2)."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r}: pass a whole number of shapes, 0 or more")
+    return int(text)
+
+
 def one_call_ms(torch, run) -> float:
     """Events around one call after a synchronisation."""
     torch.cuda.synchronize()
@@ -190,16 +197,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", help="results database (default: autotune.load()'s)")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--count", type=int, default=40)
+    parser.add_argument("--count", type=how_many, default=40)
     parser.add_argument("--control", type=int, default=8, help="at this many random shapes (and as many thin and "
                         "decoding ones), also torch.matmul paired with itself: the timing method's own bias")
     parser.add_argument("--rounds", type=int, default=12, help="queued: rounds of about 2 ms of calls each, taken in "
                         "turn (an even number); the median round's mean is reported. At 6 rounds torch.matmul paired "
                         "with itself read 0.97-1.05 at host-bound shapes")
     parser.add_argument("--alone", type=int, default=100, help="alone: calls of each, one at a time; the median")
-    parser.add_argument("--thin", type=int, default=0, help="also this many thin calls (M or N at most 8) drawn with "
+    parser.add_argument("--thin", type=how_many, default=0, help="also this many thin calls (M or N at most 8) drawn with "
                         "the seed: thin_shapes")
-    parser.add_argument("--decode", type=int, default=0, help="also this many x·Wᵀ calls of one row drawn with "
+    parser.add_argument("--decode", type=how_many, default=0, help="also this many x·Wᵀ calls of one row drawn with "
                         "the seed: decode_shapes")
     parser.add_argument("--suite", help="a shapes file (autotune/api/shapes.toml) whose shapes are measured too")
     parser.add_argument("--commit", default="", help="the sources' commit, recorded in the output")

@@ -35,3 +35,12 @@ def test_decoding_calls_are_one_row_of_x_wt_within_bounds(anyshape):
     assert all(M == 1 and 16 <= N <= 16384 and 16 <= K <= 16384 for (M, N, K), _ in drawn)
     assert drawn == anyshape.decode_shapes(2, 40) and drawn[:10] == anyshape.decode_shapes(2, 10)
     assert len({s for s, _ in drawn}) > 30 and {s for s, _ in drawn} != {s for s, _ in anyshape.decode_shapes(3, 40)}
+
+
+@pytest.mark.parametrize("flag", ["--count", "--thin", "--decode"])
+def test_a_count_that_is_not_a_whole_number_is_one_line_and_exit_2(anyshape, flag, monkeypatch, capsys):
+    monkeypatch.setattr("sys.argv", ["anyshape.py", flag, "-3"])
+    with pytest.raises(SystemExit) as stop:
+        anyshape.main()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and "'-3': pass a whole number of shapes, 0 or more" in err[-1]
