@@ -1,0 +1,96 @@
+"""autotune.torch.Linear against torch.nn.Linear (TF32 off), one layer call at a time, as a model calls its
+layers while decoding: the same weight and bias, an input of a few rows, host time included. Writes
+benchmarks/data/linear-layers-<gpu>.json.
+
+    python benchmarks/linear_layers.py --seed 1 --count 40 [--rows 1]
+
+Layers: `--count` drawn with the seed as anyshape.py's decode_shapes draws them (out_features N and
+in_features K log-uniform in [16, 16384]), each called on an input of `--rows` rows, once with a bias and
+once without (the two are separate layers holding the same weight). Each call is timed as anyshape.py
+times a product: queued (events around calls back to back, the two layers in ABBA turns, the median round)
+and alone (events around one call after a synchronisation, the median), in the same process. The row
+names what load()'s dispatcher chose for the layer's product (x·Wᵀ) and whether the layer ran it or
+F.linear: autotune.torch.nn's rule sends a layer with a bias to F.linear where the choice is a covering
+row's, so with a bias the layer should never read below nn.Linear for running our kernel.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import autotune.torch as at
+from autotune.space.devices import gpu_tag
+from autotune.torch.nn import _runs_library  # the layer's own rule: F.linear or our kernel
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from anyshape import alone_ms, decode_shapes, geomean, how_many  # noqa: E402
+from cuda_events import paired_ms, time_ms  # noqa: E402
+from sources import commit  # noqa: E402
+
+
+def measure(torch, rows: int, out_features: int, in_features: int, bias: bool, rounds: int, alone: int) -> dict:
+    theirs = torch.nn.Linear(in_features, out_features, bias=bias, device="cuda")
+    ours = at.Linear(in_features, out_features, bias=bias, device="cuda")
+    ours.weight, ours.bias = theirs.weight, theirs.bias  # one set of parameters, read by both
+    x = torch.randn(rows, in_features, device="cuda")
+    with torch.no_grad():
+        ref = theirs(x).double()
+        error = float(torch.linalg.norm(ours(x).double() - ref) / max(torch.linalg.norm(ref), 1e-30))
+        once = time_ms(torch, lambda: theirs(x), 3, 1)
+        reps = max(5, min(500, int(2.0 / max(once, 1e-4))))  # about 2 ms of work a round
+        torch_alone, ours_alone = alone_ms(torch, lambda: ours(x), lambda: theirs(x), alone)
+        torch_ms, ours_ms = paired_ms(torch, lambda: theirs(x), lambda: ours(x), reps, rounds)
+    choice = at.current().choose(rows, out_features, in_features, torch.cuda.current_device(), trans_b=True)
+    runs = "F.linear" if _runs_library(x, ours.weight, bias) else "kernel"
+    return {"M": rows, "N": out_features, "K": in_features, "bias": bias, "runs": runs,
+            "torch_ms": torch_ms, "ours_ms": ours_ms, "torch_alone_ms": torch_alone, "ours_alone_ms": ours_alone,
+            "kernel": choice.describe(), "err": error}
+
+
+def summary(rows: list[dict]) -> dict:
+    queued = [r["torch_ms"] / r["ours_ms"] for r in rows]
+    alone = [r["torch_alone_ms"] / r["ours_alone_ms"] for r in rows]
+    kernel = [q for q, r in zip(queued, rows) if r["runs"] == "kernel"]
+    return {"layers": len(rows), "geomean_queued": geomean(queued), "geomean_alone": geomean(alone),
+            "min_queued": min(queued), "below_0.95_queued": sum(q < 0.95 for q in queued),
+            "kernel_layers": len(kernel), "kernel_geomean_queued": geomean(kernel)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--count", type=how_many, default=40)
+    parser.add_argument("--rows", type=how_many, default=1, help="rows of each layer's input (tokens decoded at once)")
+    parser.add_argument("--rounds", type=int, default=12)
+    parser.add_argument("--alone", type=int, default=100)
+    parser.add_argument("--commit", default="", help="the sources' commit, recorded in the output")
+    parser.add_argument("-o", "--out", help="output JSON (default benchmarks/data/linear-layers-<gpu>.json)")
+    args = parser.parse_args()
+    if args.rows < 1:
+        parser.error("--rows: pass at least 1")
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    rows = []
+    for (_, N, K), _ in decode_shapes(args.seed, args.count):
+        for bias in (True, False):
+            rows.append(measure(torch, args.rows, N, K, bias, args.rounds, args.alone))
+            r = rows[-1]
+            print(f"{r['M']}x{N:>5}x{K:>5} bias {bias!s:5} {r['runs']:8s} nn.Linear/ours queued "
+                  f"{r['torch_ms'] / r['ours_ms']:.3f} alone {r['torch_alone_ms'] / r['ours_alone_ms']:.3f} "
+                  f"err {r['err']:.1e} {r['kernel'][:60]}", flush=True)
+    gpu = torch.cuda.get_device_name()
+    out = {"device": gpu, "seed": args.seed, "rows": args.rows, "commit": args.commit or commit(),
+           "torch": torch.__version__, "method": {"rounds": args.rounds, "alone_calls": args.alone},
+           "layers": rows, "summary": {("bias" if b else "no_bias"): summary([r for r in rows if r["bias"] is b])
+                                       for b in (True, False)}}
+    path = Path(args.out or f"benchmarks/data/linear-layers-{gpu_tag(gpu)}.json")
+    path.write_text(json.dumps(out, indent=1) + "\n")
+    print(json.dumps(out["summary"], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
