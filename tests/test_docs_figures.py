@@ -415,36 +415,43 @@ def _readme_row(runs: list[dict], part: str) -> list[str]:
 
 
 def test_the_readmes_load_table_is_the_anyshape_runs():
-    """The README's table of load() against torch.matmul: each row from its runs' JSONs (the H200's seeds 1-10 and
-    suite through the shipped database, the H100's seeds 1-30 with api._aten's steps, each GPU after a cover), and
-    the sentence on the shapes below 0.95."""
-    h200 = [_json(f"anyshape-seed{s}-shallow-h200.json") for s in range(1, 11)]
+    """The README's table of load() against torch.matmul: each row from its runs' JSONs (each GPU's seeds, thin and
+    one-row x·Wᵀ calls with api._aten's steps through the shipped database, the H200's suite, each GPU after a
+    cover), the sentence on the shapes below 0.95 and the one on autotune.torch.Linear at one-row layers."""
+    h200 = [_json(f"anyshape-seed{s}-first-step-aten-h200.json") for s in range(1, 11)]
     h100 = [_json(f"anyshape-seed{s}-first-step-aten-h100.json") for s in range(1, 31)]
-    suite, covered = _json("anyshape-suite-corners-h200.json"), {g: _json(f"anyshape-covered-{g}.json") for g in ("h200", "h100")}
-    assert all(r["device"].startswith("NVIDIA H200") for r in [*h200, suite, covered["h200"]])
+    suite, covered = _json("anyshape-suite-first-step-aten-h200.json"), {g: _json(f"anyshape-covered-{g}.json") for g in ("h200", "h100")}
+    thin200, decode200 = _json("anyshape-thin-seed1-h200.json"), _json("anyshape-decode-seed1-h200.json")
+    assert all(r["device"].startswith("NVIDIA H200") for r in [*h200, suite, covered["h200"], thin200, decode200])
     assert all(r["device"].startswith("NVIDIA H100") for r in [*h100, covered["h100"]])
-    assert {r["first_step"] for r in h100} == {"C+ATen"} and [r["seed"] for r in h100] == list(range(1, 31))
+    assert {r["first_step"] for r in [*h100, *h200, suite, thin200, decode200]} == {"C+ATen"}
+    assert [r["seed"] for r in h100] == list(range(1, 31)) and [r["seed"] for r in h200] == list(range(1, 11))
     thin = [_json(f"anyshape-thin-seed{s}-h100.json") for s in range(1, 9)]  # docs/pytorch.md's "Thin calls"
     decode = [_json(f"anyshape-decode-seed{s}-h100.json") for s in range(1, 4)]  # its "One-row x·Wᵀ"
     assert all(r["device"].startswith("NVIDIA H100") and r["first_step"] == "C+ATen" for r in [*thin, *decode])
     text = README.read_text()
     rows = table_rows(text.split("Called as a user calls it")[1])
     cover = {g: f"after `autotune cover` ({c['cover']['took_s']:.0f} s)" for g, c in covered.items()}
-    assert rows == [["H200", "the shipped database", "seeds 1-10", *_readme_row(h200, "random")],
-                    ["H200", "the shipped database", "the 36 suite shapes", *_readme_row([suite], "suite")],
+    steps = "the shipped database, `api._aten`'s steps"
+    assert rows == [["H200", steps, "seeds 1-10", *_readme_row(h200, "random")],
+                    ["H200", steps, "the 36 suite shapes", *_readme_row([suite], "suite")],
+                    ["H200", steps, "thin calls, seed 1", *_readme_row([thin200], "thin")],
+                    ["H200", steps, "one-row x·Wᵀ, seed 1", *_readme_row([decode200], "decode")],
                     ["H200", cover["h200"], "seed 1", *_readme_row([covered["h200"]], "random")],
-                    ["H100", "the shipped database, `api._aten`'s steps", "seeds 1-30", *_readme_row(h100, "random")],
-                    ["H100", "the shipped database, `api._aten`'s steps", "thin calls, seeds 1-8", *_readme_row(thin, "thin")],
-                    ["H100", "the shipped database, `api._aten`'s steps", "one-row x·Wᵀ, seeds 1-3", *_readme_row(decode, "decode")],
+                    ["H100", steps, "seeds 1-30", *_readme_row(h100, "random")],
+                    ["H100", steps, "thin calls, seeds 1-8", *_readme_row(thin, "thin")],
+                    ["H100", steps, "one-row x·Wᵀ, seeds 1-3", *_readme_row(decode, "decode")],
                     ["H100", cover["h100"], "seed 1", *_readme_row([covered["h100"]], "random")]]
     assert all(c["seed"] == 1 and c["cover"]["trials"] == 12 for c in covered.values())
     low = [s for run in [*h200, *h100] for s in run["shapes"] if s["kind"] == "random" and s["torch_ms"] < 0.95 * s["ours_ms"]]
-    library = [s for s in low if s["kernel"].startswith("cuBLAS")]
-    [covering] = [s for s in low if not s["kernel"].startswith("cuBLAS")]
-    assert covering in [s for run in h200 for s in run["shapes"]] and min(covering["M"], covering["N"]) == 2
-    assert (f"Of the {len(low)} shapes below 0.95, {len(library)} run cuBLAS, where the lookup in front of it costs "
-            f"a fraction of a µs ([docs/host-bound.md](docs/host-bound.md)), and one is a two-row call on the H200 run "
-            f"by a kernel measured at {min(_measured_at(covering)[:2])} rows") in " ".join(text.split())
+    assert low and all(s["kernel"].startswith("cuBLAS") for s in low)
+    flat = " ".join(text.split())
+    assert (f"All {len(low)} shapes below 0.95 run cuBLAS, where the lookup in front of it costs a fraction of a µs") in flat
+    layers = _json("linear-layers-seed1-h200.json")
+    assert layers["device"].startswith("NVIDIA H200") and layers["rows"] == 1
+    got = {k: f"{v['geomean_queued']:.2f}x" for k, v in layers["summary"].items()}
+    assert (f"as `nn.Linear` at one-row layer calls ({got['no_bias']} without a bias, {got['bias']} with one, on the "
+            f"H200: the layer's Python path") in flat
 
 
 def covered_split(covered: dict) -> tuple[int, list[float], list[float], list[float]]:
@@ -1670,3 +1677,50 @@ def test_the_pytorch_docs_one_row_x_wt_table_is_the_h100_runs():
     assert (f"(`control`, the first 8 of each seed): {min(control):.3f}-{max(control):.3f}. The projections: "
             f"{span3(projection)}.") in flat
     assert "python benchmarks/anyshape.py --seed 1 --count 0 --decode 40" in flat
+
+
+def test_the_pytorch_docs_h200_section_with_the_steps_is_its_runs():
+    """docs/pytorch.md's "With api._aten's steps (the H200)": the seeds' table, the shapes below 0.95, the suite,
+    thin and one-row runs, control and projections, the host probe and autotune.torch.Linear's figures."""
+    text = section(PYTORCH_DOC.read_text(), "## With api._aten's steps (the H200)")
+    flat, rows = " ".join(text.split()), table_rows(text)
+    runs = [_json(f"anyshape-seed{s}-first-step-aten-h200.json") for s in range(1, 11)]
+    assert [int(r[0]) for r in rows] == list(range(1, 11))
+    for row, run in zip(rows, runs):
+        assert run["commit"] == "aaf9388" and run["first_step"] == "C+ATen" and run["device"].startswith("NVIDIA H200")
+        d = run["summary"]["random"]
+        assert row[1:] == [f"{d['geomean_queued']:.3f}", f"{d['geomean_alone']:.3f}", f"{d['min_queued']:.3f}",
+                           str(d["below_0.95_queued"]), str(d["kernels"])]
+    low = [(run["seed"], x) for run in runs for x in run["shapes"] if x["kind"] == "random" and _queued(x) < 0.95]
+    said = " and ".join(f"{x['M']}x{x['N']}x{x['K']} {_queued(x):.3f} (seed {s}; {x['torch_alone_ms'] / x['ours_alone_ms']:.3f} "
+                        f"alone)" for s, x in low)
+    assert f"Below 0.95: {said}, both run by cuBLAS" in flat and all(x["kernel"].startswith("cuBLAS") for _, x in low)
+    [two] = [x for x in runs[0]["shapes"] if (x["M"], x["N"], x["K"]) == (2, 11427, 189)]
+    assert f"read {_queued(two):.3f} queued ({two['torch_alone_ms'] / two['ours_alone_ms']:.3f} alone)" in flat
+
+    def part(name: str, kind: str) -> str:
+        d = _json(name)["summary"][kind]
+        return (f"{d['geomean_queued']:.3f} queued, {d['geomean_alone']:.3f} alone, worst {d['min_queued']:.3f}, "
+                f"our kernels at {d['kernels']} of {d['shapes']}")
+    assert f"The 36 suite shapes: {part('anyshape-suite-first-step-aten-h200.json', 'suite')}" in flat
+    assert f"Seed 1's thin calls: {part('anyshape-thin-seed1-h200.json', 'thin')}" in flat
+    assert f"Seed 1's one-row x·Wᵀ: {part('anyshape-decode-seed1-h200.json', 'decode')} (as W·x)" in flat
+    control = [run["summary"]["random"]["control_geomean"] for run in runs]
+    projection = [run["summary"]["projection"]["geomean_queued"] for run in runs]
+    assert (f"(`control`): {min(control):.3f}-{max(control):.3f}. The projections: "
+            f"{min(projection):.3f}-{max(projection):.3f}") in flat
+    probe = _probe_lines("aten-steps-nt-h200.txt")
+    through = [p for (_, kernel), p in probe if kernel.startswith("cuBLAS")]  # the pass-throughs, NN and NT
+    assert len(through) == 11 and sum(p["C+ATen"] < p["torch.matmul"] for p in through) == 10
+    assert (f"took {_span2([p['C+ATen'] for p in through])} µs a call against torch.matmul's "
+            f"{_span2([p['torch.matmul'] for p in through])}") in flat
+    layers = _json("linear-layers-seed1-h200.json")
+    assert layers["commit"] == "aaf9388" and layers["device"].startswith("NVIDIA H200")
+    got = layers["summary"]
+    assert (f"{got['no_bias']['geomean_queued']:.2f}x without a bias (our kernel at {got['no_bias']['kernel_layers']} of 40 "
+            f"layers) and {got['bias']['geomean_queued']:.2f}x with one (F.linear at all 40)") in flat
+    assert got["bias"]["kernel_layers"] == 0
+    for bias, ours, theirs in ((True, "23.5", "15.3"), (False, "68.1", "14.1")):
+        calls = [x for x in layers["layers"] if x["bias"] is bias]
+        assert (f"{statistics.median(x['ours_ms'] for x in calls) * 1e3:.1f}", f"{statistics.median(x['torch_ms'] for x in calls) * 1e3:.1f}") == (ours, theirs)
+        assert f"{ours} µs a call against nn.Linear's {theirs}" in flat or f"({ours} µs against {theirs})" in flat
