@@ -111,6 +111,19 @@ def alone_ms(torch, ours, theirs, calls: int) -> tuple[float, float]:
     return statistics.median(times[0]), statistics.median(times[1])
 
 
+def compared(torch, ours, theirs, rounds: int, alone: int) -> tuple[dict, int]:
+    """Our call against torch's, both ways (queued: paired_ms; alone: alone_ms), with the relative Frobenius error
+    of our result against theirs, and the calls a queued round takes (about 2 ms of work)."""
+    ref = theirs().double()
+    error = float(torch.linalg.norm(ours().double() - ref) / max(torch.linalg.norm(ref), 1e-30))
+    once = time_ms(torch, theirs, 3, 1)
+    reps = max(5, min(500, int(2.0 / max(once, 1e-4))))
+    torch_alone, ours_alone = alone_ms(torch, ours, theirs, alone)
+    torch_ms, ours_ms = paired_ms(torch, theirs, ours, reps, rounds)
+    return {"torch_ms": torch_ms, "ours_ms": ours_ms, "torch_alone_ms": torch_alone, "ours_alone_ms": ours_alone,
+            "err": error}, reps
+
+
 def measure(torch, mm, shape, trans_b: bool, kind: str, control: bool = False, rounds: int = 12,
             alone: int = 100, forced=None) -> dict:
     M, N, K = shape
@@ -120,16 +133,9 @@ def measure(torch, mm, shape, trans_b: bool, kind: str, control: bool = False, r
     # as a user writes each: mm(A, B) in place of torch.matmul(A, B); x·Wᵀ with the transpose named
     ours = (lambda: mm(A, B, trans_b=True)) if trans_b else (lambda: mm(A, B))
     theirs = lambda: torch.matmul(A, opB)  # noqa: E731
-    ref = theirs().double()
-    error = float(torch.linalg.norm(ours().double() - ref) / max(torch.linalg.norm(ref), 1e-30))
-    once = time_ms(torch, theirs, 3, 1)
-    reps = max(5, min(500, int(2.0 / max(once, 1e-4))))  # about 2 ms of work a round
-    torch_alone, ours_alone = alone_ms(torch, ours, theirs, alone)
-    torch_ms, ours_ms = paired_ms(torch, theirs, ours, reps, rounds)
-    row = {"M": M, "N": N, "K": K, "layout": "NT" if trans_b else "NN", "kind": kind,
-           "torch_ms": torch_ms, "ours_ms": ours_ms,
-           "torch_alone_ms": torch_alone, "ours_alone_ms": ours_alone,
-           "kernel": mm.choose(M, N, K, torch.cuda.current_device(), trans_b=trans_b).describe(), "err": error}
+    timed, reps = compared(torch, ours, theirs, rounds, alone)
+    row = {"M": M, "N": N, "K": K, "layout": "NT" if trans_b else "NN", "kind": kind, **timed,
+           "kernel": mm.choose(M, N, K, torch.cuda.current_device(), trans_b=trans_b).describe()}
     if control:  # the method's own bias: torch.matmul paired with itself (1.0 when unbiased)
         first, again = paired_ms(torch, theirs, lambda: torch.matmul(A, opB), reps, rounds)
         row["control"] = first / again

@@ -36,3 +36,41 @@ def test_a_bad_count_is_one_line_and_exit_2(layers, argv, said, monkeypatch, cap
     with pytest.raises(SystemExit) as stop:
         layers.main()
     assert stop.value.code == 2 and said in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+class _Event:
+    """A CUDA event that reads a clock of its own: the units of work the calls between two records did."""
+    calls = 0
+
+    def __init__(self, enable_timing: bool = True):
+        self.at = 0
+
+    def record(self):
+        self.at = _Event.calls
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, end: "_Event") -> float:
+        return float(end.at - self.at)
+
+
+def test_compared_times_both_calls_and_reads_the_error_of_ours(layers, monkeypatch):
+    """anyshape.compared, the timing both benchmarks share, on a CPU with events that count units of work: theirs
+    costs one a call and ours two, so each reads its own cost queued and alone; the error is ours against theirs."""
+    from types import SimpleNamespace
+
+    import torch
+
+    fake = SimpleNamespace(cuda=SimpleNamespace(Event=_Event, synchronize=lambda: None), linalg=torch.linalg)
+    ref = torch.ones(3, 3)
+
+    def call(value, cost: int):
+        def run():
+            _Event.calls += cost
+            return value
+        return run
+
+    timed, reps = layers.compared(fake, call(ref * 1.5, 2), call(ref, 1), rounds=2, alone=3)
+    assert reps == 5 and timed["err"] == pytest.approx(0.5)
+    assert [timed[k] for k in ("torch_ms", "ours_ms", "torch_alone_ms", "ours_alone_ms")] == [1.0, 2.0, 1.0, 2.0]
