@@ -1,17 +1,19 @@
 """autotune.torch.Linear against torch.nn.Linear (TF32 off), one layer call at a time, as a model calls its
 layers while decoding: the same weight and bias, an input of a few rows, host time included. Writes
-benchmarks/data/linear-layers-<gpu>.json.
+benchmarks/data/linear-layers-<gpu>.json (with --grad, linear-layers-grad-<gpu>.json).
 
-    python benchmarks/linear_layers.py --seed 1 --count 40 [--rows 1]
+    python benchmarks/linear_layers.py --seed 1 --count 40 [--rows 1] [--grad]
 
 Layers: `--count` drawn with the seed as anyshape.py's decode_shapes draws them (out_features N and
 in_features K log-uniform in [16, 16384]), each called on an input of `--rows` rows, once with a bias and
 once without (the two are separate layers holding the same weight). Each call is timed as anyshape.py
 times a product: queued (events around calls back to back, the two layers in ABBA turns, the median round)
 and alone (events around one call after a synchronisation, the median), in the same process. The row
-names what load()'s dispatcher chose for the layer's product (x·Wᵀ) and whether the layer ran it or
-F.linear: autotune.torch.nn's rule sends a layer with a bias to F.linear where the choice is a covering
-row's, so with a bias what the layer loses to nn.Linear is its own host path, not our kernel.
+names what load()'s dispatcher chose for the layer's product (x·Wᵀ) and whether our kernel ran it or
+cuBLAS ("F.linear": F.linear, or torch's product through load()'s pass-through): autotune.torch.nn's rule
+sends a layer with a bias to F.linear where the choice is a covering row's, so with a bias what the layer
+loses to nn.Linear is its own host path, not our kernel. --grad: each call is a training step's, forward with
+autograd on and backward with a fixed gradient, in place of a call under torch.no_grad().
 """
 from __future__ import annotations
 
@@ -29,13 +31,24 @@ from anyshape import compared, decode_shapes, geomean, how_many  # noqa: E402
 from sources import commit  # noqa: E402
 
 
-def measure(torch, rows: int, out_features: int, in_features: int, bias: bool, rounds: int, alone: int) -> dict:
+def measure(torch, rows: int, out_features: int, in_features: int, bias: bool, rounds: int, alone: int,
+            grad: bool = False) -> dict:
     theirs = torch.nn.Linear(in_features, out_features, bias=bias, device="cuda")
     ours = at.Linear(in_features, out_features, bias=bias, device="cuda")
     ours.weight, ours.bias = theirs.weight, theirs.bias  # one set of parameters, read by both
-    x = torch.randn(rows, in_features, device="cuda")
-    with torch.no_grad():
-        timed, _ = compared(torch, lambda: ours(x), lambda: theirs(x), rounds, alone)
+    x = torch.randn(rows, in_features, device="cuda", requires_grad=grad)
+    if grad:  # a training step's layer call: forward recorded, then backward with one fixed gradient
+        g = torch.randn(rows, out_features, device="cuda")
+
+        def step(layer):
+            y = layer(x)
+            y.backward(g)
+            return y.detach()
+
+        timed, _ = compared(torch, lambda: step(ours), lambda: step(theirs), rounds, alone)
+    else:
+        with torch.no_grad():
+            timed, _ = compared(torch, lambda: ours(x), lambda: theirs(x), rounds, alone)
     choice = at.current().choose(rows, out_features, in_features, torch.cuda.current_device(), trans_b=True)
     runs = "F.linear" if _runs_library(x, ours.weight, bias) else "kernel"
     return {"M": rows, "N": out_features, "K": in_features, "bias": bias, "runs": runs, **timed,
@@ -56,6 +69,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--count", type=how_many, default=40)
     parser.add_argument("--rows", type=how_many, default=1, help="rows of each layer's input (tokens decoded at once)")
+    parser.add_argument("--grad", action="store_true",
+                        help="time forward and backward with autograd on (a training step's call), not under no_grad")
     parser.add_argument("--rounds", type=int, default=12)
     parser.add_argument("--alone", type=int, default=100)
     parser.add_argument("--commit", default="", help="the sources' commit, recorded in the output")
@@ -69,17 +84,17 @@ def main() -> int:
     rows = []
     for (_, N, K), _ in decode_shapes(args.seed, args.count):
         for bias in (True, False):
-            rows.append(measure(torch, args.rows, N, K, bias, args.rounds, args.alone))
+            rows.append(measure(torch, args.rows, N, K, bias, args.rounds, args.alone, args.grad))
             r = rows[-1]
             print(f"{r['M']}x{N:>5}x{K:>5} bias {bias!s:5} {r['runs']:8s} nn.Linear/ours queued "
                   f"{r['torch_ms'] / r['ours_ms']:.3f} alone {r['torch_alone_ms'] / r['ours_alone_ms']:.3f} "
                   f"err {r['err']:.1e} {r['kernel'][:60]}", flush=True)
     gpu = torch.cuda.get_device_name()
-    out = {"device": gpu, "seed": args.seed, "rows": args.rows, "commit": args.commit or commit(),
+    out = {"device": gpu, "seed": args.seed, "rows": args.rows, "grad": args.grad, "commit": args.commit or commit(),
            "torch": torch.__version__, "method": {"rounds": args.rounds, "alone_calls": args.alone},
            "layers": rows, "summary": {("bias" if b else "no_bias"): summary([r for r in rows if r["bias"] is b])
                                        for b in (True, False)}}
-    path = Path(args.out or f"benchmarks/data/linear-layers-{gpu_tag(gpu)}.json")
+    path = Path(args.out or f"benchmarks/data/linear-layers{'-grad' if args.grad else ''}-{gpu_tag(gpu)}.json")
     path.write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps(out["summary"], indent=1))
     return 0

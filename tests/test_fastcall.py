@@ -263,6 +263,17 @@ def test_the_aten_product_is_an_ordinary_tensor_and_records_gradients_where_want
     assert torch.equal(wanted.grad, theirs.grad)
 
 
+def test_the_aten_steps_under_no_grad_take_a_parameter_and_make_a_plain_tensor(aten):
+    A, W = torch.randn(5, 3), torch.nn.Parameter(torch.randn(4, 3))
+    assert aten.operands(A, W.mT, -1, (5, 4)) is None  # not contiguous; and W itself, with grad mode on:
+    assert aten.operands(W, A.mT.contiguous(), -1, (4, 5)) is None
+    with torch.no_grad():
+        C = aten.product(A, W, False, True)
+        D, pointers = aten.operands(W, A.mT.contiguous(), -1, (4, 5))
+    assert torch.equal(C, torch.mm(A, W.detach().mT)) and not C.requires_grad and C.grad_fn is None
+    assert not D.requires_grad and pointers[0] == W.data_ptr() and pointers[2] == D.data_ptr()
+
+
 def test_the_aten_product_declines_what_torch_mm_from_python_must_do(aten):
     A, B = torch.randn(5, 3), torch.randn(3, 4)
     assert aten.product(A.double(), B, False, False) is None and aten.product(A, B.double(), False, False) is None
@@ -396,6 +407,7 @@ class StandInTorch:
     """torch with its CUDA getters played: CPU tensors are on "device" -1 (get_device()), made current here."""
 
     float32 = torch.float32
+    is_grad_enabled = staticmethod(torch.is_grad_enabled)
 
     def __init__(self, current: int = -1):
         self.current = current
@@ -449,6 +461,18 @@ def test_a_kernel_way_leaves_other_calls_to_the_full_path(c, why, monkeypatch):
             "b elsewhere": lambda: (A, SimpleNamespace(dtype=torch.float32, requires_grad=False,
                                                        is_contiguous=lambda: True, get_device=lambda: 0))}[why]()
     assert way(A, B) is None and launches == []
+
+
+@pytest.mark.parametrize("which", ["a", "b"])
+def test_a_kernel_way_takes_an_operand_that_requires_grad_under_no_grad(c, which, monkeypatch):
+    # a layer's weight under torch.no_grad(): no gradient is recorded, so the product is a plain one
+    way, launches = kernel_way(c, monkeypatch)
+    A, B = torch.randn(5, 3), torch.randn(3, 4)
+    (A if which == "a" else B).requires_grad_()
+    with torch.no_grad():
+        C = way(A, B)
+    assert not C.requires_grad and launches[0][5:8] == (A.data_ptr(), B.data_ptr(), C.data_ptr())
+    assert way(A, B) is None and len(launches) == 1  # grad mode on: autograd would record it, the full path's
 
 
 def test_a_kernel_way_needs_the_device_current_and_the_launch_enqueued(c, monkeypatch):

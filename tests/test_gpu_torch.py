@@ -52,6 +52,21 @@ def mlp(seed: int = 0):
     return at.swap_linear(torch.nn.Sequential(*layers).cuda())
 
 
+@pytest.mark.parametrize("bias", [False, True])
+def test_without_autograd_a_layers_later_calls_take_the_short_way(kernels, bias, monkeypatch):
+    # under no_grad the weight still requires grad: the short way must take it (a full path at every call cost a
+    # one-row layer 68 us on the H200), and the product must not record a gradient
+    torch.manual_seed(0)
+    layer, x = at.Linear(72, 136, bias=bias, device="cuda"), torch.randn(200, 72, device="cuda")
+    with torch.no_grad():
+        layer(x)  # planned through the full path, once
+        monkeypatch.setattr(kernels, "_call", lambda *args, **kwargs: pytest.fail("a later call took the full path"))
+        y = layer(x)
+    assert not y.requires_grad and not kernels.choose(200, 136, 72, trans_b=True).library
+    assert rel(y, torch.nn.functional.linear(x.double(), layer.weight.double(),
+                                             layer.bias.double() if bias else None)) < 1e-5
+
+
 def test_torch_compile_fullgraph_gives_the_eager_result(kernels):
     model, x = mlp(), torch.randn(300, 256, device="cuda")
     with torch.no_grad():

@@ -33,6 +33,7 @@ class StandIn:
     """torch with its CUDA getters played: the current device and each device's raw stream."""
 
     float32 = torch.float32
+    is_grad_enabled = staticmethod(torch.is_grad_enabled)
 
     def __init__(self, current: int):
         self.current = current
@@ -72,6 +73,17 @@ def test_to_kernel_leaves_other_calls_to_the_full_path(why):
     elif why == "grad":
         A.requires_grad_()
     assert run(A, B) is None and launches == []
+
+
+def test_to_kernel_and_kernel_eligible_take_an_operand_that_requires_grad_under_no_grad(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: -1)  # CPU tensors' "device"
+    run, launches = kernel_run()
+    A, W = torch.randn(5, 3), torch.nn.Parameter(torch.randn(3, 4))  # W: a layer's weight, say
+    assert not shortcuts.kernel_eligible(torch, A, W) and run(A, W) is None and launches == []
+    with torch.no_grad():
+        assert shortcuts.kernel_eligible(torch, A, W)
+        C = run(A, W)
+    assert not C.requires_grad and launches == [(999, A.data_ptr(), W.data_ptr(), C.data_ptr())]
 
 
 def test_to_kernel_needs_the_operands_device_current_and_the_launch_enqueued():

@@ -93,3 +93,111 @@ def test_the_package_reaches_its_torch_module_without_an_import_of_its_own():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["Linear", "True"]
+
+
+class Recording:
+    """load()'s matmul played on the CPU: torch's product, each call's operand shapes and trans_b recorded."""
+
+    def __init__(self):
+        self.calls: list[tuple] = []
+
+    def __call__(self, A, B, *, trans_b=False):
+        self.calls.append((tuple(A.shape), tuple(B.shape), trans_b))
+        return A @ (B.mT if trans_b else B)
+
+
+@pytest.fixture
+def eager(monkeypatch):
+    """A Linear's eager steps over a recording matmul, with _library_at's answer set by the test and each question
+    recorded."""
+    from autotune.torch import nn
+
+    matmul, asked, answer = Recording(), [], [False]
+    monkeypatch.setattr(nn, "current", lambda: matmul)
+    monkeypatch.setattr(nn, "_library_at", lambda *shape: asked.append(shape) or answer[0])
+    monkeypatch.setattr(nn, "_memo_for", [None])
+    return matmul, asked, answer
+
+
+def test_without_autograd_a_layer_without_a_bias_calls_the_matmul_itself(eager):
+    matmul, asked, _ = eager
+    layer, x = at.Linear(3, 4, bias=False), torch.randn(2, 5, 3)
+    with torch.no_grad():
+        y = layer._eager(x)
+    assert torch.allclose(y, torch.nn.functional.linear(x, layer.weight)) and y.shape == (2, 5, 4)
+    assert matmul.calls == [((10, 3), (4, 3), True)] and asked == []  # the matmul decides: nothing asked
+
+
+@pytest.mark.parametrize("library", [False, True])
+def test_without_autograd_a_layer_with_a_bias_asks_once_a_shape_whether_f_linear_runs(eager, library):
+    matmul, asked, answer = eager
+    answer[0] = library
+    layer, x = at.Linear(3, 4), torch.randn(5, 3)
+    with torch.no_grad():
+        ys = [layer._eager(x) for _ in range(3)] + [layer._eager(torch.randn(6, 3))]
+    assert all(torch.allclose(y, torch.nn.functional.linear(x, layer.weight, layer.bias)) for y in ys[:3])
+    assert asked == [(5, 4, 3, -1, True), (6, 4, 3, -1, True)]  # a CPU tensor's get_device() is -1
+    assert len(matmul.calls) == (0 if library else 4)
+
+
+def test_the_answers_kept_for_one_matmul_are_not_another_s(eager, monkeypatch):
+    from autotune.torch import nn
+
+    _, asked, _ = eager
+    layer, x = at.Linear(3, 4), torch.randn(5, 3)
+    with torch.no_grad():
+        layer._eager(x)
+        monkeypatch.setattr(nn, "current", lambda: Recording())  # use() set another
+        layer._eager(x)
+    assert len(asked) == 2
+
+
+def test_a_layer_takes_the_operator_where_autograd_records_its_call():
+    from autotune.torch.nn import _recorded
+
+    x, layer = torch.randn(2, 3), at.Linear(3, 4)
+    assert _recorded(x, layer.weight, layer.bias)  # a weight requires grad: training, or inference without no_grad
+    with torch.no_grad():
+        assert not _recorded(x, layer.weight, layer.bias)
+    frozen = at.Linear(3, 4, bias=False).requires_grad_(False)
+    assert not _recorded(x, frozen.weight, None) and _recorded(x.requires_grad_(), frozen.weight, None)
+    layer.weight.requires_grad_(False)
+    assert _recorded(torch.randn(2, 3), layer.weight, layer.bias)  # the bias still does
+
+
+def backward_nodes(y) -> list[str]:
+    """The names of the autograd graph's nodes behind y."""
+    names, stack = [], [y.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is not None:
+            names.append(type(node).__name__)
+            stack.extend(n for n, _ in node.next_functions)
+    return names
+
+
+@pytest.mark.parametrize("library", [False, True])
+@pytest.mark.parametrize("bias", [False, True])
+def test_with_autograd_a_layer_asks_once_a_shape_and_its_gradients_are_nn_linears(eager, library, bias):
+    _, asked, answer = eager
+    answer[0] = library
+    torch.manual_seed(0)
+    layer, theirs = at.Linear(3, 4, bias=bias), torch.nn.Linear(3, 4, bias=bias)
+    theirs.load_state_dict(layer.state_dict())
+    x = torch.randn(2, 5, 3, requires_grad=True)
+    x2 = x.detach().clone().requires_grad_()
+    for _ in range(2):
+        y = layer._eager(x)
+        y.square().sum().backward()
+        theirs(x2).square().sum().backward()
+    assert asked == [(10, 4, 3, -1, bias)]
+    assert ("_RecordedBackward" in backward_nodes(y)) == (not library)  # autotune.torch.mm's Function, or F.linear
+    assert torch.allclose(x.grad, x2.grad) and torch.allclose(layer.weight.grad, theirs.weight.grad)
+    assert not bias or torch.allclose(layer.bias.grad, theirs.bias.grad)
+
+
+@pytest.mark.parametrize("ta,tb", TRANSPOSES)
+def test_the_eager_products_second_derivatives_are_torchs(ta, tb):
+    a, b = operands(4, 3, 5, ta, tb, grad=True)
+    assert type(at.mm(a, b, trans_a=ta, trans_b=tb).grad_fn).__name__ == "_RecordedBackward"
+    torch.autograd.gradgradcheck(lambda x, y: at.mm(x, y, trans_a=ta, trans_b=tb), (a, b))

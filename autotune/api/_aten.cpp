@@ -5,6 +5,7 @@
 // torch.mm's binding calls.
 #include <ATen/Context.h>
 #include <ATen/core/LegacyTypeDispatch.h>
+#include <c10/core/GradMode.h>
 #include <ATen/PythonTorchFunctionTLS.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/mm.h>
@@ -28,6 +29,12 @@ static int read(PyObject *A, PyObject *B, Py_ssize_t sizes[4], long *device) {
     sizes[0] = a.size(0), sizes[1] = a.size(1), sizes[2] = b.size(0), sizes[3] = b.size(1);
     *device = a.get_device();
     return 1;
+}
+
+// Whether autograd would record a product of these: an operand requires grad and grad mode is on (under
+// torch.no_grad() a layer's weight requires grad, yet its product is a plain one: api.shortcuts.recording)
+static bool recording(const at::Tensor &a, const at::Tensor &b) {
+    return (a.requires_grad() || b.requires_grad()) && c10::GradMode::is_enabled();
 }
 
 // An operand's transpose as a view made here, not by at::transpose through the dispatcher (0.16 us a call less
@@ -63,7 +70,7 @@ static PyObject *product(PyObject *A, PyObject *B, int trans_a, int trans_b) {
         // x·Wᵀ pass-through took 3-4% longer than torch.matmul at host-bound thin calls on an H100 (anyshape.py
         // --thin, docs/pytorch.md), and on a CPU 1.21 us a call against 0.89 this way, torch.matmul 0.98-0.99
         // (benchmarks/data/aten-steps-nt-before-transposes-cpu.txt, aten-steps-nt-cpu.txt)
-        if (a.requires_grad() || b.requires_grad()) {
+        if (recording(a, b)) {
             c = at::mm(trans_a ? a.mT() : a, trans_b ? b.mT() : b);
         } else {
             at::AutoDispatchBelowADInplaceOrView below;
@@ -81,7 +88,7 @@ static int operands(PyObject *A, PyObject *B, long device, Py_ssize_t rows, Py_s
     if (!plain(A) || !plain(B) || at::impl::torch_function_mode_enabled())
         return 0;
     const at::Tensor &a = THPVariable_Unpack(A), &b = THPVariable_Unpack(B);
-    if (a.scalar_type() != at::kFloat || b.scalar_type() != at::kFloat || a.requires_grad() || b.requires_grad() ||
+    if (a.scalar_type() != at::kFloat || b.scalar_type() != at::kFloat || recording(a, b) ||
             !a.is_contiguous() || !b.is_contiguous() || b.get_device() != device)
         return 0;
     at::TensorOptions options = a.options();

@@ -406,7 +406,7 @@ typedef struct {
     void *function;
     unsigned grid[3], block[3], shared;
     int shape[3];  /* M, N, K: the kernel's int arguments after its three pointers */
-    PyObject *out_shape, *device, *float32, *raw_stream, *current_device, *owner;
+    PyObject *out_shape, *device, *float32, *raw_stream, *current_device, *grad_enabled, *owner;
     Py_ssize_t rows, cols;  /* out_shape's */
     long device_index;      /* device's */
     int swapped;            /* B's pointer first: the NN product of B and A (api.operands.swapped_shape) */
@@ -446,6 +446,18 @@ pointer_of(PyObject *obj, PyObject *name, PyObject *arg, int *failed)
     return ptr;
 }
 
+/* 1: autograd would not record the product: neither operand requires grad, or grad mode is off (torch.no_grad(),
+   where a layer's weight still requires grad: api.shortcuts.recording); 0: it would; -1: an error */
+static int
+outside_autograd(KernelProduct *k, PyObject *A, PyObject *B)
+{
+    int r;
+    if ((r = reads_as(A, s_requires_grad, 0, Py_False, 1)) == 1 &&
+            (r = reads_as(B, s_requires_grad, 0, Py_False, 1)) == 1)
+        return 1;
+    return r < 0 ? r : reads_as(k->grad_enabled, NULL, 0, Py_False, 1);
+}
+
 /* 1: a call of the kind the launch was prepared for; 0: another (the full path); -1: an error */
 static int
 kernel_takes(KernelProduct *k, PyObject *A, PyObject *B)
@@ -453,8 +465,7 @@ kernel_takes(KernelProduct *k, PyObject *A, PyObject *B)
     int r;
     if ((r = reads_as(A, s_dtype, 0, k->float32, 1)) != 1 || (r = reads_as(B, s_dtype, 0, k->float32, 1)) != 1)
         return r;
-    if ((r = reads_as(A, s_requires_grad, 0, Py_False, 1)) != 1 ||
-            (r = reads_as(B, s_requires_grad, 0, Py_False, 1)) != 1)
+    if ((r = outside_autograd(k, A, B)) != 1)
         return r;
     if ((r = reads_as(A, s_is_contiguous, 1, Py_True, 1)) != 1 ||
             (r = reads_as(B, s_is_contiguous, 1, Py_True, 1)) != 1)
@@ -531,17 +542,17 @@ static PyObject *
 kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     static char *names[] = {"launch", "function", "grid", "block", "shared", "shape", "out_shape", "device",
-                            "float32", "raw_stream", "current_device", "owner", "swapped", NULL};
+                            "float32", "raw_stream", "current_device", "grad_enabled", "owner", "swapped", NULL};
     unsigned long long launch, function;
     unsigned grid[3], block[3], shared;
     int shape[3];
-    PyObject *out_shape, *device, *float32, *raw_stream, *current_device, *owner;
+    PyObject *out_shape, *device, *float32, *raw_stream, *current_device, *grad_enabled, *owner;
     int swapped = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "KK(III)(III)I(iii)O!O!OOOO|p:KernelProduct", names, &launch,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "KK(III)(III)I(iii)O!O!OOOOO|p:KernelProduct", names, &launch,
                                      &function, &grid[0], &grid[1], &grid[2], &block[0], &block[1], &block[2],
                                      &shared, &shape[0], &shape[1], &shape[2], &PyTuple_Type, &out_shape,
-                                     &PyLong_Type, &device, &float32, &raw_stream, &current_device, &owner,
-                                     &swapped))
+                                     &PyLong_Type, &device, &float32, &raw_stream, &current_device, &grad_enabled,
+                                     &owner, &swapped))
         return NULL;
     if (launch == 0) {
         PyErr_SetString(PyExc_ValueError, "KernelProduct: the launch function's address is 0");
@@ -574,6 +585,7 @@ kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->float32 = Py_NewRef(float32);
     self->raw_stream = Py_NewRef(raw_stream);
     self->current_device = Py_NewRef(current_device);
+    self->grad_enabled = Py_NewRef(grad_enabled);
     self->owner = Py_NewRef(owner);
     return (PyObject *)self;
 }
@@ -586,6 +598,7 @@ kernel_traverse(KernelProduct *self, visitproc visit, void *arg)
     Py_VISIT(self->float32);
     Py_VISIT(self->raw_stream);
     Py_VISIT(self->current_device);
+    Py_VISIT(self->grad_enabled);
     Py_VISIT(self->owner);
     Py_VISIT(Py_TYPE(self));
     return 0;
@@ -599,6 +612,7 @@ kernel_clear(KernelProduct *self)
     Py_CLEAR(self->float32);
     Py_CLEAR(self->raw_stream);
     Py_CLEAR(self->current_device);
+    Py_CLEAR(self->grad_enabled);
     Py_CLEAR(self->owner);
     return 0;
 }
@@ -620,10 +634,11 @@ static PyMemberDef kernel_members[] = {
 
 static PyType_Slot kernel_slots[] = {
     {Py_tp_doc, "KernelProduct(launch, function, grid, block, shared, shape, out_shape, device, float32, "
-                "raw_stream, current_device, owner, swapped=False): the short way of a call our kernel computes, "
-                "called with (A, B); it returns C, or None for a call it was not made for (api.shortcuts.to_kernel's "
-                "steps). launch: cuLaunchKernel's address; owner: kept alive while this is (what holds launch); "
-                "swapped: the kernel takes B's pointer first."},
+                "raw_stream, current_device, grad_enabled, owner, swapped=False): the short way of a call our kernel "
+                "computes, called with (A, B); it returns C, or None for a call it was not made for "
+                "(api.shortcuts.to_kernel's steps). launch: cuLaunchKernel's address; grad_enabled: "
+                "torch.is_grad_enabled; owner: kept alive while this is (what holds launch); swapped: the kernel "
+                "takes B's pointer first."},
     {Py_tp_new, kernel_new},
     {Py_tp_call, PyVectorcall_Call},
     {Py_tp_traverse, kernel_traverse},

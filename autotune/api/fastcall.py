@@ -107,8 +107,8 @@ def kernel_way(torch: Any, launch: Launch, device: int, out_shape: tuple[int, ..
         return to_kernel(torch, launch, device, out_shape, swapped)
     r = raw()
     return c.KernelProduct(r.launch, r.function, r.grid, r.block, r.shared, r.shape, tuple(out_shape), device,
-                           torch.float32, torch._C._cuda_getCurrentRawStream, torch._C._cuda_getDevice, launch,
-                           swapped)
+                           torch.float32, torch._C._cuda_getCurrentRawStream, torch._C._cuda_getDevice,
+                           torch.is_grad_enabled, launch, swapped)
 
 
 NATIVE = native()

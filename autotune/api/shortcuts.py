@@ -46,16 +46,16 @@ def to_torch(torch: Any, trans_a: bool, trans_b: bool) -> TorchProduct:
 
 
 def to_kernel(torch: Any, launch: Launch, device: int, out_shape: tuple[int, ...], swapped: bool = False) -> Shortcut:
-    """The plan was made for contiguous float32 operands on `device`, outside autograd, on torch's
-    current stream there; the launch needs that device's context current, so torch's current device
+    """The plan was made for contiguous float32 operands on `device`, outside autograd (`recording`), on
+    torch's current stream there; the launch needs that device's context current, so torch's current device
     must be it. swapped: the kernel takes B's pointer first (api.operands.swapped_shape)."""
-    float32 = torch.float32
+    float32, grad_enabled = torch.float32, torch.is_grad_enabled
     raw_stream, current_device = torch._C._cuda_getCurrentRawStream, torch._C._cuda_getDevice
 
     def run(A: Any, B: Any) -> Any:
-        if (A.dtype is not float32 or B.dtype is not float32 or A.requires_grad or B.requires_grad
-                or not A.is_contiguous() or not B.is_contiguous() or B.get_device() != device
-                or current_device() != device):
+        if (A.dtype is not float32 or B.dtype is not float32 or not A.is_contiguous() or not B.is_contiguous()
+                or (A.requires_grad or B.requires_grad) and grad_enabled()
+                or B.get_device() != device or current_device() != device):
             return None
         C = A.new_empty(out_shape)
         first, second = (B, A) if swapped else (A, B)
@@ -69,5 +69,12 @@ def to_kernel(torch: Any, launch: Launch, device: int, out_shape: tuple[int, ...
 def kernel_eligible(torch: Any, A: Any, B: Any) -> bool:
     """Whether a planned kernel call's operands are of the kind to_kernel takes."""
     return (isinstance(A, torch.Tensor) and isinstance(B, torch.Tensor) and A.dim() == 2 == B.dim()
-            and A.is_contiguous() and B.is_contiguous() and not A.requires_grad and not B.requires_grad
+            and A.is_contiguous() and B.is_contiguous() and not recording(torch, A, B)
             and A.get_device() == torch.cuda.current_device())
+
+
+def recording(torch: Any, A: Any, B: Any) -> bool:
+    """Whether autograd would record the product: an operand requires grad and grad mode is on. Under
+    torch.no_grad() a layer's weight still requires grad, yet its product is a plain one (as torch's own is
+    there), so such a call takes the short way too; the C steps (_fastcall.c, _aten.cpp) ask the same."""
+    return (A.requires_grad or B.requires_grad) and torch.is_grad_enabled()

@@ -1,11 +1,14 @@
 """`Linear`, a drop-in for torch.nn.Linear whose product runs autotune's dispatcher, and `swap_linear`,
 which puts it in place of a model's nn.Linear layers (sharing their parameters).
 
-Where the dispatcher would run cuBLAS anyway (no kernel measured at the call's shape beat it), and, for a
-layer with a bias, where the kernel's evidence is a covering row's (a host-bound call), the layer runs
+In eager mode with no gradient recorded (torch.no_grad(), inference_mode) a layer calls load()'s matmul
+itself, which runs our kernel or cuBLAS from its C first step; with autograd, autotune.torch.mm's
+autograd.Function; under torch.compile, the operator torch.ops.autotune.mm (autotune.torch.ops). Where the
+dispatcher would run cuBLAS anyway (no kernel measured at the call's shape beat it), and, for a layer with a
+bias, where the kernel's evidence is a covering row's (a host-bound call), the layer runs
 torch.nn.functional.linear itself, exactly what nn.Linear runs (its bias fused by cuBLAS, its backward
-torch's): the decision is made per shape, in eager mode at each call (a lookup) and under torch.compile
-once, while tracing, for the shapes traced.
+torch's). In eager mode that choice is made once per shape and matmul; under torch.compile once, while
+tracing, for the shapes traced.
 """
 from __future__ import annotations
 
@@ -22,14 +25,68 @@ class Linear(torch.nn.Linear):
 
     def forward(self, x: Tensor) -> Tensor:
         # an input of the wrong width goes to F.linear too: its error is nn.Linear's own, word for word
-        if x.is_cuda and x.dim() > 0 and x.shape[-1] == self.in_features:
-            rows = x.reshape(-1, self.in_features)
-            if not _runs_library(rows, self.weight, self.bias is not None):
-                y = mm(rows, self.weight, trans_b=True)
-                if self.bias is not None:
-                    y = y + self.bias
-                return y.reshape(*x.shape[:-1], self.out_features)
-        return torch.nn.functional.linear(x, self.weight, self.bias)
+        if not (x.is_cuda and x.dim() > 0 and x.shape[-1] == self.in_features):
+            return torch.nn.functional.linear(x, self.weight, self.bias)
+        if torch.compiler.is_compiling():
+            return self._traced(x)
+        return self._eager(x)
+
+    def _eager(self, x: Tensor) -> Tensor:
+        """Not traced: with no gradient recorded (torch.no_grad(), inference_mode) and no bias, load()'s matmul
+        itself, whose first step (api.fastcall) runs a planned shape's kernel or cuBLAS from C; else F.linear
+        where _library_at says so (asked once a shape: _library_memo), our product (mm) where not. Through the
+        operator a one-row layer call cost 68 us on the H200, against nn.Linear's 14
+        (benchmarks/data/linear-layers-seed1-h200.json)."""
+        rows = x if x.dim() == 2 else x.reshape(-1, self.in_features)
+        weight, bias = self.weight, self.bias
+        recorded = _recorded(x, weight, bias)
+        matmul = current()
+        if bias is None and not recorded:
+            y = matmul(rows, weight, trans_b=True)  # the matmul decides: its short way holds its choice
+        elif _library_memo(matmul, rows.shape[0], self.out_features, self.in_features, x.get_device(),
+                           bias is not None):
+            return torch.nn.functional.linear(x, weight, bias)
+        else:
+            y = mm(rows, weight, trans_b=True) if recorded else matmul(rows, weight, trans_b=True)
+            if bias is not None:
+                y = y + bias if recorded else y.add_(bias)  # without autograd y is the call's own new tensor
+        return y if x.dim() == 2 else y.reshape(*x.shape[:-1], self.out_features)
+
+    def _traced(self, x: Tensor) -> Tensor:
+        """Under torch.compile: F.linear or the operator torch.ops.autotune.mm, decided while tracing."""
+        rows = x.reshape(-1, self.in_features)
+        if _runs_library(rows, self.weight, self.bias is not None):
+            return torch.nn.functional.linear(x, self.weight, self.bias)
+        y = mm(rows, self.weight, trans_b=True)
+        if self.bias is not None:
+            y = y + self.bias
+        return y.reshape(*x.shape[:-1], self.out_features)
+
+
+def _recorded(x: Tensor, weight: Tensor, bias: Tensor | None) -> bool:
+    """Whether autograd records the layer's call: grad mode on and a tensor it reads requires grad."""
+    return torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad
+                                        or bias is not None and bias.requires_grad)
+
+
+_memo: dict[tuple[int, int, int, int, bool], bool] = {}  # _library_at's answers, per shape, for one matmul
+_memo_for: list = [None]  # that matmul (use() may set another)
+
+
+def _library_memo(matmul: object, M: int, N: int, K: int, device: int, bias: bool) -> bool:
+    """_library_at's answer, asked once per shape and matmul: asking costs the host ~8 us, as much as a
+    host-bound call. A shape's answer is kept for the process, as torch.compile keeps it (first-use tuning that
+    ends later does not change it; with F.linear the layer is nn.Linear meanwhile)."""
+    if _memo_for[0] is not matmul:
+        _memo.clear()
+        _memo_for[0] = matmul
+    key = (M, N, K, device, bias)
+    answer = _memo.get(key)
+    if answer is None:
+        if len(_memo) >= 4096:  # a process that calls ever new shapes keeps a bounded memo
+            _memo.clear()
+        answer = _memo[key] = _library_at(M, N, K, device, bias)
+    return answer
 
 
 def _runs_library(rows: Tensor, weight: Tensor, bias: bool) -> bool:
