@@ -44,7 +44,7 @@ class Linear(torch.nn.Linear):
         if bias is None and not recorded:
             y = matmul(rows, weight, trans_b=True)  # the matmul decides: its short way holds its choice
         elif _library_memo(matmul, rows.shape[0], self.out_features, self.in_features, x.get_device(),
-                           bias is not None):
+                           bias is not None and recorded):
             return torch.nn.functional.linear(x, weight, bias)
         else:
             y = mm(rows, weight, trans_b=True) if recorded else matmul(rows, weight, trans_b=True)
