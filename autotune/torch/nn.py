@@ -34,17 +34,16 @@ class Linear(torch.nn.Linear):
     def _eager(self, x: Tensor) -> Tensor:
         """Not traced: with no gradient recorded (torch.no_grad(), inference_mode) and no bias, load()'s matmul
         itself, whose first step (api.fastcall) runs a planned shape's kernel or cuBLAS from C; else F.linear
-        where _library_at says so (asked once a shape: _library_memo), our product (mm) where not. Through the
-        operator a one-row layer call cost 68 us on the H200, against nn.Linear's 14
-        (benchmarks/data/linear-layers-seed1-h200.json)."""
+        where _library_at says so (asked once a shape: _library_memo), our product where not. (Asked at each call,
+        with the weight, which requires grad even under no_grad, sending every call down the matmul's full path,
+        a one-row layer call cost 68 us on the H200 against nn.Linear's 14: linear-layers-seed1-h200.json.)"""
         rows = x if x.dim() == 2 else x.reshape(-1, self.in_features)
         weight, bias = self.weight, self.bias
         recorded = _recorded(x, weight, bias)
         matmul = current()
         if bias is None and not recorded:
             y = matmul(rows, weight, trans_b=True)  # the matmul decides: its short way holds its choice
-        elif _library_memo(matmul, rows.shape[0], self.out_features, self.in_features, x.get_device(),
-                           bias is not None and recorded):
+        elif _library_memo(matmul, rows.shape[0], self.out_features, self.in_features, x.get_device(), recorded):
             return torch.nn.functional.linear(x, weight, bias)
         else:
             y = mm(rows, weight, trans_b=True) if recorded else matmul(rows, weight, trans_b=True)
@@ -73,41 +72,46 @@ _memo: dict[tuple[int, int, int, int, bool], bool] = {}  # _library_at's answers
 _memo_for: list = [None]  # that matmul (use() may set another)
 
 
-def _library_memo(matmul: object, M: int, N: int, K: int, device: int, bias: bool) -> bool:
+def _library_memo(matmul: object, M: int, N: int, K: int, device: int, covering_too: bool) -> bool:
     """_library_at's answer, asked once per shape and matmul: asking costs the host ~8 us, as much as a
     host-bound call. A shape's answer is kept for the process, as torch.compile keeps it (first-use tuning that
     ends later does not change it; with F.linear the layer is nn.Linear meanwhile)."""
     if _memo_for[0] is not matmul:
         _memo.clear()
         _memo_for[0] = matmul
-    key = (M, N, K, device, bias)
+    key = (M, N, K, device, covering_too)
     answer = _memo.get(key)
     if answer is None:
         if len(_memo) >= 4096:  # a process that calls ever new shapes keeps a bounded memo
             _memo.clear()
-        answer = _memo[key] = _library_at(M, N, K, device, bias)
+        answer = _memo[key] = _library_at(M, N, K, device, covering_too)
     return answer
 
 
-def _runs_library(rows: Tensor, weight: Tensor, bias: bool) -> bool:
+def _runs_library(rows: Tensor, weight: Tensor, covering_too: bool) -> bool:
     """Whether cuBLAS computes this layer's product (the layer then is nn.Linear); shapes that are symbolic
     while tracing (dynamic shapes) go to the operator, which decides per call."""
     M, K = rows.shape
     N = weight.shape[0]
     if not all(isinstance(n, int) for n in (M, N, K)):
         return False
-    return _library_at(M, N, K, rows.device.index or 0, bias)
+    return _library_at(M, N, K, rows.device.index or 0, covering_too)
 
 
 @torch.compiler.assume_constant_result  # torch.compile asks once, while tracing, and keeps the answer
-def _library_at(M: int, N: int, K: int, device: int, bias: bool) -> bool:
+def _library_at(M: int, N: int, K: int, device: int, covering_too: bool) -> bool:
+    """Whether the layer runs F.linear at this shape: where cuBLAS computes the product anyway, and, with
+    covering_too, where our kernel's evidence is a covering row's (a host-bound call). covering_too is the caller's
+    where the layer's host path costs more than F.linear's: with autograd (our product's autograd.Function and a
+    second node for the bias, where F.linear is one native node: 0.93x nn.Linear at one-row layers without a
+    bias on an H100, benchmarks/data/linear-layers-grad-seed1-h100.json) and, traced, with a bias (a second
+    launch for it, where F.linear fuses it). Without autograd, eager, our kernel then the bias's addition read
+    0.94x nn.Linear at such layers (F.linear at them: 0.89x) and our kernel alone 1.30x
+    (linear-layers-seed1-h100.json)."""
     matmul = current()
     if matmul.runs_library(M, N, K, device, trans_b=True):
         return True
-    # A covering row's call is host-bound: our kernel wins there by the host time its short way saves (4.7-9.2 us
-    # a call below torch.matmul's, docs/pytorch.md), about what the bias's own addition costs the host again,
-    # while F.linear fuses the bias into its one cuBLAS call. So with a bias such calls stay nn.Linear's.
-    return bias and matmul.choose(M, N, K, device, trans_b=True).origin == COVERING
+    return covering_too and matmul.choose(M, N, K, device, trans_b=True).origin == COVERING
 
 
 def swap_linear(model: torch.nn.Module, _done: dict[int, torch.nn.Module] | None = None) -> torch.nn.Module:
