@@ -4,11 +4,11 @@ which puts it in place of a model's nn.Linear layers (sharing their parameters).
 In eager mode with no gradient recorded (torch.no_grad(), inference_mode) a layer calls load()'s matmul
 itself, which runs our kernel or cuBLAS from its C first step; with autograd, autotune.torch.mm's
 autograd.Function; under torch.compile, the operator torch.ops.autotune.mm (autotune.torch.ops). Where the
-dispatcher would run cuBLAS anyway (no kernel measured at the call's shape beat it), and, for a layer with a
-bias, where the kernel's evidence is a covering row's (a host-bound call), the layer runs
-torch.nn.functional.linear itself, exactly what nn.Linear runs (its bias fused by cuBLAS, its backward
-torch's). In eager mode that choice is made once per shape and matmul; under torch.compile once, while
-tracing, for the shapes traced.
+dispatcher would run cuBLAS anyway (no kernel measured at the call's shape beat it), and where the kernel's
+evidence is a covering row's (a host-bound call) with autograd on or, traced, with a bias (_library_at says
+why), the layer runs torch.nn.functional.linear itself, exactly what nn.Linear runs (its bias fused by cuBLAS,
+its backward torch's). In eager mode that choice is made once per shape and matmul; under torch.compile once,
+while tracing, for the shapes traced.
 """
 from __future__ import annotations
 
