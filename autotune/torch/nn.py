@@ -101,13 +101,13 @@ def _runs_library(rows: Tensor, weight: Tensor, covering_too: bool) -> bool:
 @torch.compiler.assume_constant_result  # torch.compile asks once, while tracing, and keeps the answer
 def _library_at(M: int, N: int, K: int, device: int, covering_too: bool) -> bool:
     """Whether the layer runs F.linear at this shape: where cuBLAS computes the product anyway, and, with
-    covering_too, where our kernel's evidence is a covering row's (a host-bound call). covering_too is the caller's
-    where the layer's host path costs more than F.linear's: with autograd (our product's autograd.Function and a
-    second node for the bias, where F.linear is one native node: 0.93x nn.Linear at one-row layers without a
-    bias on an H100, benchmarks/data/linear-layers-grad-seed1-h100.json) and, traced, with a bias (a second
-    launch for it, where F.linear fuses it). Without autograd, eager, our kernel then the bias's addition read
-    0.94x nn.Linear at such layers (F.linear at them: 0.89x) and our kernel alone 1.30x
-    (linear-layers-seed1-h100.json)."""
+    covering_too, where our kernel's evidence is a covering row's (a host-bound call). The caller passes
+    covering_too where the layer's host path there costs more than F.linear's one call: with autograd (our
+    autograd.Function, plus a node for the bias, where F.linear is one native node: such one-row layers without a
+    bias read 0.928x nn.Linear on an H100, benchmarks/data/linear-layers-grad-seed1-h100.json) and, traced, with a
+    bias (a second launch for it, where F.linear fuses it). Not in eager mode without autograd: there our kernel,
+    then the bias's addition, read 0.954x at such layers against F.linear's 0.895x (linear-layers-seed1-h100.json,
+    linear-layers-seed1-bias-to-flinear-h100.json), and our kernel alone 1.566x."""
     matmul = current()
     if matmul.runs_library(M, N, K, device, trans_b=True):
         return True

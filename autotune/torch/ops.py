@@ -4,10 +4,9 @@ autograd, whose two backward products go through the same dispatcher as the forw
 
 `mm(a, b)` is what models call: in eager mode with no gradient to record it calls the process's
 matmul directly (an operator's dispatch costs the host microseconds that a small product cannot
-hide); in eager mode under autograd an autograd.Function with the operator's backward; under
-torch.compile the operator. On CPU tensors the operator computes
-with torch's own product, a stand-in that lets the operator's wiring (fake, autograd, compile) be
-checked on a machine with no GPU.
+hide); in eager mode under autograd an autograd.Function with the operator's backward products; under
+torch.compile the operator. On CPU tensors both compute with torch's own product, a stand-in that lets
+their wiring (fake, autograd, compile) be checked on a machine with no GPU.
 """
 from __future__ import annotations
 
@@ -96,10 +95,10 @@ mm_op.register_autograd(_backward, setup_context=_setup)
 
 
 class _Recorded(torch.autograd.Function):
-    """The product with autograd, in eager mode: the operator's own autograd, dispatched in Python, cost a small
-    call about three times this one's host time (on a CPU, torch 2.13). Its forward runs with
-    no gradient recorded (autograd.Function's rule), so the matmul takes its short way; its backward's products
-    go through mm, so they record a gradient again only where one is asked (backward(create_graph=True))."""
+    """The product with autograd, in eager mode, in place of the operator, whose autograd is dispatched in Python
+    at several times this one's host cost a call. Its forward runs with no gradient recorded (autograd.Function's
+    rule), so the matmul takes its short way; its backward's products go through mm, so they record a gradient
+    again only where one is asked (backward(create_graph=True))."""
 
     @staticmethod
     def forward(ctx: Any, a: Tensor, b: Tensor, trans_a: bool, trans_b: bool) -> Tensor:
