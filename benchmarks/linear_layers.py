@@ -10,10 +10,11 @@ once without (the two are separate layers holding the same weight). Each call is
 times a product: queued (events around calls back to back, the two layers in ABBA turns, the median round)
 and alone (events around one call after a synchronisation, the median), in the same process. The row
 names what load()'s dispatcher chose for the layer's product (x·Wᵀ) and whether our kernel ran it or
-cuBLAS ("F.linear": F.linear, or torch's product through load()'s pass-through): autotune.torch.nn's rule
-sends a layer with a bias to F.linear where the choice is a covering row's, so with a bias what the layer
-loses to nn.Linear is its own host path, not our kernel. --grad: each call is a training step's, forward with
-autograd on and backward with a fixed gradient, in place of a call under torch.no_grad().
+cuBLAS ("F.linear": F.linear, or torch's product through load()'s pass-through), by autotune.torch.nn's rule:
+cuBLAS where the dispatcher chooses it, and with autograd also where the choice is a covering row's. Where
+cuBLAS runs a layer with a bias, what the layer loses to nn.Linear is its own host path. --grad: each call is
+a training step's, forward with autograd on and backward with a fixed gradient, in place of a call under
+torch.no_grad().
 """
 from __future__ import annotations
 

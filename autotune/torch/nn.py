@@ -37,7 +37,8 @@ class Linear(torch.nn.Linear):
         where _library_at says so (asked once a shape: _library_memo), our product where not. (Asked at each call,
         with the weight, which requires grad even under no_grad, sending every call down the matmul's full path,
         a one-row layer call cost 68 us on the H200 against nn.Linear's 14: linear-layers-seed1-h200.json.)"""
-        rows = x if x.dim() == 2 else x.reshape(-1, self.in_features)
+        two_d = x.dim() == 2
+        rows = x if two_d else x.reshape(-1, self.in_features)
         weight, bias = self.weight, self.bias
         recorded = _recorded(x, weight, bias)
         matmul = current()
@@ -49,7 +50,7 @@ class Linear(torch.nn.Linear):
             y = mm(rows, weight, trans_b=True) if recorded else matmul(rows, weight, trans_b=True)
             if bias is not None:
                 y = y + bias if recorded else y.add_(bias)  # without autograd y is the call's own new tensor
-        return y if x.dim() == 2 else y.reshape(*x.shape[:-1], self.out_features)
+        return y if two_d else y.reshape(*x.shape[:-1], self.out_features)
 
     def _traced(self, x: Tensor) -> Tensor:
         """Under torch.compile: F.linear or the operator torch.ops.autotune.mm, decided while tracing."""

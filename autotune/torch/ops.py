@@ -18,6 +18,7 @@ from torch import Tensor
 
 from autotune.api.matmul import Matmul
 from autotune.api.python import load
+from autotune.api.shortcuts import recording
 from autotune.errors import AutotuneError
 
 _matmul: list[Matmul] = []  # the process's matmul, loaded at first use (use() replaces it)
@@ -126,7 +127,7 @@ def mm(a: Tensor, b: Tensor, *, trans_a: bool = False, trans_b: bool = False) ->
                             f"(reshape a batch of rows to one matrix, as autotune.torch.Linear does)")
     if torch.compiler.is_compiling():  # traced: the operator (its fake implementation sees the shapes)
         return torch.ops.autotune.mm(a, b, trans_a, trans_b)
-    recorded = torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)
+    recorded = recording(torch, a, b)
     if a.is_cuda and not recorded:
         return current()(a, b, trans_a=trans_a, trans_b=trans_b)  # checks its operands itself
     _check(a, b, trans_a, trans_b)  # once here, not deep in a dispatch
