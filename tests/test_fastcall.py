@@ -76,8 +76,8 @@ def recording(base: type):
     """An instance of the base whose full path records the call's arguments and returns "full path"."""
 
     class Recording(base):  # type: ignore[misc,valid-type]
-        def _call(self, A, B, out=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, stream=None):
-            self.calls.append((A, B, out, alpha, beta, trans_a, trans_b, stream))
+        def _call(self, A, B, out=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, stream=None, **more):
+            self.calls.append((A, B, out, alpha, beta, trans_a, trans_b, stream) + ((more,) if more else ()))
             return "full path"
 
     mm = Recording()
@@ -112,6 +112,30 @@ def test_a_torch_product_leaves_another_dtype_and_tf32_to_the_full_path(base):
     finally:
         torch.backends.cuda.matmul.allow_tf32 = was
     assert len(mm.calls) == 2
+
+
+@pytest.mark.parametrize("trans_b", [False, True])
+def test_a_torch_product_with_a_bias_is_torch_addmm(base, trans_b):
+    mm = recording(base)
+    A, B = torch.randn(5, 3), torch.randn(4, 3) if trans_b else torch.randn(3, 4)
+    bias = torch.randn(4)
+    mm._fast[key(A, B, False, trans_b)] = shortcuts.to_torch(torch, False, trans_b)
+    C = mm(A, B, trans_b=trans_b, bias=bias)
+    assert torch.equal(C, torch.addmm(bias, A, B.mT if trans_b else B)) and mm.calls == []
+    assert torch.equal(mm(A, B, trans_b=trans_b, bias=None), torch.mm(A, B.mT if trans_b else B))
+
+
+@pytest.mark.parametrize("why", ["short", "float64", "2-D", "strided", "elsewhere"])
+def test_a_torch_product_leaves_a_bias_it_does_not_take_as_it_is_to_the_full_path(base, why):
+    # the full path says what is wrong with it in one line (api.bias.check), where torch.addmm would raise its own
+    mm = recording(base)
+    A, B = torch.randn(5, 3), torch.randn(3, 4)
+    bias = {"short": lambda: torch.randn(3), "float64": lambda: torch.randn(4).double(),
+            "2-D": lambda: torch.randn(1, 4), "strided": lambda: torch.randn(8)[::2],
+            "elsewhere": lambda: SimpleNamespace(dtype=torch.float32, shape=(4,), dim=lambda: 1,
+                                                 is_contiguous=lambda: True, get_device=lambda: 0)}[why]()
+    mm._fast[key(A, B)] = shortcuts.to_torch(torch, False, False)
+    assert mm(A, B, bias=bias) == "full path" and mm.calls[0][-1] == {"bias": bias}
 
 
 def test_another_short_way_is_called_and_none_means_the_full_path(base):
@@ -291,6 +315,30 @@ def test_the_aten_product_declines_what_torch_mm_from_python_must_do(aten):
         assert aten.product(A, B, False, False) is None
 
 
+def test_the_aten_product_with_a_bias_is_torch_addmm_and_records_its_gradient_where_wanted(aten):
+    A, W, bias = torch.randn(5, 3), torch.randn(4, 3), torch.randn(4)
+    assert torch.equal(aten.product(A, W, False, True, bias), torch.addmm(bias, A, W.mT))
+    for other in (torch.randn(3), torch.randn(4).double(), torch.randn(1, 4), torch.randn(8)[::2], 4.0,
+                  bias.as_subclass(Sub)):
+        assert aten.product(A, W, False, True, other) is None  # the full path says what is wrong with it
+    wanted = bias.clone().requires_grad_()
+    aten.product(A, W, False, True, wanted).square().sum().backward()
+    theirs = bias.clone().requires_grad_()
+    torch.addmm(theirs, A, W.mT).square().sum().backward()
+    assert torch.equal(wanted.grad, theirs.grad)
+
+
+def test_the_aten_bias_step_gives_the_pointer_of_a_bias_our_kernel_takes_or_declines(aten):
+    bias = torch.randn(4)
+    assert aten.bias(bias, -1, 4) == bias.data_ptr()
+    for other, device, cols in [(bias, -1, 5), (bias, 0, 4), (bias.double(), -1, 4), (torch.randn(1, 4), -1, 4),
+                                (torch.randn(8)[::2], -1, 4), (bias.as_subclass(Sub), -1, 4), (4.0, -1, 4),
+                                (torch.randn(4, requires_grad=True), -1, 4)]:
+        assert aten.bias(other, device, cols) is None
+    with torch.no_grad():  # a layer's bias requires grad; under no_grad no gradient is recorded
+        assert aten.bias(torch.nn.Parameter(bias), -1, 4) == bias.data_ptr()
+
+
 def test_the_aten_operands_are_a_new_c_and_the_three_pointers_or_declined(aten):
     A, B = torch.randn(5, 3), torch.randn(3, 4)
     C, pointers = aten.operands(A, B, -1, (5, 4))
@@ -382,7 +430,8 @@ def test_a_matmul_shows_its_calls_parameters_and_its_class_its_constructors():
     from autotune.api.matmul import Matmul
 
     mm = Matmul.__new__(Matmul)
-    assert list(inspect.signature(mm).parameters) == ["A", "B", "out", "alpha", "beta", "trans_a", "trans_b", "stream"]
+    assert list(inspect.signature(mm).parameters) == ["A", "B", "out", "alpha", "beta", "trans_a", "trans_b", "stream",
+                                                    "bias"]
     assert list(inspect.signature(Matmul).parameters) == ["dispatcher", "launcher"]
 
 
@@ -415,20 +464,23 @@ class StandInTorch:
                                   _cuda_getDevice=lambda: self.current)
 
 
-def kernel_way(c, monkeypatch, status: int = 0, current: int = -1, swapped: bool = False):
-    """A kernel way (api.fastcall.kernel_way) over a driver whose cuLaunchKernel records each launch."""
+def kernel_way(c, monkeypatch, status: int = 0, current: int = -1, swapped: bool = False, bias: bool = False,
+               bias_status: int = 0):
+    """A kernel way (api.fastcall.kernel_way) over a driver whose cuLaunchKernel records each launch; with the
+    bias's kernel (0xB1A5) prepared where `bias`."""
     launches: list[tuple] = []
 
     def driver(function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
         pointers = [ctypes.c_uint64.from_address(params[i]).value for i in range(3)]
         ints = [ctypes.c_int32.from_address(params[i]).value for i in range(3, 6)]
         launches.append((function, (gx, gy, gz), (bx, by, bz), shared, stream, *pointers, *ints, extra))
-        return status
+        return bias_status if function == 0xB1A5 else status
 
     plain = LAUNCH_C(driver)
     monkeypatch.setattr(fastlaunch, "_lib", (None, plain))
     prepared = fastlaunch.PreparedLaunch(0xF00, Launch((7, 3, 2), (256, 1, 1), 4096), 5, 4, 3)
-    way = fastcall.kernel_way(StandInTorch(current), prepared, -1, (5, 4), c, swapped)
+    bias_launch = fastlaunch.PreparedLaunch(0xB1A5, Launch((9, 1, 1), (256, 1, 1), 0), 5, 4, 4) if bias else None
+    way = fastcall.kernel_way(StandInTorch(current), prepared, -1, (5, 4), c, swapped, bias_launch)
     assert (type(way).__name__ == "KernelProduct") == (c is not None)
     return way, launches
 
@@ -510,3 +562,67 @@ def test_building_aten_without_torch_is_one_line_and_exit_2(monkeypatch, capsys)
     assert aten_build.main() == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "pip install torch" in err
+
+
+# ---- a kernel way with a bias: the product's kernel, then the bias's (api.bias); the bias read by api._aten's steps
+# where they are attached, else by api.shortcuts.bias_reader ----
+
+@pytest.mark.parametrize("swapped", [False, True])
+def test_a_kernel_way_with_a_bias_launches_the_bias_s_kernel_on_c_after_the_product(c, monkeypatch, swapped):
+    way, launches = kernel_way(c, monkeypatch, bias=True, swapped=swapped)
+    A, B, bias = torch.randn(5, 3), torch.randn(3, 4), torch.randn(4)
+    C = way(A, B, bias)
+    first, second = (B, A) if swapped else (A, B)
+    assert launches == [(0xF00, (7, 3, 2), (256, 1, 1), 4096, 999, first.data_ptr(), second.data_ptr(), C.data_ptr(),
+                         5, 4, 3, None),
+                        (0xB1A5, (9, 1, 1), (256, 1, 1), 0, 999, bias.data_ptr(), bias.data_ptr(), C.data_ptr(),
+                         5, 4, 4, None)]  # (bias, bias, C, rows, cols, ldc)
+    assert way(A, B, None).shape == (5, 4) and len(launches) == 3  # None: no bias, the product alone
+
+
+@pytest.mark.parametrize("why", ["short", "float64", "2-D", "strided", "grad"])
+def test_a_kernel_way_leaves_a_bias_it_does_not_take_as_it_is_to_the_full_path(c, monkeypatch, why):
+    way, launches = kernel_way(c, monkeypatch, bias=True)
+    bias = {"short": lambda: torch.randn(3), "float64": lambda: torch.randn(4).double(),
+            "2-D": lambda: torch.randn(1, 4), "strided": lambda: torch.randn(8)[::2],
+            "grad": lambda: torch.randn(4, requires_grad=True)}[why]()
+    assert way(torch.randn(5, 3), torch.randn(3, 4), bias) is None and launches == []
+
+
+def test_a_kernel_way_without_the_bias_s_kernel_leaves_a_call_with_a_bias_to_the_full_path(c, monkeypatch):
+    way, launches = kernel_way(c, monkeypatch)
+    assert way(torch.randn(5, 3), torch.randn(3, 4), torch.randn(4)) is None and launches == []
+
+
+def test_a_kernel_way_takes_a_bias_that_requires_grad_under_no_grad(c, monkeypatch):
+    way, launches = kernel_way(c, monkeypatch, bias=True)
+    bias = torch.randn(4, requires_grad=True)
+    with torch.no_grad():
+        C = way(torch.randn(5, 3), torch.randn(3, 4), bias)
+    assert not C.requires_grad and launches[1][5] == bias.data_ptr()
+
+
+def test_a_bias_s_kernel_not_enqueued_sends_the_call_to_the_full_path(c, monkeypatch):
+    way, launches = kernel_way(c, monkeypatch, bias=True, bias_status=201)
+    assert way(torch.randn(5, 3), torch.randn(3, 4), torch.randn(4)) is None and len(launches) == 2
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_a_kernel_way_keeps_no_reference_to_a_bias(c, monkeypatch, bias):
+    way, launches = kernel_way(c, monkeypatch, bias=bias)
+    A, B, b = torch.randn(5, 3), torch.randn(3, 4), torch.randn(4)
+    before = sys.getrefcount(b)
+    for _ in range(200):
+        way(A, B, b)
+    launches.clear()
+    assert sys.getrefcount(b) == before
+
+
+def test_a_planned_kernel_call_with_a_bias_takes_its_kernel_way(base, c, monkeypatch):
+    mm = recording(base)
+    way, launches = kernel_way(c, monkeypatch, bias=True)
+    A, B, bias = torch.randn(5, 3), torch.randn(3, 4), torch.randn(4)
+    mm._fast[key(A, B)] = way
+    C = mm(A, B, bias=bias)
+    assert mm.calls == [] and [launch[0] for launch in launches] == [0xF00, 0xB1A5]
+    assert launches[1][5:8] == (bias.data_ptr(), bias.data_ptr(), C.data_ptr())

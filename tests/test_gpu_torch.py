@@ -107,6 +107,41 @@ def test_cublas_runs_where_nothing_was_measured_and_stays_fp32_under_torchs_tf32
     assert mm(a, b, out=c) is c and rel(c, ref) < 1e-5
 
 
+def biased_operands(M: int, N: int, K: int, trans_b: bool):
+    A, bias = torch.randn(M, K, device="cuda"), torch.randn(N, device="cuda")
+    B = torch.randn(N, K, device="cuda") if trans_b else torch.randn(K, N, device="cuda")
+    ref = torch.addmm(bias.double(), A.double(), (B.mT if trans_b else B).double())
+    return A, B, bias, ref
+
+
+@pytest.mark.parametrize("trans_b", [False, True])
+def test_a_bias_is_added_to_every_row_by_our_kernels(kernels, trans_b, monkeypatch):
+    torch.manual_seed(0)
+    for M, N, K in [(1, 540, 47), (200, 136, 72), (37, 1000, 129)]:
+        A, B, bias, ref = biased_operands(M, N, K, trans_b)
+        assert rel(kernels(A, B, trans_b=trans_b, bias=bias), ref) < 1e-5  # the full path: its bias kernel loaded
+        with monkeypatch.context() as later:
+            later.setattr(kernels, "_call", lambda *args, **kwargs: pytest.fail("a later call took the full path"))
+            assert rel(kernels(A, B, trans_b=trans_b, bias=bias), ref) < 1e-5  # the short way, from C
+        wide = torch.full((M, N + 3), float("nan"), device="cuda")
+        out = wide[:, :N]  # rows N + 3 floats apart: the bias's kernel steps over them
+        assert kernels(A, B, out=out, trans_b=trans_b, bias=bias) is out and rel(out, ref) < 1e-5
+        assert torch.isnan(wide[:, N:]).all()  # nothing written past C's columns
+    assert not kernels.choose(200, 136, 72, trans_b=trans_b).library
+
+
+def test_a_bias_is_cublas_s_own_where_cublas_computes_the_product(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no database: cuBLAS everywhere
+    monkeypatch.delenv("AUTOTUNE_DB", raising=False)
+    mm = autotune.load()
+    A, B, bias, ref = biased_operands(300, 200, 100, True)
+    for _ in range(2):  # the full path, then the short way (torch.addmm)
+        C = mm(A, B, trans_b=True, bias=bias)
+        assert rel(C, ref) < 1e-5 and torch.equal(C, torch.addmm(bias, A, B.mT))
+    out = torch.empty(300, 200, device="cuda")
+    assert mm(A, B, out=out, trans_b=True, bias=bias) is out and rel(out, ref) < 1e-5
+
+
 def test_other_dtypes_go_to_torch_unchanged_and_say_so_once():
     mm = autotune.load(defaults_only=True)
     a, b = torch.randn(64, 32, device="cuda", dtype=torch.bfloat16), torch.randn(32, 16, device="cuda",

@@ -7,6 +7,7 @@
 #include <ATen/core/LegacyTypeDispatch.h>
 #include <c10/core/GradMode.h>
 #include <ATen/PythonTorchFunctionTLS.h>
+#include <ATen/ops/addmm.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/mm.h>
 #include <typeinfo>
@@ -52,15 +53,25 @@ static at::Tensor transposed(const at::Tensor &t) {
     return at::Tensor(std::move(view));
 }
 
-static PyObject *product(PyObject *A, PyObject *B, int trans_a, int trans_b) {
+// A bias taken as it is (api.bias.check's rules, so that the full path says what is wrong with any other):
+// a float32 vector of C's columns, contiguous, on A's device
+static bool bias_fits(const at::Tensor &bias, int64_t cols, long device) {
+    return bias.scalar_type() == at::kFloat && bias.dim() == 1 && bias.size(0) == cols && bias.is_contiguous() &&
+           bias.get_device() == device;
+}
+
+static PyObject *product(PyObject *A, PyObject *B, PyObject *Bias, int trans_a, int trans_b) {
     // a torch function mode would see torch.mm called: leave the call to it
-    if (!plain(A) || !plain(B) || at::impl::torch_function_mode_enabled())
+    if (!plain(A) || !plain(B) || (Bias != nullptr && !plain(Bias)) || at::impl::torch_function_mode_enabled())
         return nullptr;
     // owned copies, made with the GIL held, as torch's binding passes them: with references to the Python
     // objects' tensors instead, at::mm with the GIL released cost 0.25 us more a call (a CPU build, torch 2.13)
     at::Tensor a = THPVariable_Unpack(A), b = THPVariable_Unpack(B);
     // A float32 (B of another dtype: at::mm raises, and the call is declined), TF32 off
     if (a.scalar_type() != at::kFloat || at::globalContext().allowTF32CuBLAS())
+        return nullptr;
+    at::Tensor bias = Bias != nullptr ? THPVariable_Unpack(Bias) : at::Tensor();
+    if (bias.defined() && !bias_fits(bias, trans_b ? b.size(0) : b.size(1), a.get_device()))
         return nullptr;
     at::Tensor c;
     bool raised = false;
@@ -70,11 +81,13 @@ static PyObject *product(PyObject *A, PyObject *B, int trans_a, int trans_b) {
         // x·Wᵀ pass-through took 3-4% longer than torch.matmul at host-bound thin calls on an H100 (anyshape.py
         // --thin, docs/pytorch.md), and on a CPU 1.21 us a call against 0.89 this way, torch.matmul 0.98-0.99
         // (benchmarks/data/aten-steps-nt-before-transposes-cpu.txt, aten-steps-nt-cpu.txt)
-        if (recording(a, b)) {
-            c = at::mm(trans_a ? a.mT() : a, trans_b ? b.mT() : b);
+        if (recording(a, b) || (bias.defined() && bias.requires_grad() && c10::GradMode::is_enabled())) {
+            c = bias.defined() ? at::addmm(bias, trans_a ? a.mT() : a, trans_b ? b.mT() : b)
+                               : at::mm(trans_a ? a.mT() : a, trans_b ? b.mT() : b);
         } else {
             at::AutoDispatchBelowADInplaceOrView below;
-            c = at::mm(trans_a ? transposed(a) : a, trans_b ? transposed(b) : b);
+            c = bias.defined() ? at::addmm(bias, trans_a ? transposed(a) : a, trans_b ? transposed(b) : b)
+                               : at::mm(trans_a ? transposed(a) : a, trans_b ? transposed(b) : b);
         }
     } catch (...) {
         raised = true;
@@ -108,10 +121,21 @@ static int operands(PyObject *A, PyObject *B, long device, Py_ssize_t rows, Py_s
     return *C != nullptr ? 1 : -1;
 }
 
-static AtenSteps steps = {read, product, operands};
+static int bias_step(PyObject *Bias, long device, Py_ssize_t cols, void **ptr) {
+    if (!plain(Bias) || at::impl::torch_function_mode_enabled())
+        return 0;
+    const at::Tensor &bias = THPVariable_Unpack(Bias);
+    if (!bias_fits(bias, cols, device) || (bias.requires_grad() && c10::GradMode::is_enabled()))
+        return 0;
+    *ptr = bias.data_ptr();
+    return 1;
+}
+
+static AtenSteps steps = {read, product, operands, bias_step};
 
 // the steps called from Python, for the tests: read(A, B) -> ((rows, cols, rows, cols), device) or None;
-// product(A, B, trans_a, trans_b) -> C or None; operands(A, B, device, (rows, cols)) -> (C, pointers) or None
+// product(A, B, trans_a, trans_b[, bias]) -> C or None; operands(A, B, device, (rows, cols)) -> (C, pointers) or
+// None; bias(bias, device, cols) -> its data pointer or None
 static PyObject *read_py(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
     Py_ssize_t s[4];
     long device;
@@ -121,10 +145,20 @@ static PyObject *read_py(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
 }
 
 static PyObject *product_py(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 4)
+    if (nargs != 4 && nargs != 5)
         Py_RETURN_NONE;
-    PyObject *c = product(args[0], args[1], PyObject_IsTrue(args[2]) == 1, PyObject_IsTrue(args[3]) == 1);
+    PyObject *bias = nargs == 5 && args[4] != Py_None ? args[4] : nullptr;
+    PyObject *c = product(args[0], args[1], bias, PyObject_IsTrue(args[2]) == 1, PyObject_IsTrue(args[3]) == 1);
     return c != nullptr || PyErr_Occurred() ? c : Py_NewRef(Py_None);
+}
+
+static PyObject *bias_py(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
+    void *ptr = nullptr;
+    if (nargs != 3 || !bias_step(args[0], PyLong_AsLong(args[1]), PyLong_AsSsize_t(args[2]), &ptr)) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    return PyLong_FromVoidPtr(ptr);
 }
 
 static PyObject *operands_py(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
@@ -147,7 +181,10 @@ static PyMethodDef module_methods[] = {
     {"read", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(read_py)), METH_FASTCALL,
      "read(A, B): ((A's rows, cols, B's rows, cols), A's device), or None: declined"},
     {"product", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(product_py)), METH_FASTCALL,
-     "product(A, B, trans_a, trans_b): torch.mm of the operands' views, or None: declined"},
+     "product(A, B, trans_a, trans_b[, bias]): torch.mm of the operands' views (torch.addmm with a bias), or None: "
+     "declined"},
+    {"bias", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(bias_py)), METH_FASTCALL,
+     "bias(bias, device, cols): the bias's data pointer, or None: declined"},
     {nullptr, nullptr, 0, nullptr}};
 
 static PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_aten",

@@ -59,11 +59,11 @@ typedef struct {
     MemoSlot memo[MEMO_SLOTS];
 } FastCall;
 
-static PyObject *product_type;  /* shortcuts.TorchProduct: (mm, float32, tf32 getter, trans_a, trans_b) */
+static PyObject *product_type;  /* shortcuts.TorchProduct: (mm, float32, tf32 getter, trans_a, trans_b, addmm) */
 /* the steps against libtorch (_aten.h) where api.fastcall attached them (use_aten), and their capsule; else NULL */
 static const AtenSteps *aten;
 static PyObject *aten_capsule;
-static PyObject *s_shape, *s_get_device, *s_dtype, *s_mT, *s_call, *s_trans_a, *s_trans_b;
+static PyObject *s_shape, *s_get_device, *s_dtype, *s_mT, *s_call, *s_trans_a, *s_trans_b, *s_bias;
 
 static int
 same_name(PyObject *name, PyObject *wanted)
@@ -252,14 +252,23 @@ short_way(FastCall *me, PyObject *A, PyObject *B, int trans_a, int trans_b)
     return way;
 }
 
-/* torch.mm of the operands' views: 1 ran it (*result set, NULL on its error), 0 refused (another dtype, TF32 on) */
+/* torch.mm of the operands' views (torch.addmm with a bias): 1 ran it (*result set, NULL on its error), 0 refused
+   (another dtype, TF32 on, a bias the way does not take as it is) */
 static int
-torch_product(PyObject *way, PyObject *A, PyObject *B, int trans_a, int trans_b, PyObject **result)
+torch_product(PyObject *way, PyObject *A, PyObject *B, PyObject *bias, int trans_a, int trans_b, PyObject **result)
 {
     *result = NULL;
     /* plain float32 tensors, TF32 off: at::mm, what torch.mm calls (an error set: made, but not wrapped) */
-    if (aten != NULL && ((*result = aten->product(A, B, trans_a, trans_b)) != NULL || PyErr_Occurred()))
+    if (aten != NULL && ((*result = aten->product(A, B, bias, trans_a, trans_b)) != NULL || PyErr_Occurred()))
         return 1;
+    if (bias != NULL) {  /* the TorchProduct itself, which declines (None) a bias it does not take */
+        PyObject *operands[3] = {A, B, bias};
+        *result = PyObject_Vectorcall(way, operands, 3, NULL);
+        if (*result != Py_None)
+            return 1;
+        Py_CLEAR(*result);
+        return 0;
+    }
     PyObject *dtype = PyObject_GetAttr(A, s_dtype);
     if (dtype == NULL) {
         PyErr_Clear();
@@ -293,10 +302,15 @@ fastcall_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObje
     FastCall *me = (FastCall *)self;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     int trans[2] = {0, 0};
+    PyObject *bias = NULL;
     if (nargs != 2 || me->fast == NULL || !PyDict_Check(me->fast))
         return full_path(self, args, nargsf, kwnames);
-    for (Py_ssize_t i = 0; i < nkw; ++i) {  /* only trans_a= and trans_b=, as True or False */
+    for (Py_ssize_t i = 0; i < nkw; ++i) {  /* only trans_a= and trans_b=, as True or False, and bias= */
         PyObject *name = PyTuple_GET_ITEM(kwnames, i), *value = args[nargs + i];
+        if (same_name(name, s_bias)) {
+            bias = value == Py_None ? NULL : value;
+            continue;
+        }
         int which = same_name(name, s_trans_a) ? 0 : same_name(name, s_trans_b) ? 1 : -1;
         if (which < 0 || (value != Py_True && value != Py_False))
             return full_path(self, args, nargsf, kwnames);
@@ -307,15 +321,15 @@ fastcall_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObje
     if (way == NULL)
         return PyErr_Occurred() ? NULL : full_path(self, args, nargsf, kwnames);  /* an error: no memory for the key */
     PyObject *result;
-    if ((PyObject *)Py_TYPE(way) == product_type && PyTuple_GET_SIZE(way) == 5) {
-        int ran = torch_product(way, A, B, trans[0], trans[1], &result);
+    if ((PyObject *)Py_TYPE(way) == product_type && PyTuple_GET_SIZE(way) == 6) {
+        int ran = torch_product(way, A, B, bias, trans[0], trans[1], &result);
         Py_DECREF(way);
         if (ran)
             return result;
         return full_path(self, args, nargsf, kwnames);
     }
-    PyObject *operands[2] = {A, B};
-    result = PyObject_Vectorcall(way, operands, 2, NULL);
+    PyObject *operands[3] = {A, B, bias};
+    result = PyObject_Vectorcall(way, operands, bias != NULL ? 3 : 2, NULL);
     Py_DECREF(way);
     if (result != Py_None)
         return result;  /* the product, or NULL: the short way's error */
@@ -392,8 +406,10 @@ static PyType_Spec fastcall_spec = {
    It checks what the table's key does not hold (both operands float32, outside autograd, contiguous, B on the
    device and that device torch's current one), allocates C with A.new_empty, and launches the prepared kernel
    on torch's current stream of the device through the driver's cuLaunchKernel, whose address it was given (so
-   this file needs no CUDA header or library to build). A check that fails, or a launch the driver did not
-   enqueue, returns None: the call takes the full path, which says why or succeeds. */
+   this file needs no CUDA header or library to build). Called with a bias (A, B, bias), it then launches the
+   bias's kernel (api.bias) the same way, where it was given one and the bias is one that kernel takes as it is.
+   A check that fails, or a launch the driver did not enqueue, returns None: the call takes the full path,
+   which says why or succeeds. */
 
 typedef int (*launch_kernel_fn)(void *function, unsigned grid_x, unsigned grid_y, unsigned grid_z,
                                 unsigned block_x, unsigned block_y, unsigned block_z, unsigned shared_bytes,
@@ -410,6 +426,9 @@ typedef struct {
     Py_ssize_t rows, cols;  /* out_shape's */
     long device_index;      /* device's */
     int swapped;            /* B's pointer first: the NN product of B and A (api.operands.swapped_shape) */
+    void *bias_function;    /* the bias's kernel (NULL: none) and its launch */
+    unsigned bias_grid[3], bias_block[3];
+    PyObject *bias_reader;  /* bias -> its data pointer or None (api.shortcuts.bias_reader), without api._aten */
 } KernelProduct;
 
 static PyObject *s_requires_grad, *s_is_contiguous, *s_new_empty, *s_data_ptr;
@@ -501,13 +520,34 @@ kernel_operands(KernelProduct *k, PyObject *A, PyObject *B, void *ptrs[3], PyObj
     return failed ? -1 : 1;
 }
 
-/* C = A @ B on our kernel: the product, Py_None (not a call of this kind, or not enqueued), or NULL (an error) */
-static PyObject *
-kernel_product(KernelProduct *k, PyObject *A, PyObject *B)
+/* the bias's data pointer where the call's bias is one the bias's kernel takes as it is, read by api._aten's
+   steps, else by the Python reader: 1 read, 0 not (the full path), -1 an error */
+static int
+bias_operand(KernelProduct *k, PyObject *bias, void **ptr)
 {
-    void *ptrs[3];
+    if (k->bias_function == NULL)
+        return 0;
+    if (aten != NULL && aten->bias(bias, k->device_index, k->cols, ptr))
+        return 1;
+    PyObject *read = PyObject_CallOneArg(k->bias_reader, bias);
+    if (read == NULL)
+        return -1;
+    int got = read != Py_None;
+    *ptr = got ? PyLong_AsVoidPtr(read) : NULL;
+    Py_DECREF(read);
+    return PyErr_Occurred() ? -1 : got;
+}
+
+/* C = A @ B (+ bias) on our kernel: the product, Py_None (not a call of this kind, or not enqueued), or NULL (an
+   error) */
+static PyObject *
+kernel_product(KernelProduct *k, PyObject *A, PyObject *B, PyObject *bias)
+{
+    void *ptrs[3], *bias_ptr = NULL;
     PyObject *C = NULL;
-    int got = kernel_operands(k, A, B, ptrs, &C);
+    int got = bias != NULL ? bias_operand(k, bias, &bias_ptr) : 1;
+    if (got > 0)
+        got = kernel_operands(k, A, B, ptrs, &C);
     if (got <= 0)
         return got < 0 ? NULL : Py_NewRef(Py_None);
     int failed = 0;
@@ -521,7 +561,13 @@ kernel_product(KernelProduct *k, PyObject *A, PyObject *B)
     void *params[6] = {&a, &b, &c, &m, &n, &kk};
     int status = k->launch(k->function, k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2],
                            k->shared, stream, params, NULL);
-    if (status != 0) {  /* not enqueued (another context current): the full path */
+    if (status == 0 && bias != NULL) {  /* C += bias, row by row: (bias, bias, C, rows, cols, ldc = cols) */
+        int rows = (int)k->rows, cols = (int)k->cols;
+        void *bias_params[6] = {&bias_ptr, &bias_ptr, &c, &rows, &cols, &cols};
+        status = k->launch(k->bias_function, k->bias_grid[0], k->bias_grid[1], k->bias_grid[2], k->bias_block[0],
+                           k->bias_block[1], k->bias_block[2], 0, stream, bias_params, NULL);
+    }
+    if (status != 0) {  /* not enqueued (another context current): the full path, into a C of its own */
         Py_DECREF(C);
         return Py_NewRef(Py_None);
     }
@@ -531,28 +577,38 @@ kernel_product(KernelProduct *k, PyObject *A, PyObject *B)
 static PyObject *
 kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    if (PyVectorcall_NARGS(nargsf) != 2 || (kwnames && PyTuple_GET_SIZE(kwnames))) {
-        PyErr_SetString(PyExc_TypeError, "a KernelProduct takes the two operands (A, B)");
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs < 2 || nargs > 3 || (kwnames && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_SetString(PyExc_TypeError, "a KernelProduct takes the two operands and a bias or None (A, B[, bias])");
         return NULL;
     }
-    return kernel_product((KernelProduct *)self, args[0], args[1]);
+    PyObject *bias = nargs == 3 && args[2] != Py_None ? args[2] : NULL;
+    return kernel_product((KernelProduct *)self, args[0], args[1], bias);
 }
 
 static PyObject *
 kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     static char *names[] = {"launch", "function", "grid", "block", "shared", "shape", "out_shape", "device",
-                            "float32", "raw_stream", "current_device", "grad_enabled", "owner", "swapped", NULL};
-    unsigned long long launch, function;
-    unsigned grid[3], block[3], shared;
+                            "float32", "raw_stream", "current_device", "grad_enabled", "owner", "swapped", "bias",
+                            NULL};
+    unsigned long long launch, function, bias_function = 0;
+    unsigned grid[3], block[3], shared, bias_grid[3] = {0, 0, 0}, bias_block[3] = {0, 0, 0};
     int shape[3];
-    PyObject *out_shape, *device, *float32, *raw_stream, *current_device, *grad_enabled, *owner;
+    PyObject *out_shape, *device, *float32, *raw_stream, *current_device, *grad_enabled, *owner, *bias = Py_None;
+    PyObject *bias_reader = NULL;
     int swapped = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "KK(III)(III)I(iii)O!O!OOOOO|p:KernelProduct", names, &launch,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "KK(III)(III)I(iii)O!O!OOOOO|pO:KernelProduct", names, &launch,
                                      &function, &grid[0], &grid[1], &grid[2], &block[0], &block[1], &block[2],
                                      &shared, &shape[0], &shape[1], &shape[2], &PyTuple_Type, &out_shape,
                                      &PyLong_Type, &device, &float32, &raw_stream, &current_device, &grad_enabled,
-                                     &owner, &swapped))
+                                     &owner, &swapped, &bias))
+        return NULL;
+    /* bias: None, or the bias's kernel as (function, grid, block, reader) */
+    if (bias != Py_None &&
+            !PyArg_ParseTuple(bias, "K(III)(III)O;KernelProduct: bias is None or (function, grid, block, reader)",
+                              &bias_function, &bias_grid[0], &bias_grid[1], &bias_grid[2], &bias_block[0],
+                              &bias_block[1], &bias_block[2], &bias_reader))
         return NULL;
     if (launch == 0) {
         PyErr_SetString(PyExc_ValueError, "KernelProduct: the launch function's address is 0");
@@ -571,12 +627,18 @@ kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     }
     self->shared = shared;
     self->swapped = swapped != 0;
+    self->bias_function = (void *)(uintptr_t)bias_function;
+    self->bias_reader = Py_XNewRef(bias_reader);
+    for (int i = 0; i < 3; ++i) {
+        self->bias_grid[i] = bias_grid[i];
+        self->bias_block[i] = bias_block[i];
+    }
     self->out_shape = Py_NewRef(out_shape);
     self->device = Py_NewRef(device);
     self->device_index = PyLong_AsLong(device);
     self->rows = PyTuple_GET_SIZE(out_shape) == 2 ? PyLong_AsSsize_t(PyTuple_GET_ITEM(out_shape, 0)) : -1;
     self->cols = PyTuple_GET_SIZE(out_shape) == 2 ? PyLong_AsSsize_t(PyTuple_GET_ITEM(out_shape, 1)) : -1;
-    if (PyErr_Occurred() || self->rows < 0 || self->cols < 0) {
+    if (PyErr_Occurred() || self->rows < 0 || self->cols < 0 || self->rows > INT32_MAX || self->cols > INT32_MAX) {
         PyErr_Clear();
         PyErr_SetString(PyExc_ValueError, "KernelProduct: out_shape is (rows, cols), two ints of 0 or more");
         Py_DECREF(self);
@@ -600,6 +662,7 @@ kernel_traverse(KernelProduct *self, visitproc visit, void *arg)
     Py_VISIT(self->current_device);
     Py_VISIT(self->grad_enabled);
     Py_VISIT(self->owner);
+    Py_VISIT(self->bias_reader);
     Py_VISIT(Py_TYPE(self));
     return 0;
 }
@@ -614,6 +677,7 @@ kernel_clear(KernelProduct *self)
     Py_CLEAR(self->current_device);
     Py_CLEAR(self->grad_enabled);
     Py_CLEAR(self->owner);
+    Py_CLEAR(self->bias_reader);
     return 0;
 }
 
@@ -634,11 +698,12 @@ static PyMemberDef kernel_members[] = {
 
 static PyType_Slot kernel_slots[] = {
     {Py_tp_doc, "KernelProduct(launch, function, grid, block, shared, shape, out_shape, device, float32, "
-                "raw_stream, current_device, grad_enabled, owner, swapped=False): the short way of a call our kernel "
-                "computes, called with (A, B); it returns C, or None for a call it was not made for "
-                "(api.shortcuts.to_kernel's steps). launch: cuLaunchKernel's address; grad_enabled: "
+                "raw_stream, current_device, grad_enabled, owner, swapped=False, bias=None): the short way of a call "
+                "our kernel computes, called with (A, B[, bias]); it returns C, or None for a call it was not made "
+                "for (api.shortcuts.to_kernel's steps). launch: cuLaunchKernel's address; grad_enabled: "
                 "torch.is_grad_enabled; owner: kept alive while this is (what holds launch); swapped: the kernel "
-                "takes B's pointer first."},
+                "takes B's pointer first; bias: the bias's kernel (api.bias) as (function, grid, block, reader), or None "
+                "(reader: api.shortcuts.bias_reader, where api._aten's steps are not at hand)."},
     {Py_tp_new, kernel_new},
     {Py_tp_call, PyVectorcall_Call},
     {Py_tp_traverse, kernel_traverse},
@@ -706,6 +771,7 @@ PyInit__fastcall(void)
     s_call = PyUnicode_InternFromString("_call");
     s_trans_a = PyUnicode_InternFromString("trans_a");
     s_trans_b = PyUnicode_InternFromString("trans_b");
+    s_bias = PyUnicode_InternFromString("bias");
     s_requires_grad = PyUnicode_InternFromString("requires_grad");
     s_is_contiguous = PyUnicode_InternFromString("is_contiguous");
     s_new_empty = PyUnicode_InternFromString("new_empty");

@@ -20,7 +20,7 @@ import inspect
 import os
 from typing import Any
 
-from autotune.api.shortcuts import Launch, Shortcut, TorchProduct, to_kernel
+from autotune.api.shortcuts import Launch, Shortcut, TorchProduct, bias_reader, to_kernel
 
 
 class PyFastCall:
@@ -29,22 +29,25 @@ class PyFastCall:
     _fast: dict[tuple, Any]
 
     def __call__(self, A: Any, B: Any, out: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
-                 trans_a: bool = False, trans_b: bool = False, stream: Any = None) -> Any:
+                 trans_a: bool = False, trans_b: bool = False, stream: Any = None, bias: Any = None) -> Any:
         if out is None and stream is None and alpha == 1.0 and beta == 0.0:
             try:
                 way = self._fast[A.shape, B.shape, trans_a, trans_b, A.get_device()]
             except (KeyError, AttributeError):  # a kind of call not planned yet, or not a torch tensor
                 way = None
-            if way.__class__ is TorchProduct:  # cuBLAS, by torch.mm: inline, what calling it would do
-                mm, float32, tf32, _, _ = way
+            if way.__class__ is TorchProduct and bias is None:  # cuBLAS, by torch.mm: inline, what calling it would do
+                mm, float32, tf32, _, _, _ = way
                 if A.dtype is float32 and not tf32():
                     return mm(A.mT if trans_a else A, B.mT if trans_b else B)
-            elif way is not None and (product := way(A, B)) is not None:
+            elif way is not None and (product := way(A, B) if bias is None else way(A, B, bias)) is not None:
                 return product
-        return self._call(A, B, out, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b, stream=stream)
+        if bias is None:  # the full path as it was called: a subclass's _call need not know of bias
+            return self._call(A, B, out, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b, stream=stream)
+        return self._call(A, B, out, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b, stream=stream,
+                          bias=bias)
 
     def _call(self, A: Any, B: Any, out: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
-              trans_a: bool = False, trans_b: bool = False, stream: Any = None) -> Any:
+              trans_a: bool = False, trans_b: bool = False, stream: Any = None, bias: Any = None) -> Any:
         raise NotImplementedError
 
 
@@ -96,19 +99,24 @@ def compiled() -> type | None:
 
 
 def kernel_way(torch: Any, launch: Launch, device: int, out_shape: tuple[int, ...], c: Any = None,
-               swapped: bool = False) -> Shortcut:
+               swapped: bool = False, bias_launch: Launch | None = None) -> Shortcut:
     """The short way of a call that our kernel computes: api.shortcuts.to_kernel's steps, in C (the extension's
-    KernelProduct, `c`: native()) where the launch can be made from C (backends.cuda.fastlaunch.PreparedLaunch.raw),
+    KernelProduct, `c`: native()) where the launches can be made from C (backends.cuda.fastlaunch.PreparedLaunch.raw),
     else to_kernel's closure. In C the checks, the allocation and the driver's call run without a Python frame,
     ctypes' conversions or the launch's lock (the GIL is held throughout, and its arguments live on C's stack).
-    swapped: the kernel takes B's pointer first (api.operands.swapped_shape)."""
+    swapped: the kernel takes B's pointer first (api.operands.swapped_shape); bias_launch: the bias's kernel
+    prepared at the shape (api.bias), or None."""
     raw = getattr(launch, "raw", None)
-    if c is None or raw is None:
-        return to_kernel(torch, launch, device, out_shape, swapped)
+    bias_raw = getattr(bias_launch, "raw", None)
+    if c is None or raw is None or bias_launch is not None and bias_raw is None:
+        return to_kernel(torch, launch, device, out_shape, swapped, bias_launch)
     r = raw()
+    bias = bias_raw() if bias_raw is not None else None
     return c.KernelProduct(r.launch, r.function, r.grid, r.block, r.shared, r.shape, tuple(out_shape), device,
                            torch.float32, torch._C._cuda_getCurrentRawStream, torch._C._cuda_getDevice,
-                           torch.is_grad_enabled, launch, swapped)
+                           torch.is_grad_enabled, (launch, bias_launch), swapped,
+                           (bias.function, bias.grid, bias.block, bias_reader(torch, out_shape[-1], device))
+                           if bias is not None else None)
 
 
 NATIVE = native()

@@ -36,13 +36,18 @@ def torch_of(A: Any, current: bool) -> Any:
 
 
 def torch_product(torch: Any, A: Any, B: Any, out: Any, alpha: float, beta: float, trans_a: bool,
-                  trans_b: bool) -> Any:
-    """C = alpha * op(A) * op(B) + beta * C with torch (beta != 0 comes with out, checked before)."""
+                  trans_b: bool, bias: Any = None) -> Any:
+    """C = alpha * op(A) * op(B) + beta * C (+ bias, added to every row) with torch (beta != 0 comes with out,
+    checked before). A plain call with a bias is torch.addmm, as F.linear's: cuBLAS adds the bias itself."""
     a, b = (A.mT if trans_a else A), (B.mT if trans_b else B)
+    if bias is not None and out is None and alpha == 1.0 and beta == 0.0:
+        return torch.addmm(bias, a, b)
     if beta == 0.0:
         product = torch.matmul(a, b, out=out)
-        return product if alpha == 1.0 else product.mul_(alpha)
-    return out.mul_(beta).add_(torch.matmul(a, b), alpha=alpha)
+        product = product if alpha == 1.0 else product.mul_(alpha)
+    else:
+        product = out.mul_(beta).add_(torch.matmul(a, b), alpha=alpha)
+    return product if bias is None else product.add_(bias)
 
 
 def other_float(*arrays: Any) -> str | None:
@@ -58,11 +63,11 @@ def other_float(*arrays: Any) -> str | None:
 
 
 def torch_unchanged(A: Any, B: Any, out: Any, alpha: float, beta: float, trans_a: bool, trans_b: bool,
-                    dtype: str) -> Any:
+                    dtype: str, bias: Any = None) -> Any:
     """A product the FP32 kernels do not compute, handed to torch as it is; said once per dtype."""
     if dtype not in _warned:
         _warned.add(dtype)
         warnings.warn(f"autotune: {dtype} operands run torch.matmul unchanged (the tuned kernels are FP32 only)",
                       stacklevel=3)
-    return torch_product(sys.modules["torch"], A, B, out, alpha, beta, trans_a, trans_b)
+    return torch_product(sys.modules["torch"], A, B, out, alpha, beta, trans_a, trans_b, bias)
 

@@ -14,6 +14,7 @@ import sys
 import threading
 from typing import Any, Callable, ContextManager, NamedTuple, Protocol
 
+from autotune.api import bias as biases
 from autotune.api import fastcall, library, shortcuts
 from autotune.api.arrays import ArrayView, read_array, signature
 from autotune.api.dispatch import Choice, Dispatcher
@@ -76,7 +77,7 @@ class Launcher(Protocol):
 
 
 class Matmul(FastCall):  # type: ignore[misc,valid-type]  # C or Python: api.fastcall
-    """mm(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, stream=None) -> out.
+    """mm(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, stream=None, bias=None) -> out.
 
     A, B (and out) are device arrays with __dlpack__ or __cuda_array_interface__: 2-D matrices
     whose rows may be slices of wider ones (a leading dimension), or 3-D (batch, rows, cols)
@@ -84,8 +85,9 @@ class Matmul(FastCall):  # type: ignore[misc,valid-type]  # C or Python: api.fas
     needs out=. Such calls run BLAS=1 kernels (api.operands says which). The kernel runs
     on `stream` (an int handle, or an object with __cuda_stream__, .cuda_stream or .ptr); by
     default on the current stream of A's library (torch, CuPy), else the legacy default stream.
-    Without out, C is allocated by A's library (torch and CuPy arrays only). The call returns when
-    the launch is enqueued, as the libraries' own products do."""
+    Without out, C is allocated by A's library (torch and CuPy arrays only). bias, a float32 vector
+    of C's N columns on A's device, is added to every row of C (nn.Linear's y = x·Wᵀ + b; 2-D calls;
+    api.bias). The call returns when the launch is enqueued, as the libraries' own products do."""
 
     __signature__ = CallSignature()
 
@@ -93,6 +95,7 @@ class Matmul(FastCall):  # type: ignore[misc,valid-type]  # C or Python: api.fas
         self.dispatcher, self.launcher = dispatcher, launcher
         self._kernels: dict[tuple[int, str, str, int], Any] = {}  # (device, source hash, name, opted-in shared bytes)
         self._names: dict[int, str] = {}
+        self._bias_kernels: dict[tuple[int, str], Any] = {}  # (device, name): the bias's kernel (api.bias)
         # the plan of each kind of call (operands' shapes, strides, dtypes, devices; transposes, alpha,
         # beta): a repeated call skips the checks and the choice, whose Python cost a small product's kernel
         self._plans: dict[tuple, Plan] = {}
@@ -104,35 +107,42 @@ class Matmul(FastCall):  # type: ignore[misc,valid-type]  # C or Python: api.fas
         self.on_library: Callable[[int, Shape, Layout], None] | None = None
 
     def _call(self, A: Any, B: Any, out: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
-              trans_a: bool = False, trans_b: bool = False, stream: Any = None) -> Any:
+              trans_a: bool = False, trans_b: bool = False, stream: Any = None, bias: Any = None) -> Any:
         """The full path: a call that took no short way (api.fastcall)."""
         check_scalars(alpha, beta, trans_a, trans_b)
         handle = stream_handle(stream) if stream is not None else current_stream(A)
-        current = stream is None and _on_device_of(A, B, out)  # A's library's current stream is theirs too
-        if a_other_float := library.other_float(A, B, out):
-            return library.torch_unchanged(A, B, out, alpha, beta, trans_a, trans_b, a_other_float)
+        current = stream is None and _on_device_of(A, B, out, bias)  # A's library's current stream is theirs too
+        if a_other_float := library.other_float(A, B, out, bias):
+            return library.torch_unchanged(A, B, out, alpha, beta, trans_a, trans_b, a_other_float, bias)
 
         def read(x: Any, name: str) -> ArrayView:
             return read_array(x, name, handle, self.launcher.device_of, current)
 
         a, b = read(A, "A"), read(B, "B")
         c = read(out, "out") if out is not None else None
+        v = read(bias, "bias") if bias is not None else None
         table = self._fast  # taken before the plan, as the plans are (_planned)
         plan = self._planned(a, b, c, trans_a, trans_b, alpha, beta)
+        ldc = biases.check(v, plan.call, c) if v is not None else 0
         if c is not None:  # per call, not per plan: the pointers change from call to call
-            check_apart(c, a, b)
+            check_apart(c, a, b, *([v] if v is not None else []))
         if plan.geometry is None:
-            return self._library(plan, A, B, out, (a, b, c), handle, current, (alpha, beta, trans_a, trans_b))
+            return self._library(plan, A, B, out, (a, b, c, v), handle, current, (alpha, beta, trans_a, trans_b), bias)
         if out is None:
             if stream is None and current and alpha == 1.0 and beta == 0.0:
-                self._shortcut_kernel(table, plan, A, B, trans_a, trans_b)
+                self._shortcut_kernel(table, plan, A, B, trans_a, trans_b, v is not None)
             out = new_output(A, a, plan.call.out_shape)
         first, second = (b.ptr, a.ptr) if plan.swapped else (a.ptr, b.ptr)
-        self._launch(plan, handle, first, second, c.ptr if c is not None else read(out, "out").ptr)
+        c_ptr = c.ptr if c is not None else read(out, "out").ptr
+        self._launch(plan, handle, first, second, c_ptr)
+        if v is not None:
+            self._add_bias(plan.call, handle, v.ptr, c_ptr, ldc)
         return out
 
-    def _shortcut_kernel(self, table: dict, plan: Plan, A: Any, B: Any, trans_a: bool, trans_b: bool) -> None:
-        """Remember the short way of a plain 2-D torch call that our kernel computes (api.shortcuts)."""
+    def _shortcut_kernel(self, table: dict, plan: Plan, A: Any, B: Any, trans_a: bool, trans_b: bool,
+                         biased: bool = False) -> None:
+        """Remember the short way of a plain 2-D torch call that our kernel computes (api.shortcuts), with the
+        prepared launch of the bias's kernel where a call of the kind had a bias (here, or before)."""
         torch = sys.modules.get("torch")
         call = plan.call
         if torch is None or plan.pre is not None or call.ops is not None or plan.geometry is None \
@@ -140,10 +150,33 @@ class Matmul(FastCall):  # type: ignore[misc,valid-type]  # C or Python: api.fas
             return
         launch = self.launcher.prepare(call.device, plan.kernel, plan.geometry, call.shape)
         fastcall.attach_aten(torch)  # the tensors' sizes read in C++ when a later call looks its way up
-        if launch is not None:
-            self._remember(table, (A.shape, B.shape, trans_a, trans_b, call.device),
-                           fastcall.kernel_way(torch, launch, call.device, call.out_shape, fastcall.NATIVE,
-                                               plan.swapped))
+        if launch is None:
+            return
+        rows, cols = call.out_shape
+        bias_launch = None
+        if biased or (call.device, biases.KERNEL) in self._bias_kernels:
+            bias_launch = self.launcher.prepare(call.device, self._bias_kernel(call.device),
+                                                biases.geometry(rows, cols, self.launcher.limits(call.device)),
+                                                (rows, cols, cols))
+        self._remember(table, (A.shape, B.shape, trans_a, trans_b, call.device),
+                       fastcall.kernel_way(torch, launch, call.device, call.out_shape, fastcall.NATIVE,
+                                           plan.swapped, bias_launch))
+
+    def _add_bias(self, call: Call, stream: int, bias: int, c: int, ldc: int) -> None:
+        """C += bias, row by row, on the stream (the product's kernel enqueued before it)."""
+        rows, cols = call.out_shape
+        geometry = biases.geometry(rows, cols, self.launcher.limits(call.device))
+        self.launcher.launch(call.device, self._bias_kernel(call.device), geometry, stream, bias, bias, c,
+                             (rows, cols, ldc))
+
+    def _bias_kernel(self, device: int) -> Any:
+        """The bias's kernel (api.bias), loaded once per device."""
+        key = (device, biases.KERNEL)
+        kernel = self._bias_kernels.get(key)
+        if kernel is None:
+            kernel = self._bias_kernels[key] = self._loaded(device, biases.source(), biases.source_hash(),
+                                                            biases.KERNEL, 0)
+        return kernel
 
     @staticmethod
     def _remember(table: dict, key: tuple, value: Any) -> None:
@@ -162,12 +195,13 @@ class Matmul(FastCall):  # type: ignore[misc,valid-type]  # C or Python: api.fas
             self._remember(plans, key, plan)
         return plan
 
-    def _library(self, plan: Plan, A: Any, B: Any, out: Any, views: tuple[ArrayView, ArrayView, ArrayView | None],
-                 stream: int, current: bool, how: tuple[float, float, bool, bool]) -> Any:
+    def _library(self, plan: Plan, A: Any, B: Any, out: Any,
+                 views: tuple[ArrayView, ArrayView, ArrayView | None, ArrayView | None], stream: int, current: bool,
+                 how: tuple[float, float, bool, bool], bias: Any) -> Any:
         """cuBLAS computes the call: torch's own matmul for torch tensors on torch's current stream (the
         library the caller would have called, under FP32), else cuBLAS on the call's stream."""
         alpha, beta, trans_a, trans_b = how
-        a, b, c = views
+        a, b, c, v = views
         call = plan.call
         torch = library.torch_of(A, current)
         if torch is not None:
@@ -177,12 +211,14 @@ class Matmul(FastCall):  # type: ignore[misc,valid-type]  # C or Python: api.fas
                 self._remember(table, (A.shape, B.shape, trans_a, trans_b, call.device),
                                shortcuts.to_torch(torch, trans_a, trans_b))
                 fastcall.attach_aten(torch)  # its later calls: the tensors read and at::mm called from C++
-            return library.torch_product(torch, A, B, out, alpha, beta, trans_a, trans_b)
+            return library.torch_product(torch, A, B, out, alpha, beta, trans_a, trans_b, bias)
         if out is None:
             out = new_output(A, a, call.out_shape)
         ptr = c.ptr if c is not None else read_array(out, "out", stream, self.launcher.device_of).ptr
         ops = call.ops or tight(*call.shape, trans_a, trans_b)
         self.launcher.gemm(call.device, stream, a.ptr, b.ptr, ptr, call.shape, trans_a, trans_b, ops)
+        if v is not None:
+            self._add_bias(call, stream, v.ptr, ptr, c.strides[0] if c is not None else call.out_shape[-1])
         return out
 
     def _launch(self, plan: Plan, stream: int, a: int, b: int, c: int) -> None:
@@ -250,13 +286,16 @@ class Matmul(FastCall):  # type: ignore[misc,valid-type]  # C or Python: api.fas
 
     def _kernel(self, device: int, choice: Choice, name: str, shared_bytes: int) -> Any:
         """A kernel of the choice's module (its own, or its prologue's), loaded once per process."""
-        key = (device, choice.source_hash, name, shared_bytes)
+        return self._loaded(device, choice.source, choice.source_hash, name, shared_bytes)
+
+    def _loaded(self, device: int, source: str, source_hash: str, name: str, shared_bytes: int) -> Any:
+        key = (device, source_hash, name, shared_bytes)
         kernel = self._kernels.get(key)
         if kernel is None:
             with self._lock:  # two threads asking at once compile once
                 kernel = self._kernels.get(key)
                 if kernel is None:
-                    kernel = self._kernels[key] = self.launcher.load(device, choice.source, name, shared_bytes)
+                    kernel = self._kernels[key] = self.launcher.load(device, source, name, shared_bytes)
         return kernel
 
 

@@ -17,7 +17,7 @@ from typing import Any, Callable, NamedTuple
 
 from autotune.api.library import tf32_getter
 
-Shortcut = Callable[[Any, Any], Any]  # (A, B) -> C, or None: not a call of this kind
+Shortcut = Callable[..., Any]  # (A, B[, bias]) -> C, or None: not a call of this kind
 Launch = Callable[[int, int, int, int], int]  # (stream, a, b, c) -> the driver's status (0: enqueued)
 
 
@@ -32,38 +32,74 @@ class TorchProduct(NamedTuple):
     tf32: Callable[[], bool]
     trans_a: bool
     trans_b: bool
+    addmm: Callable[[Any, Any, Any], Any]  # with a bias: torch.addmm(bias, ...), cuBLAS's epilogue adding it
 
-    def __call__(self, A: Any, B: Any) -> Any:
-        mm, float32, tf32, trans_a, trans_b = self
+    def __call__(self, A: Any, B: Any, bias: Any = None) -> Any:
+        mm, float32, tf32, trans_a, trans_b, addmm = self
         if A.dtype is not float32 or tf32():
             return None
-        return mm(A.mT if trans_a else A, B.mT if trans_b else B)
+        a, b = A.mT if trans_a else A, B.mT if trans_b else B
+        if bias is None:
+            return mm(a, b)
+        if not bias_fits(bias, float32, b.shape[1], A.get_device()):
+            return None  # the full path says what is wrong with it
+        return addmm(bias, a, b)
 
 
 def to_torch(torch: Any, trans_a: bool, trans_b: bool) -> TorchProduct:
     """torch's own product for calls of these transposes."""
-    return TorchProduct(torch.mm, torch.float32, tf32_getter(torch), trans_a, trans_b)
+    return TorchProduct(torch.mm, torch.float32, tf32_getter(torch), trans_a, trans_b, torch.addmm)
 
 
-def to_kernel(torch: Any, launch: Launch, device: int, out_shape: tuple[int, ...], swapped: bool = False) -> Shortcut:
+def bias_fits(bias: Any, float32: Any, columns: int, device: int) -> bool:
+    """Whether a short way takes the call's bias as it is (api.bias.check's rules): a float32 vector of C's
+    columns, contiguous, on A's device."""
+    return (getattr(bias, "dtype", None) is float32 and bias.dim() == 1 and bias.shape[0] == columns
+            and bias.is_contiguous() and bias.get_device() == device)
+
+
+def to_kernel(torch: Any, launch: Launch, device: int, out_shape: tuple[int, ...], swapped: bool = False,
+              bias_launch: Launch | None = None) -> Shortcut:
     """The plan was made for contiguous float32 operands on `device`, outside autograd (`recording`), on
     torch's current stream there; the launch needs that device's context current, so torch's current device
-    must be it. swapped: the kernel takes B's pointer first (api.operands.swapped_shape)."""
+    must be it. swapped: the kernel takes B's pointer first (api.operands.swapped_shape). bias_launch: the
+    bias's kernel prepared at the shape (api.bias), called (stream, bias, bias, C) after the product's; a
+    call with a bias and none prepared takes the full path (which prepares one)."""
     float32, grad_enabled = torch.float32, torch.is_grad_enabled
     raw_stream, current_device = torch._C._cuda_getCurrentRawStream, torch._C._cuda_getDevice
+    read_bias = bias_reader(torch, out_shape[-1], device)
 
-    def run(A: Any, B: Any) -> Any:
+    def run(A: Any, B: Any, bias: Any = None) -> Any:
         if (A.dtype is not float32 or B.dtype is not float32 or not A.is_contiguous() or not B.is_contiguous()
                 or (A.requires_grad or B.requires_grad) and grad_enabled()
                 or B.get_device() != device or current_device() != device):
             return None
+        if bias is not None and (bias_launch is None or read_bias(bias) is None):
+            return None
         C = A.new_empty(out_shape)
         first, second = (B, A) if swapped else (A, B)
-        if launch(raw_stream(device), first.data_ptr(), second.data_ptr(), C.data_ptr()) != 0:
+        stream = raw_stream(device)
+        if launch(stream, first.data_ptr(), second.data_ptr(), C.data_ptr()) != 0:
             return None  # not enqueued (another context current): the full path says why or succeeds
+        if bias is not None and bias_launch is not None and \
+                bias_launch(stream, bias.data_ptr(), bias.data_ptr(), C.data_ptr()) != 0:
+            return None  # the full path computes the call again, into a C of its own
         return C
 
     return run
+
+
+def bias_reader(torch: Any, columns: int, device: int) -> Callable[[Any], int | None]:
+    """The data pointer of a bias our kernel's short way takes as it is (bias_fits, outside autograd), else None:
+    to_kernel's check, and the C steps' where api._aten's are not at hand."""
+    float32, grad_enabled = torch.float32, torch.is_grad_enabled
+
+    def read(bias: Any) -> int | None:
+        if not bias_fits(bias, float32, columns, device) or bias.requires_grad and grad_enabled():
+            return None
+        return bias.data_ptr()
+
+    return read
 
 
 def kernel_eligible(torch: Any, A: Any, B: Any) -> bool:

@@ -2,8 +2,9 @@
 which puts it in place of a model's nn.Linear layers (sharing their parameters).
 
 In eager mode with no gradient recorded (torch.no_grad(), inference_mode) a layer calls load()'s matmul
-itself, which runs our kernel or cuBLAS from its C first step; with autograd, autotune.torch.mm's
-autograd.Function; under torch.compile, the operator torch.ops.autotune.mm (autotune.torch.ops). Where the
+itself, bias included (mm(x, W, trans_b=True, bias=b)), which runs our kernel (then the bias's, api.bias) or
+cuBLAS's addmm from its C first step; with autograd, autotune.torch.mm's autograd.Function; under
+torch.compile, the operator torch.ops.autotune.mm (autotune.torch.ops). With autograd or traced, where the
 dispatcher would run cuBLAS anyway (no kernel measured at the call's shape beat it), and where the kernel's
 evidence is a covering row's (a host-bound call) with autograd on or, traced, with a bias (_library_at says
 why), the layer runs torch.nn.functional.linear itself, exactly what nn.Linear runs (its bias fused by cuBLAS,
@@ -32,24 +33,24 @@ class Linear(torch.nn.Linear):
         return self._eager(x)
 
     def _eager(self, x: Tensor) -> Tensor:
-        """Not traced: with no gradient recorded (torch.no_grad(), inference_mode) and no bias, load()'s matmul
-        itself, whose first step (api.fastcall) runs a planned shape's kernel or cuBLAS from C; else F.linear
-        where _library_at says so (asked once a shape: _library_memo), our product where not. (Asked at each call,
-        with the weight, which requires grad even under no_grad, sending every call down the matmul's full path,
-        a one-row layer call cost 68 us on the H200 against nn.Linear's 14: linear-layers-seed1-h200.json.)"""
+        """Not traced: with no gradient recorded (torch.no_grad(), inference_mode), load()'s matmul itself, bias
+        included, whose first step (api.fastcall) runs a planned shape's kernel or cuBLAS from C; with autograd,
+        F.linear where _library_at says so (asked once a shape: _library_memo), our product where not. (Asked at
+        each call, with the weight, which requires grad even under no_grad, sending every call down the matmul's
+        full path, a one-row layer call cost 68 us on the H200 against nn.Linear's 14:
+        linear-layers-seed1-h200.json.)"""
         two_d = x.dim() == 2
         rows = x if two_d else x.reshape(-1, self.in_features)
         weight, bias = self.weight, self.bias
-        recorded = _recorded(x, weight, bias)
-        matmul = current()
-        if bias is None and not recorded:
-            y = matmul(rows, weight, trans_b=True)  # the matmul decides: its short way holds its choice
-        elif _library_memo(matmul, rows.shape[0], self.out_features, self.in_features, x.get_device(), recorded):
+        if not _recorded(x, weight, bias):  # the matmul decides: its short way holds its choice
+            y = current()(rows, weight, trans_b=True) if bias is None else current()(rows, weight, trans_b=True,
+                                                                                       bias=bias)
+        elif _library_memo(current(), rows.shape[0], self.out_features, self.in_features, x.get_device()):
             return torch.nn.functional.linear(x, weight, bias)
         else:
-            y = mm(rows, weight, trans_b=True) if recorded else matmul(rows, weight, trans_b=True)
+            y = mm(rows, weight, trans_b=True)
             if bias is not None:
-                y = y + bias if recorded else y.add_(bias)  # without autograd y is the call's own new tensor
+                y = y + bias
         return y if two_d else y.reshape(*x.shape[:-1], self.out_features)
 
     def _traced(self, x: Tensor) -> Tensor:
@@ -69,23 +70,23 @@ def _recorded(x: Tensor, weight: Tensor, bias: Tensor | None) -> bool:
                                         or bias is not None and bias.requires_grad)
 
 
-_memo: dict[tuple[int, int, int, int, bool], bool] = {}  # _library_at's answers, per shape, for one matmul
+_memo: dict[tuple[int, int, int, int], bool] = {}  # _library_at's answers with autograd, per shape, for one matmul
 _memo_for: list = [None]  # that matmul (use() may set another)
 
 
-def _library_memo(matmul: object, M: int, N: int, K: int, device: int, covering_too: bool) -> bool:
-    """_library_at's answer, asked once per shape and matmul: asking costs the host ~8 us, as much as a
-    host-bound call. A shape's answer is kept for the process, as torch.compile keeps it (first-use tuning that
-    ends later does not change it; with F.linear the layer is nn.Linear meanwhile)."""
+def _library_memo(matmul: object, M: int, N: int, K: int, device: int) -> bool:
+    """_library_at's answer for a call autograd records, asked once per shape and matmul: asking costs the host
+    ~8 us, as much as a host-bound call. A shape's answer is kept for the process, as torch.compile keeps it
+    (first-use tuning that ends later does not change it; with F.linear the layer is nn.Linear meanwhile)."""
     if _memo_for[0] is not matmul:
         _memo.clear()
         _memo_for[0] = matmul
-    key = (M, N, K, device, covering_too)
+    key = (M, N, K, device)
     answer = _memo.get(key)
     if answer is None:
         if len(_memo) >= 4096:  # a process that calls ever new shapes keeps a bounded memo
             _memo.clear()
-        answer = _memo[key] = _library_at(M, N, K, device, covering_too)
+        answer = _memo[key] = _library_at(M, N, K, device, True)
     return answer
 
 
@@ -106,9 +107,8 @@ def _library_at(M: int, N: int, K: int, device: int, covering_too: bool) -> bool
     covering_too where the layer's host path there costs more than F.linear's one call: with autograd (our
     autograd.Function, plus a node for the bias, where F.linear is one native node: such one-row layers without a
     bias read 0.928x nn.Linear on an H100, benchmarks/data/linear-layers-grad-seed1-h100.json) and, traced, with a
-    bias (a second launch for it, where F.linear fuses it). Not in eager mode without autograd: there our kernel,
-    then the bias's addition, read 0.954x at such layers against F.linear's 0.895x (linear-layers-seed1-h100.json,
-    linear-layers-seed1-bias-to-flinear-h100.json), and our kernel alone 1.566x."""
+    bias (a second launch for it, where F.linear fuses it). Not asked in eager mode without autograd: there
+    load()'s matmul takes the bias itself, from C (api.bias)."""
     matmul = current()
     if matmul.runs_library(M, N, K, device, trans_b=True):
         return True
