@@ -11,8 +11,9 @@ times a product: queued (events around calls back to back, the two layers in ABB
 and alone (events around one call after a synchronisation, the median), in the same process. The row
 names what load()'s dispatcher chose for the layer's product (x·Wᵀ) and whether our kernel ran it or
 cuBLAS ("F.linear": F.linear, or torch's product through load()'s pass-through), by autotune.torch.nn's rule:
-cuBLAS where the dispatcher chooses it, and with autograd also where the choice is a covering row's. Where
-cuBLAS runs a layer with a bias, what the layer loses to nn.Linear is its own host path. --grad: each call is
+cuBLAS where the dispatcher chooses it, and with autograd also where the choice is a covering row's. Under
+torch.no_grad() a layer's bias goes to load()'s matmul with its product (mm(x, W, trans_b=True, bias=b)): cuBLAS's
+addmm, as F.linear's, or our kernel then the bias's kernel (api.bias). --grad: each call is
 a training step's, forward with autograd on and backward with a fixed gradient, in place of a call under
 torch.no_grad().
 """
