@@ -20,6 +20,7 @@ torch.no_grad().
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -30,40 +31,47 @@ from autotune.torch.nn import _runs_library  # the layer's own rule: F.linear or
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from anyshape import compared, decode_shapes, geomean, how_many  # noqa: E402
+from cuda_events import paired_ms  # noqa: E402
 from sources import commit  # noqa: E402
 
 
 def measure(torch, rows: int, out_features: int, in_features: int, bias: bool, rounds: int, alone: int,
-            grad: bool = False) -> dict:
+            grad: bool = False, control: bool = False) -> dict:
     theirs = torch.nn.Linear(in_features, out_features, bias=bias, device="cuda")
     ours = at.Linear(in_features, out_features, bias=bias, device="cuda")
     ours.weight, ours.bias = theirs.weight, theirs.bias  # one set of parameters, read by both
     x = torch.randn(rows, in_features, device="cuda", requires_grad=grad)
-    if grad:  # a training step's layer call: forward recorded, then backward with one fixed gradient
-        g = torch.randn(rows, out_features, device="cuda")
+    g = torch.randn(rows, out_features, device="cuda")
 
-        def step(layer):
-            y = layer(x)
-            y.backward(g)
-            return y.detach()
+    def call(layer):
+        if not grad:
+            return layer(x)
+        y = layer(x)  # a training step's layer call: forward recorded, then backward with one fixed gradient
+        y.backward(g)
+        return y.detach()
 
-        timed, _ = compared(torch, lambda: step(ours), lambda: step(theirs), rounds, alone)
-    else:
-        with torch.no_grad():
-            timed, _ = compared(torch, lambda: ours(x), lambda: theirs(x), rounds, alone)
+    with contextlib.nullcontext() if grad else torch.no_grad():
+        timed, reps = compared(torch, lambda: call(ours), lambda: call(theirs), rounds, alone)
+        if control:  # the method's own bias: nn.Linear paired with a twin of the same parameters (1.0: none)
+            twin = torch.nn.Linear(in_features, out_features, bias=bias, device="cuda")
+            twin.weight, twin.bias = theirs.weight, theirs.bias
+            first, again = paired_ms(torch, lambda: call(theirs), lambda: call(twin), reps, rounds)
     choice = at.current().choose(rows, out_features, in_features, torch.cuda.current_device(), trans_b=True)
     runs = "F.linear" if _runs_library(x, ours.weight, grad) else "kernel"  # as Linear._eager asks
     return {"M": rows, "N": out_features, "K": in_features, "bias": bias, "runs": runs, **timed,
-            "kernel": choice.describe()}
+            "kernel": choice.describe(), **({"control": first / again} if control else {})}
 
 
 def summary(rows: list[dict]) -> dict:
     queued = [r["torch_ms"] / r["ours_ms"] for r in rows]
     alone = [r["torch_alone_ms"] / r["ours_alone_ms"] for r in rows]
     kernel = [q for q, r in zip(queued, rows) if r["runs"] == "kernel"]
+    control = [r["control"] for r in rows if "control" in r]
     return {"layers": len(rows), "geomean_queued": geomean(queued), "geomean_alone": geomean(alone),
             "min_queued": min(queued), "below_0.95_queued": sum(q < 0.95 for q in queued),
-            "kernel_layers": len(kernel), "kernel_geomean_queued": geomean(kernel)}
+            "kernel_layers": len(kernel), "kernel_geomean_queued": geomean(kernel),
+            **({"control_geomean": geomean(control), "control_min": min(control), "control_max": max(control)}
+               if control else {})}
 
 
 def main() -> int:
@@ -73,6 +81,9 @@ def main() -> int:
     parser.add_argument("--rows", type=how_many, default=1, help="rows of each layer's input (tokens decoded at once)")
     parser.add_argument("--grad", action="store_true",
                         help="time forward and backward with autograd on (a training step's call), not under no_grad")
+    parser.add_argument("--control", type=how_many, default=0,
+                        help="at this many of the layers (with and without a bias), nn.Linear paired with a twin "
+                             "nn.Linear too: the method's own bias, 1.0 where it has none")
     parser.add_argument("--rounds", type=int, default=12)
     parser.add_argument("--alone", type=int, default=100)
     parser.add_argument("--commit", default="", help="the sources' commit, recorded in the output")
@@ -84,16 +95,18 @@ def main() -> int:
 
     torch.backends.cuda.matmul.allow_tf32 = False
     rows = []
-    for (_, N, K), _ in decode_shapes(args.seed, args.count):
+    for i, ((_, N, K), _) in enumerate(decode_shapes(args.seed, args.count)):
         for bias in (True, False):
-            rows.append(measure(torch, args.rows, N, K, bias, args.rounds, args.alone, args.grad))
+            rows.append(measure(torch, args.rows, N, K, bias, args.rounds, args.alone, args.grad, i < args.control))
             r = rows[-1]
+            control = f" control {r['control']:.3f}" if "control" in r else ""
             print(f"{r['M']}x{N:>5}x{K:>5} bias {bias!s:5} {r['runs']:8s} nn.Linear/ours queued "
-                  f"{r['torch_ms'] / r['ours_ms']:.3f} alone {r['torch_alone_ms'] / r['ours_alone_ms']:.3f} "
+                  f"{r['torch_ms'] / r['ours_ms']:.3f} alone {r['torch_alone_ms'] / r['ours_alone_ms']:.3f}{control} "
                   f"err {r['err']:.1e} {r['kernel'][:60]}", flush=True)
     gpu = torch.cuda.get_device_name()
     out = {"device": gpu, "seed": args.seed, "rows": args.rows, "grad": args.grad, "commit": args.commit or commit(),
-           "torch": torch.__version__, "method": {"rounds": args.rounds, "alone_calls": args.alone},
+           "torch": torch.__version__, "method": {"rounds": args.rounds, "alone_calls": args.alone,
+                                                  "control_layers": args.control},
            "layers": rows, "summary": {("bias" if b else "no_bias"): summary([r for r in rows if r["bias"] is b])
                                        for b in (True, False)}}
     path = Path(args.out or f"benchmarks/data/linear-layers{'-grad' if args.grad else ''}-{gpu_tag(gpu)}.json")

@@ -29,6 +29,14 @@ def test_the_summary_reads_every_layer_and_apart_those_that_ran_our_kernel(layer
     assert math.isnan(layers.summary([_row(1.0, 1.0, "F.linear")])["kernel_geomean_queued"])
 
 
+def test_the_summary_reads_the_control_where_layers_had_one(layers):
+    rows = [{**_row(1.0, 1.0, "F.linear"), "control": c} for c in (0.9, 1.1)] + [_row(1.0, 1.0, "F.linear")]
+    got = layers.summary(rows)
+    assert got["control_geomean"] == pytest.approx((0.9 * 1.1) ** 0.5)
+    assert (got["control_min"], got["control_max"]) == (0.9, 1.1)
+    assert "control_geomean" not in layers.summary(rows[2:])
+
+
 @pytest.mark.parametrize("argv, said", [(["--rows", "0"], "--rows: pass at least 1"),
                                         (["--count", "x"], "'x': pass a whole number of shapes, 0 or more")])
 def test_a_bad_count_is_one_line_and_exit_2(layers, argv, said, monkeypatch, capsys):
