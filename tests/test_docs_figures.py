@@ -1777,3 +1777,31 @@ def test_the_pytorch_docs_linear_section_is_its_h100_runs():
     older = _json("linear-layers-grad-seed1-h100.json")["summary"]["no_bias"]
     assert f"our autograd.Function there read {older['kernel_geomean_queued']:.3f}x at `8a75857`" in flat
 
+
+
+def test_the_pytorch_docs_linear_control_table_is_its_runs():
+    """docs/pytorch.md's table of the layer beside nn.Linear's twin (linear_layers.py --control 40): each run's
+    geometric means, the twin's, and the twin's range over the layers of the runs in each row."""
+    text = section(PYTORCH_DOC.read_text(), "## autotune.torch.Linear at one-row layers (an H100)")
+    indented = "\n".join(ln.strip() for ln in text.splitlines())  # the table sits in a list item
+    rows = [r for r in table_rows(indented) if r[0].startswith(("under no_grad, seed", "with autograd, seed"))]
+    runs = [_json(f"linear-layers-{name}-h100.json")
+            for name in ("control-seed1", "grad-control-seed1", "grad-control-seed2")]
+    assert [(r["grad"], r["seed"], r["commit"], r["method"]["control_layers"]) for r in runs] == [
+        (False, 1, "88afd9b", 40), (True, 1, "88afd9b", 40), (True, 2, "88afd9b", 40)]
+    for row, run in zip(rows, runs, strict=True):
+        got = run["summary"]
+        assert run["device"].startswith("NVIDIA H100") and all("control" in x for x in run["layers"])
+        low = min(got[k]["control_min"] for k in got)
+        high = max(got[k]["control_max"] for k in got)
+        assert row[1:] == [f"{got['no_bias']['geomean_queued']:.3f}", f"{got['no_bias']['control_geomean']:.3f}",
+                           f"{got['bias']['geomean_queued']:.3f}", f"{got['bias']['control_geomean']:.3f}",
+                           f"{low:.3f}-{high:.3f}"]
+    flat = " ".join(text.split())
+    lowest = min(min(r["summary"][k]["control_min"] for k in ("bias", "no_bias")) for r in runs)
+    assert f"nn.Linear against itself reads as low as {lowest:.2f} at one layer" in flat
+    gaps = [r["summary"][k]["control_geomean"] - r["summary"][k]["geomean_queued"] for r in runs[1:]
+            for k in ("bias", "no_bias")]
+    assert min(gaps) < 0 < max(gaps)
+    assert (f"With autograd the layer reads from {-min(gaps):.3f} above to {max(gaps):.3f} below its twin's figure"
+            in flat)
