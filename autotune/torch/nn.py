@@ -43,8 +43,7 @@ class Linear(torch.nn.Linear):
         rows = x if two_d else x.reshape(-1, self.in_features)
         weight, bias = self.weight, self.bias
         if not _recorded(x, weight, bias):  # the matmul decides: its short way holds its choice
-            y = current()(rows, weight, trans_b=True) if bias is None else current()(rows, weight, trans_b=True,
-                                                                                       bias=bias)
+            y = current()(rows, weight, trans_b=True, bias=bias)
         elif _library_memo(current(), rows.shape[0], self.out_features, self.in_features, x.get_device()):
             return torch.nn.functional.linear(x, weight, bias)
         else:
