@@ -142,6 +142,12 @@ def test_a_bias_is_cublas_s_own_where_cublas_computes_the_product(tmp_path, monk
     assert mm(A, B, out=out, trans_b=True, bias=bias) is out and rel(out, ref) < 1e-5
 
 
+def test_a_bias_of_another_dtype_beside_float32_operands_is_one_line(kernels):
+    A, B, bias, _ = biased_operands(8, 16, 4, False)
+    with pytest.raises(autotune.AutotuneError, match="bias is bfloat16; pass float32"):
+        kernels(A, B, bias=bias.bfloat16())  # not handed to torch unchanged: only the operands' dtype does that
+
+
 def test_other_dtypes_go_to_torch_unchanged_and_say_so_once():
     mm = autotune.load(defaults_only=True)
     a, b = torch.randn(64, 32, device="cuda", dtype=torch.bfloat16), torch.randn(32, 16, device="cuda",

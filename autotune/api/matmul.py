@@ -112,7 +112,7 @@ class Matmul(FastCall):  # type: ignore[misc,valid-type]  # C or Python: api.fas
         check_scalars(alpha, beta, trans_a, trans_b)
         handle = stream_handle(stream) if stream is not None else current_stream(A)
         current = stream is None and _on_device_of(A, B, out, bias)  # A's library's current stream is theirs too
-        if a_other_float := library.other_float(A, B, out, bias):
+        if a_other_float := library.other_float(A, B, out):  # a bias of another dtype: api.bias.check says so
             return library.torch_unchanged(A, B, out, alpha, beta, trans_a, trans_b, a_other_float, bias)
 
         def read(x: Any, name: str) -> ArrayView:
