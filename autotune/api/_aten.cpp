@@ -32,10 +32,12 @@ static int read(PyObject *A, PyObject *B, Py_ssize_t sizes[4], long *device) {
     return 1;
 }
 
-// Whether autograd would record a product of these: an operand requires grad and grad mode is on (under
-// torch.no_grad() a layer's weight requires grad, yet its product is a plain one: api.shortcuts.recording)
-static bool recording(const at::Tensor &a, const at::Tensor &b) {
-    return (a.requires_grad() || b.requires_grad()) && c10::GradMode::is_enabled();
+// Whether autograd would record a product of these (and a bias, where defined): one of them requires grad and
+// grad mode is on (under torch.no_grad() a layer's weight requires grad, yet its product is a plain one:
+// api.shortcuts.recording)
+static bool recording(const at::Tensor &a, const at::Tensor &b, const at::Tensor &bias = at::Tensor()) {
+    return (a.requires_grad() || b.requires_grad() || (bias.defined() && bias.requires_grad())) &&
+           c10::GradMode::is_enabled();
 }
 
 // An operand's transpose as a view made here, not by at::transpose through the dispatcher (0.16 us a call less
@@ -60,6 +62,11 @@ static bool bias_fits(const at::Tensor &bias, int64_t cols, long device) {
            bias.get_device() == device;
 }
 
+// x·y, plus the bias where defined (torch.addmm's: cuBLAS adds it)
+static at::Tensor product_of(const at::Tensor &bias, const at::Tensor &x, const at::Tensor &y) {
+    return bias.defined() ? at::addmm(bias, x, y) : at::mm(x, y);
+}
+
 static PyObject *product(PyObject *A, PyObject *B, PyObject *Bias, int trans_a, int trans_b) {
     // a torch function mode would see torch.mm called: leave the call to it
     if (!plain(A) || !plain(B) || (Bias != nullptr && !plain(Bias)) || at::impl::torch_function_mode_enabled())
@@ -81,13 +88,11 @@ static PyObject *product(PyObject *A, PyObject *B, PyObject *Bias, int trans_a, 
         // x·Wᵀ pass-through took 3-4% longer than torch.matmul at host-bound thin calls on an H100 (anyshape.py
         // --thin, docs/pytorch.md), and on a CPU 1.21 us a call against 0.89 this way, torch.matmul 0.98-0.99
         // (benchmarks/data/aten-steps-nt-before-transposes-cpu.txt, aten-steps-nt-cpu.txt)
-        if (recording(a, b) || (bias.defined() && bias.requires_grad() && c10::GradMode::is_enabled())) {
-            c = bias.defined() ? at::addmm(bias, trans_a ? a.mT() : a, trans_b ? b.mT() : b)
-                               : at::mm(trans_a ? a.mT() : a, trans_b ? b.mT() : b);
+        if (recording(a, b, bias)) {
+            c = product_of(bias, trans_a ? a.mT() : a, trans_b ? b.mT() : b);
         } else {
             at::AutoDispatchBelowADInplaceOrView below;
-            c = bias.defined() ? at::addmm(bias, trans_a ? transposed(a) : a, trans_b ? transposed(b) : b)
-                               : at::mm(trans_a ? transposed(a) : a, trans_b ? transposed(b) : b);
+            c = product_of(bias, trans_a ? transposed(a) : a, trans_b ? transposed(b) : b);
         }
     } catch (...) {
         raised = true;
@@ -125,7 +130,7 @@ static int bias_step(PyObject *Bias, long device, Py_ssize_t cols, void **ptr) {
     if (!plain(Bias) || at::impl::torch_function_mode_enabled())
         return 0;
     const at::Tensor &bias = THPVariable_Unpack(Bias);
-    if (!bias_fits(bias, cols, device) || (bias.requires_grad() && c10::GradMode::is_enabled()))
+    if (!bias_fits(bias, cols, device) || recording(bias, bias))  // a bias autograd would record: the full path
         return 0;
     *ptr = bias.data_ptr();
     return 1;

@@ -640,7 +640,8 @@ kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->cols = PyTuple_GET_SIZE(out_shape) == 2 ? PyLong_AsSsize_t(PyTuple_GET_ITEM(out_shape, 1)) : -1;
     if (PyErr_Occurred() || self->rows < 0 || self->cols < 0 || self->rows > INT32_MAX || self->cols > INT32_MAX) {
         PyErr_Clear();
-        PyErr_SetString(PyExc_ValueError, "KernelProduct: out_shape is (rows, cols), two ints of 0 or more");
+        PyErr_SetString(PyExc_ValueError,
+                        "KernelProduct: out_shape is (rows, cols), two ints from 0 to 2**31 - 1 (the kernels' ints)");
         Py_DECREF(self);
         return NULL;
     }

@@ -95,7 +95,6 @@ class Matmul(FastCall):  # type: ignore[misc,valid-type]  # C or Python: api.fas
         self.dispatcher, self.launcher = dispatcher, launcher
         self._kernels: dict[tuple[int, str, str, int], Any] = {}  # (device, source hash, name, opted-in shared bytes)
         self._names: dict[int, str] = {}
-        self._bias_kernels: dict[tuple[int, str], Any] = {}  # (device, name): the bias's kernel (api.bias)
         # the plan of each kind of call (operands' shapes, strides, dtypes, devices; transposes, alpha,
         # beta): a repeated call skips the checks and the choice, whose Python cost a small product's kernel
         self._plans: dict[tuple, Plan] = {}
@@ -123,7 +122,8 @@ class Matmul(FastCall):  # type: ignore[misc,valid-type]  # C or Python: api.fas
         v = read(bias, "bias") if bias is not None else None
         table = self._fast  # taken before the plan, as the plans are (_planned)
         plan = self._planned(a, b, c, trans_a, trans_b, alpha, beta)
-        ldc = biases.check(v, plan.call, c) if v is not None else 0
+        if v is not None:
+            biases.check(v, plan.call, c)
         if c is not None:  # per call, not per plan: the pointers change from call to call
             check_apart(c, a, b, *([v] if v is not None else []))
         if plan.geometry is None:
@@ -136,7 +136,7 @@ class Matmul(FastCall):  # type: ignore[misc,valid-type]  # C or Python: api.fas
         c_ptr = c.ptr if c is not None else read(out, "out").ptr
         self._launch(plan, handle, first, second, c_ptr)
         if v is not None:
-            self._add_bias(plan.call, handle, v.ptr, c_ptr, ldc)
+            self._add_bias(plan.call, handle, v.ptr, c_ptr, c)
         return out
 
     def _shortcut_kernel(self, table: dict, plan: Plan, A: Any, B: Any, trans_a: bool, trans_b: bool,
@@ -154,7 +154,7 @@ class Matmul(FastCall):  # type: ignore[misc,valid-type]  # C or Python: api.fas
             return
         rows, cols = call.out_shape
         bias_launch = None
-        if biased or (call.device, biases.KERNEL) in self._bias_kernels:
+        if biased or self._bias_key(call.device) in self._kernels:  # loaded by a call with a bias
             bias_launch = self.launcher.prepare(call.device, self._bias_kernel(call.device),
                                                 biases.geometry(rows, cols, self.launcher.limits(call.device)),
                                                 (rows, cols, cols))
@@ -162,21 +162,23 @@ class Matmul(FastCall):  # type: ignore[misc,valid-type]  # C or Python: api.fas
                        fastcall.kernel_way(torch, launch, call.device, call.out_shape, fastcall.NATIVE,
                                            plan.swapped, bias_launch))
 
-    def _add_bias(self, call: Call, stream: int, bias: int, c: int, ldc: int) -> None:
-        """C += bias, row by row, on the stream (the product's kernel enqueued before it)."""
+    def _add_bias(self, call: Call, stream: int, bias: int, c: int, out: ArrayView | None) -> None:
+        """C += bias, row by row, on the stream (the product's kernel enqueued before it); C's rows are out's
+        (api.bias.check took its stride), or, allocated here, contiguous."""
         rows, cols = call.out_shape
         geometry = biases.geometry(rows, cols, self.launcher.limits(call.device))
+        ldc = out.strides[0] if out is not None else cols
         self.launcher.launch(call.device, self._bias_kernel(call.device), geometry, stream, bias, bias, c,
                              (rows, cols, ldc))
 
+    @staticmethod
+    def _bias_key(device: int) -> tuple[int, str, str, int]:
+        """The bias's kernel's key among the loaded kernels (_loaded)."""
+        return device, biases.source_hash(), biases.KERNEL, 0
+
     def _bias_kernel(self, device: int) -> Any:
         """The bias's kernel (api.bias), loaded once per device."""
-        key = (device, biases.KERNEL)
-        kernel = self._bias_kernels.get(key)
-        if kernel is None:
-            kernel = self._bias_kernels[key] = self._loaded(device, biases.source(), biases.source_hash(),
-                                                            biases.KERNEL, 0)
-        return kernel
+        return self._loaded(device, biases.source(), biases.source_hash(), biases.KERNEL, 0)
 
     @staticmethod
     def _remember(table: dict, key: tuple, value: Any) -> None:
@@ -218,7 +220,7 @@ class Matmul(FastCall):  # type: ignore[misc,valid-type]  # C or Python: api.fas
         ops = call.ops or tight(*call.shape, trans_a, trans_b)
         self.launcher.gemm(call.device, stream, a.ptr, b.ptr, ptr, call.shape, trans_a, trans_b, ops)
         if v is not None:
-            self._add_bias(call, stream, v.ptr, ptr, c.strides[0] if c is not None else call.out_shape[-1])
+            self._add_bias(call, stream, v.ptr, ptr, c)
         return out
 
     def _launch(self, plan: Plan, stream: int, a: int, b: int, c: int) -> None:

@@ -74,15 +74,16 @@ def to_kernel(torch: Any, launch: Launch, device: int, out_shape: tuple[int, ...
                 or (A.requires_grad or B.requires_grad) and grad_enabled()
                 or B.get_device() != device or current_device() != device):
             return None
-        if bias is not None and (bias_launch is None or read_bias(bias) is None):
+        bias_ptr = None
+        if bias is not None and (bias_launch is None or (bias_ptr := read_bias(bias)) is None):
             return None
         C = A.new_empty(out_shape)
+        c = C.data_ptr()
         first, second = (B, A) if swapped else (A, B)
         stream = raw_stream(device)
-        if launch(stream, first.data_ptr(), second.data_ptr(), C.data_ptr()) != 0:
+        if launch(stream, first.data_ptr(), second.data_ptr(), c) != 0:
             return None  # not enqueued (another context current): the full path says why or succeeds
-        if bias is not None and bias_launch is not None and \
-                bias_launch(stream, bias.data_ptr(), bias.data_ptr(), C.data_ptr()) != 0:
+        if bias_ptr is not None and bias_launch is not None and bias_launch(stream, bias_ptr, bias_ptr, c) != 0:
             return None  # the full path computes the call again, into a C of its own
         return C
 
