@@ -46,6 +46,23 @@ def test_products_and_gradients_equal_torchs(kernels, ta, tb):
     assert rel(a.grad, a64.grad) < 1e-5 and rel(b.grad, b64.grad) < 1e-5
 
 
+def test_a_bias_and_its_gradient_through_the_operator_and_the_eager_product(kernels):
+    torch.manual_seed(0)
+    M, N, K = 200, 136, 72
+    a, b = torch.randn(M, K, device="cuda"), torch.randn(N, K, device="cuda")
+    bias = torch.randn(N, device="cuda", requires_grad=True)
+    ref = torch.addmm(bias.detach().double(), a.double(), b.double().mT)
+    torch.library.opcheck(torch.ops.autotune.mm.default, (a, b, False, True, bias))
+    products = (lambda v: at.mm(a, b, trans_b=True, bias=v), lambda v: torch.ops.autotune.mm(a, b, False, True, v))
+    for product in products:
+        bias.grad = None
+        out = product(bias)
+        g = torch.randn_like(out)
+        out.backward(g)
+        assert rel(out, ref) < 1e-5 and rel(bias.grad, g.double().sum(0)) < 1e-6
+    assert not kernels.choose(M, N, K, trans_b=True).library  # our kernels, then the bias's
+
+
 def mlp(seed: int = 0):
     torch.manual_seed(seed)
     layers = [torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 128)]

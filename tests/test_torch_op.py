@@ -34,6 +34,27 @@ def test_the_operator_passes_torchs_opcheck(ta, tb):
 
 
 @pytest.mark.parametrize("ta,tb", TRANSPOSES)
+def test_the_operator_with_a_bias_passes_torchs_opcheck(ta, tb):
+    a, b = operands(5, 7, 3, ta, tb, grad=True)
+    bias = torch.randn(7, requires_grad=True)
+    torch.library.opcheck(torch.ops.autotune.mm.default, (a.float(), b.float(), ta, tb, bias))
+
+
+@pytest.mark.parametrize("ta,tb", TRANSPOSES)
+def test_a_bias_s_gradient_is_the_sum_of_dc_s_rows(ta, tb):
+    a, b = operands(6, 4, 5, ta, tb, grad=True)
+    bias = torch.randn(4, dtype=torch.float64, requires_grad=True)
+    torch.autograd.gradcheck(lambda x, y, v: at.mm(x, y, trans_a=ta, trans_b=tb, bias=v), (a, b, bias))
+    torch.autograd.gradcheck(lambda x, y, v: torch.ops.autotune.mm(x, y, ta, tb, v), (a, b, bias))
+    out = at.mm(a, b, trans_a=ta, trans_b=tb, bias=bias)
+    assert torch.allclose(out, reference(a, b, ta, tb) + bias)
+    assert "AddBackward0" not in backward_nodes(out)  # one node: the bias's gradient is in the product's backward
+    g = torch.randn_like(out)
+    out.backward(g)
+    assert torch.allclose(bias.grad, g.sum(0))
+
+
+@pytest.mark.parametrize("ta,tb", TRANSPOSES)
 def test_gradients_of_every_layout_are_the_products_of_the_chain_rule(ta, tb):
     a, b = operands(6, 4, 5, ta, tb, grad=True)
     torch.autograd.gradcheck(lambda x, y: at.mm(x, y, trans_a=ta, trans_b=tb), (a, b))
@@ -60,11 +81,55 @@ def test_torch_compile_fullgraph_traces_the_operator_and_gives_the_eager_result(
     assert torch.equal(x.grad, x2.grad) and torch.equal(w.grad, w2.grad)
 
 
+def test_torch_compile_fullgraph_takes_a_bias_into_the_operator():
+    a, b = operands(8, 6, 4, False, True)
+    a, b, bias = a.float(), b.float(), torch.randn(6)
+
+    def f(x, w, v):
+        return at.mm(x, w, trans_b=True, bias=v) * 2
+
+    graphs = []
+
+    def keep(gm, example_inputs):  # a backend that keeps Dynamo's graph and runs it as it is
+        graphs.append(gm)
+        return gm.forward
+
+    assert torch.equal(torch.compile(f, fullgraph=True, backend=keep)(a, b, bias), f(a, b, bias))
+    calls = [str(n.target) for n in graphs[0].graph.nodes if n.op == "call_function"]
+    assert calls == ["autotune.mm", "<built-in function mul>"], calls  # the bias is the operator's, no add beside it
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    assert torch.equal(compiled(a, b, bias), f(a, b, bias))
+    v, v2 = bias.clone().requires_grad_(), bias.clone().requires_grad_()
+    compiled(a, b, v).sum().backward()
+    f(a, b, v2).sum().backward()
+    assert torch.equal(v.grad, v2.grad) and torch.equal(v.grad, torch.full((6,), 16.0))
+
+
 def test_the_fake_implementation_gives_the_products_shape_without_computing():
     with torch._subclasses.fake_tensor.FakeTensorMode():
         a, b = torch.empty(3, 9), torch.empty(5, 9)
         out = torch.ops.autotune.mm(a, b, False, True)
         assert tuple(out.shape) == (3, 5) and out.dtype == torch.float32
+
+
+def test_the_fake_implementation_checks_the_bias_s_length():
+    with torch._subclasses.fake_tensor.FakeTensorMode():
+        a, b = torch.empty(3, 9), torch.empty(5, 9)
+        assert tuple(torch.ops.autotune.mm(a, b, False, True, torch.empty(5)).shape) == (3, 5)
+        with pytest.raises(RuntimeError, match="bias is \\(4,\\); pass a vector of C's 5 columns"):
+            torch.ops.autotune.mm(a, b, False, True, torch.empty(4))
+
+
+@pytest.mark.parametrize("bias,said", [
+    (torch.ones(5), "bias is \\(5,\\) torch.float32 on cpu; pass a vector of C's 4 columns, torch.float32 on cpu"),
+    (torch.ones(1, 4), "bias is \\(1, 4\\) torch.float32"),
+    (torch.ones(4, dtype=torch.float64), "bias is \\(4,\\) torch.float64"),
+    ([1.0] * 4, "bias is a list; pass a torch tensor of C's 4 columns, or None"),
+])
+def test_mm_refuses_a_bias_that_is_not_a_vector_of_c_s_columns_in_one_line(bias, said):
+    for grad in (False, True):  # the stand-in's check, and the recorded product's
+        with pytest.raises(AutotuneError, match=said):
+            at.mm(torch.ones(3, 2, requires_grad=grad), torch.ones(2, 4), bias=bias)
 
 
 def test_mm_refuses_what_is_not_a_matrix_in_one_line():
@@ -192,6 +257,7 @@ def test_with_autograd_a_layer_asks_once_a_shape_and_its_gradients_are_nn_linear
         theirs(x2).square().sum().backward()
     assert asked == [(10, 4, 3, -1, True)]  # with autograd a covering row's call is F.linear's too
     assert ("_RecordedBackward" in backward_nodes(y)) == (not library)  # autotune.torch.mm's Function, or F.linear
+    assert "AddBackward0" not in backward_nodes(y)  # a bias is the product's, or F.linear's, argument
     assert torch.allclose(x.grad, x2.grad) and torch.allclose(layer.weight.grad, theirs.weight.grad)
     assert not bias or torch.allclose(layer.bias.grad, theirs.bias.grad)
 
@@ -201,3 +267,5 @@ def test_the_eager_products_second_derivatives_are_torchs(ta, tb):
     a, b = operands(4, 3, 5, ta, tb, grad=True)
     assert type(at.mm(a, b, trans_a=ta, trans_b=tb).grad_fn).__name__ == "_RecordedBackward"
     torch.autograd.gradgradcheck(lambda x, y: at.mm(x, y, trans_a=ta, trans_b=tb), (a, b))
+    bias = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    torch.autograd.gradgradcheck(lambda x, y, v: at.mm(x, y, trans_a=ta, trans_b=tb, bias=v), (a, b, bias))

@@ -1,4 +1,4 @@
-"""autotune in PyTorch: `mm` (op(a) @ op(b) on 2-D tensors), the operator `torch.ops.autotune.mm`
+"""autotune in PyTorch: `mm` (op(a) @ op(b) (+ bias) on 2-D tensors), the operator `torch.ops.autotune.mm`
 (fake implementation and autograd registered: torch.compile and CUDA graphs take it), `Linear` (a
 drop-in for torch.nn.Linear), `swap_linear(model)`, and `use(...)` to choose the database.
 

@@ -47,9 +47,7 @@ class Linear(torch.nn.Linear):
         elif _library_memo(current(), rows.shape[0], self.out_features, self.in_features, x.get_device()):
             return torch.nn.functional.linear(x, weight, bias)
         else:
-            y = mm(rows, weight, trans_b=True)
-            if bias is not None:
-                y = y + bias
+            y = mm(rows, weight, trans_b=True, bias=bias)  # one autograd node, the bias's gradient in its backward
         return y if two_d else y.reshape(*x.shape[:-1], self.out_features)
 
     def _traced(self, x: Tensor) -> Tensor:
@@ -57,9 +55,7 @@ class Linear(torch.nn.Linear):
         rows = x.reshape(-1, self.in_features)
         if _runs_library(rows, self.weight, self.bias is not None):
             return torch.nn.functional.linear(x, self.weight, self.bias)
-        y = mm(rows, self.weight, trans_b=True)
-        if self.bias is not None:
-            y = y + self.bias
+        y = mm(rows, self.weight, trans_b=True, bias=self.bias)
         return y.reshape(*x.shape[:-1], self.out_features)
 
 
@@ -104,10 +100,10 @@ def _library_at(M: int, N: int, K: int, device: int, covering_too: bool) -> bool
     """Whether the layer runs F.linear at this shape: where cuBLAS computes the product anyway, and, with
     covering_too, where our kernel's evidence is a covering row's (a host-bound call). The caller passes
     covering_too where the layer's host path there costs more than F.linear's one call: with autograd (our
-    autograd.Function, plus a node for the bias, where F.linear is one native node: such one-row layers without a
-    bias read 0.928x nn.Linear on an H100, benchmarks/data/linear-layers-grad-seed1-h100.json) and, traced, with a
-    bias (a second launch for it, where F.linear fuses it). Not asked in eager mode without autograd: there
-    load()'s matmul takes the bias itself, from C (api.bias)."""
+    autograd.Function in Python, where F.linear is one native node: such one-row layers without a bias read 0.928x
+    nn.Linear on an H100, benchmarks/data/linear-layers-grad-seed1-h100.json) and, traced, with a bias (the bias's
+    kernel is a second launch, where F.linear's cuBLAS call adds it in its epilogue). Not asked in eager mode
+    without autograd: there load()'s matmul takes the bias itself, from C (api.bias)."""
     matmul = current()
     if matmul.runs_library(M, N, K, device, trans_b=True):
         return True

@@ -1,6 +1,7 @@
-"""autotune's matmul as a PyTorch operator, `torch.ops.autotune.mm(a, b, trans_a, trans_b)`, with a
+"""autotune's matmul as a PyTorch operator, `torch.ops.autotune.mm(a, b, trans_a, trans_b, bias)`, with a
 fake (meta) implementation, so that torch.compile traces it and CUDA graphs capture it, and with
-autograd, whose two backward products go through the same dispatcher as the forward one.
+autograd, whose two backward products go through the same dispatcher as the forward one (a bias's
+gradient is the sum of dC's rows).
 
 `mm(a, b)` is what models call: in eager mode with no gradient to record it calls the process's
 matmul directly (an operator's dispatch costs the host microseconds that a small product cannot
@@ -45,38 +46,52 @@ def current() -> Matmul:
     return _matmul[0]
 
 
-def _product(a: Tensor, b: Tensor, trans_a: bool, trans_b: bool) -> Tensor:
-    """op(a) @ op(b), no gradient recorded: the process's matmul, or on CPU tensors torch's product (the stand-in)."""
+def _product(a: Tensor, b: Tensor, trans_a: bool, trans_b: bool, bias: Tensor | None) -> Tensor:
+    """op(a) @ op(b) (+ bias), no gradient recorded: the process's matmul, or on CPU tensors torch's product (the
+    stand-in)."""
     if a.is_cuda:
-        return current()(a, b, trans_a=trans_a, trans_b=trans_b)  # checks its operands itself
-    _check(a, b, trans_a, trans_b)
-    return torch.matmul(a.mT if trans_a else a, b.mT if trans_b else b)
+        return current()(a, b, trans_a=trans_a, trans_b=trans_b, bias=bias)  # checks its operands itself
+    _check(a, b, trans_a, trans_b, bias)
+    product = torch.matmul(a.mT if trans_a else a, b.mT if trans_b else b)
+    return product if bias is None else product + bias
 
 
 @torch.library.custom_op("autotune::mm", mutates_args=())
-def mm_op(a: Tensor, b: Tensor, trans_a: bool = False, trans_b: bool = False) -> Tensor:
-    return _product(a, b, trans_a, trans_b)
+def mm_op(a: Tensor, b: Tensor, trans_a: bool = False, trans_b: bool = False, bias: Tensor | None = None) -> Tensor:
+    return _product(a, b, trans_a, trans_b, bias)
 
 
 @mm_op.register_fake
-def _fake(a: Tensor, b: Tensor, trans_a: bool = False, trans_b: bool = False) -> Tensor:
+def _fake(a: Tensor, b: Tensor, trans_a: bool = False, trans_b: bool = False,
+          bias: Tensor | None = None) -> Tensor:
     torch._check(a.dim() == 2 and b.dim() == 2, lambda: "autotune::mm takes 2-D tensors")
     torch._check(a.shape[0 if trans_a else 1] == b.shape[1 if trans_b else 0],
                  lambda: f"autotune::mm: inner sizes differ ({tuple(a.shape)}, {tuple(b.shape)}, "
                          f"trans_a={trans_a}, trans_b={trans_b})")
     M = a.shape[1] if trans_a else a.shape[0]
     N = b.shape[0] if trans_b else b.shape[1]
+    if bias is not None:
+        torch._check(bias.dim() == 1 and bias.shape[0] == N,
+                     lambda: f"autotune::mm: bias is {tuple(bias.shape)}; pass a vector of C's {N} columns")
     return a.new_empty((M, N))
 
 
 def _setup(ctx: Any, inputs: tuple, output: Tensor) -> None:
-    a, b, ctx.trans_a, ctx.trans_b = inputs
+    a, b, ctx.trans_a, ctx.trans_b, _ = inputs
     ctx.save_for_backward(a, b)
 
 
-def _backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, Tensor | None, None, None]:
+def _backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
     a, b = ctx.saved_tensors
-    return (*_gradients(mm_op, a, b, ctx.trans_a, ctx.trans_b, grad, ctx.needs_input_grad[:2]), None, None)
+    needs = ctx.needs_input_grad  # as many as the arguments the call passed: a bias left to its default is not one
+    gradients = (*_gradients(mm_op, a, b, ctx.trans_a, ctx.trans_b, grad, needs[:2]), None, None,
+                 _bias_gradient(grad, len(needs) > 4 and needs[4]))
+    return gradients[:len(needs)]
+
+
+def _bias_gradient(grad: Tensor, needed: bool) -> Tensor | None:
+    """C = P + bias adds the bias to every row, so its gradient is the sum of dC's rows."""
+    return grad.sum(0) if needed else None
 
 
 def _gradients(product: Any, a: Tensor, b: Tensor, ta: bool, tb: bool, grad: Tensor,
@@ -102,23 +117,26 @@ class _Recorded(torch.autograd.Function):
     again only where one is asked (backward(create_graph=True))."""
 
     @staticmethod
-    def forward(ctx: Any, a: Tensor, b: Tensor, trans_a: bool, trans_b: bool) -> Tensor:
+    def forward(ctx: Any, a: Tensor, b: Tensor, trans_a: bool, trans_b: bool, bias: Tensor | None) -> Tensor:
         ctx.save_for_backward(a, b)
         ctx.trans_a, ctx.trans_b = trans_a, trans_b
-        return _product(a, b, trans_a, trans_b)
+        return _product(a, b, trans_a, trans_b, bias)
 
     @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, Tensor | None, None, None]:
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, Tensor | None, None, None, Tensor | None]:
         a, b = ctx.saved_tensors
+        needs = ctx.needs_input_grad
 
         def product(x: Tensor, y: Tensor, trans_x: bool, trans_y: bool) -> Tensor:
             return mm(x, y, trans_a=trans_x, trans_b=trans_y)
 
-        return (*_gradients(product, a, b, ctx.trans_a, ctx.trans_b, grad, ctx.needs_input_grad[:2]), None, None)
+        return (*_gradients(product, a, b, ctx.trans_a, ctx.trans_b, grad, needs[:2]), None, None,
+                _bias_gradient(grad, needs[4]))
 
 
-def mm(a: Tensor, b: Tensor, *, trans_a: bool = False, trans_b: bool = False) -> Tensor:
-    """op(a) @ op(b) for 2-D tensors (trans_b=True: a @ b.T with b stored N x K, nn.Linear's weight)."""
+def mm(a: Tensor, b: Tensor, *, trans_a: bool = False, trans_b: bool = False, bias: Tensor | None = None) -> Tensor:
+    """op(a) @ op(b) (+ bias) for 2-D tensors (trans_b=True: a @ b.T with b stored N x K, nn.Linear's weight; bias:
+    a vector of C's N columns added to every row, nn.Linear's bias)."""
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise AutotuneError(f"autotune.torch.mm takes torch tensors, not {type(a).__name__} and {type(b).__name__} "
                             f"(autotune.load() returns a matmul that takes any DLPack or CUDA-array-interface array)")
@@ -126,17 +144,22 @@ def mm(a: Tensor, b: Tensor, *, trans_a: bool = False, trans_b: bool = False) ->
         raise AutotuneError(f"autotune.torch.mm takes 2-D tensors; got {tuple(a.shape)} and {tuple(b.shape)} "
                             f"(reshape a batch of rows to one matrix, as autotune.torch.Linear does)")
     if torch.compiler.is_compiling():  # traced: the operator (its fake implementation sees the shapes)
-        return torch.ops.autotune.mm(a, b, trans_a, trans_b)
-    recorded = recording(torch, a, b)
+        return torch.ops.autotune.mm(a, b, trans_a, trans_b, bias)
+    recorded = _records(a, b, bias)
     if a.is_cuda and not recorded:
-        return current()(a, b, trans_a=trans_a, trans_b=trans_b)  # checks its operands itself
-    _check(a, b, trans_a, trans_b)  # once here, not deep in a dispatch
+        return current()(a, b, trans_a=trans_a, trans_b=trans_b, bias=bias)  # checks its operands itself
+    _check(a, b, trans_a, trans_b, bias)  # once here, not deep in a dispatch
     if recorded:
-        return _Recorded.apply(a, b, trans_a, trans_b)
-    return torch.ops.autotune.mm(a, b, trans_a, trans_b)  # CPU tensors: the stand-in
+        return _Recorded.apply(a, b, trans_a, trans_b, bias)
+    return torch.ops.autotune.mm(a, b, trans_a, trans_b, bias)  # CPU tensors: the stand-in
 
 
-def _check(a: Tensor, b: Tensor, trans_a: Any, trans_b: Any) -> None:
+def _records(a: Tensor, b: Tensor, bias: Any) -> bool:
+    """Whether autograd records the call: grad mode on, and an operand or the bias requires grad."""
+    return recording(torch, a, b) or isinstance(bias, Tensor) and bias.requires_grad and torch.is_grad_enabled()
+
+
+def _check(a: Tensor, b: Tensor, trans_a: Any, trans_b: Any, bias: Any = None) -> None:
     """What torch would refuse deep in its dispatch, or the operator's schema cast, as one line."""
     if not isinstance(trans_a, bool) or not isinstance(trans_b, bool):
         raise AutotuneError(f"trans_a and trans_b are True or False, not {trans_a!r} and {trans_b!r}")
@@ -149,3 +172,15 @@ def _check(a: Tensor, b: Tensor, trans_a: Any, trans_b: Any) -> None:
     if a.dtype != b.dtype or a.device != b.device:
         raise AutotuneError(f"a is {a.dtype} on {a.device} and b {b.dtype} on {b.device}: pass both of one dtype "
                             f"on one device")
+    if bias is not None:
+        _check_bias(bias, a, b.shape[0 if trans_b else 1])
+
+
+def _check_bias(bias: Any, a: Tensor, N: int) -> None:
+    """A bias is a vector of C's N columns, of the operands' dtype and device (api.bias.check says the same of the
+    matmul's own calls)."""
+    if not isinstance(bias, Tensor):
+        raise AutotuneError(f"bias is a {type(bias).__name__}; pass a torch tensor of C's {N} columns, or None")
+    if bias.dim() != 1 or bias.shape[0] != N or bias.dtype != a.dtype or bias.device != a.device:
+        raise AutotuneError(f"bias is {tuple(bias.shape)} {bias.dtype} on {bias.device}; pass a vector of C's {N} "
+                            f"columns, {a.dtype} on {a.device}")
