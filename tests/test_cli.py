@@ -27,7 +27,7 @@ def test_every_command_has_help(command):
 @pytest.mark.parametrize("args, message", [
     (["search", "--M", "0"], "M=0 must be at least 1"),
     (["search", "--M", "4", "--family", "bogus"], "unknown family 'bogus'"),
-    (["search", "--M", "4", "--compile-jobs", "0"], "--compile-jobs': 0 must be a whole number of at least 1"),
+    (["search", "--M", "4", "--compile-jobs", "0"], "--compile-jobs': 0 must be a whole number from 1 to 256"),
     (["render", "--family", "tiled", "-p", "T=12"], "T=12 is outside the space"),
     (["render", "--family", "tiled", "-p", "T"], "is not NAME=VALUE"),
     (["render", "--family", "tiled", "-p", "Q=1"], "has no parameter 'Q'"),

@@ -18,7 +18,7 @@ import autotune.torch as at  # noqa: E402
 
 
 def rel(x, ref) -> float:
-    return float(torch.linalg.norm(x.double() - ref.double()) / torch.linalg.norm(ref.double()))
+    return float(torch.linalg.norm(x.detach().double() - ref.double()) / torch.linalg.norm(ref.double()))
 
 
 @pytest.fixture

@@ -159,6 +159,42 @@ def test_exporting_a_named_config_needs_no_database(tmp_path):
                    "does not exist")  # the best needs one
 
 
+@pytest.mark.parametrize("command", [["render"], ["export", "--M", "16", "-o", "k.cu"], ["measure", *SIM],
+                                     ["sass"], ["profile", "--M", "16"]])
+@pytest.mark.parametrize("result_id", ["99999999999999999999999", "9223372036854775808"])
+def test_an_id_past_sqlite_s_integers_is_no_row_s(command, result_id, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    db = str(tmp_path / "a.sqlite")
+    assert invoke("search", *SIM, "--family", "naive", "--trials", "1", "--db", db).exit_code == 0
+    one_line_error(invoke(*command, "--id", result_id, "--db", db), f"no result with id {result_id} in the database")
+
+
+@pytest.mark.parametrize("family, M", [("tailsplit", "3"), ("blocked", "8"), ("naive,tailsplit", "16")])
+def test_the_same_search_of_a_named_study_runs_again(family, M, tmp_path):
+    """A stored trial's tailsplit WAVE holds the device's waves, and blocked's CS at N = 8 the shape's one value: the
+    check before the workers start compared them with the whole family's and refused the command's second run."""
+    args = ["search", "--backend", "sim", "--M", M, "--family", family, "--trials", "2", "--storage",
+            str(tmp_path / "j.log"), "--study", "s", "--db", str(tmp_path / "s.sqlite")]
+    for _ in range(3):
+        result = invoke(*args)
+        assert result.exit_code == 0, result.output
+    one_line_error(invoke(*args[:6], "tiled", *args[7:]), "study s in --storage searched another space")
+
+
+@pytest.mark.parametrize("command", [["report"], ["suite", "--no-tune"]])
+def test_a_missing_matplotlib_is_one_line_before_any_work(command, tmp_path, monkeypatch):
+    import importlib.util
+
+    db = str(tmp_path / "a.sqlite")
+    assert invoke("search", *SIM, "--family", "naive", "--trials", "1", "--db", db).exit_code == 0
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    out = tmp_path / "out"
+    one_line_error(invoke(*command, "--db", db, "-o", str(out)), "draws its plots with matplotlib, which is not "
+                                                                  "installed here: pip install matplotlib")
+    assert not out.exists()
+
+
 # --------------------------------------------------------------------------- the Python API
 
 
@@ -175,6 +211,62 @@ def test_the_api_checks_its_arguments(call, words):
     with pytest.raises(autotune.AutotuneError, match=words) as caught:
         call()
     assert len(str(caught.value).splitlines()) == 1
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: autotune.best(16, family=["tiled"]), "family=\\['tiled'\\]: best\\(\\) reads one family's rows"),
+    (lambda: autotune.best(16, gpu=[]), "gpu=\\[\\]: pass a GPU's name or UUID as a str"),
+    (lambda: autotune.report(gpu=5, output="r"), "gpu=5: pass a GPU's name or UUID as a str"),
+    (lambda: autotune.report(arch=5), "arch=5: pass an architecture as a str"),
+    (lambda: autotune.report(arch=None), "arch=None: pass an architecture as a str"),
+    (lambda: autotune.report(M="x"), "M='x': pass a whole number, or None for any"),
+    (lambda: autotune.tune(3, backend="sim", devices=5), "devices=5 must be a tuple of CUDA device indices"),
+    (lambda: autotune.tune(3, backend="sim", devices=()), "devices=\\(\\) must be a tuple of CUDA device indices"),
+    (lambda: autotune.tune(3, backend="sim", devices=(0, 0)), "at least one, each once"),
+    (lambda: autotune.tune(3, backend="replay", replay_db=5), "replay_db=5 is not a path"),
+    (lambda: autotune.tune(3, backend="sim", storage=5), "storage=5: pass a journal file's path or a database URL"),
+    (lambda: autotune.tune(3, backend="sim", storage="j.log", study=""), "study='': pass a study's name"),
+    (lambda: autotune.tune(3, backend="sim", workers=99999), "workers=99999 must be a whole number from 1 to 256"),
+    (lambda: autotune.tune(3, compile_jobs=10 ** 6), "compile_jobs=1000000 must be a whole number from 1 to 256"),
+    (lambda: autotune.load(library="no"), "load\\(library='no'\\): pass True or False"),
+    (lambda: autotune.load(defaults_only="no"), "load\\(defaults_only='no'\\): pass True or False"),
+])
+def test_the_api_checks_the_types_of_its_other_arguments(call, words, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # nothing is written: each is refused before
+    with pytest.raises(autotune.AutotuneError, match=words) as caught:
+        call()
+    assert len(str(caught.value).splitlines()) == 1 and list(tmp_path.iterdir()) == []
+
+
+def test_numpy_integers_are_the_sizes_they_hold(tmp_path):
+    np = pytest.importorskip("numpy")
+    db = str(tmp_path / "n.sqlite")
+    result = autotune.tune(np.int64(24), np.int32(20), np.uint16(9), backend="sim", family="naive", trials=1, db=db)
+    assert result.best is not None and (result.best["M"], result.best["N"], result.best["K"]) == (24, 20, 9)
+    assert autotune.best(np.int64(24), 20, 9, db=db, backend="sim")["kernel"] == result.best["kernel"]
+    with pytest.raises(AutotuneError, match="M=True must be a whole number"):
+        autotune.best(True, db=db, backend="sim")
+
+
+def test_choosing_for_a_device_that_is_no_index_is_one_line():
+    from autotune.api.matmul import Matmul
+
+    mm = Matmul(Dispatcher(None, library=False), launcher=None)
+    with pytest.raises(AutotuneError, match="device='x': pass a CUDA device's index"):
+        mm.choose(4, 4, 4, device="x")
+
+
+@pytest.mark.parametrize("layout", ["TT", "NT", "TN"])
+def test_a_batch_of_a_transposed_layout_is_searched_from_the_command_line_and_python(layout, tmp_path):
+    """for_batch narrowed TA and TB to 0 first; the layout's TA=1 then read 'outside the space; allowed: 0'."""
+    from autotune.families.layouts import layout_name
+
+    db = str(tmp_path / "b.sqlite")
+    result = invoke("search", *SIM, "--layout", layout, "--batch", "2", "--trials", "1", "--db", db)
+    assert result.exit_code == 0, result.output
+    best = autotune.tune(24, 20, 9, backend="sim", layout=layout, batch=2, trials=1, db=db, family="blocked").best
+    assert layout_name(best) == layout and best["BLAS"] == 1
+    assert invoke("search", *SIM, "-p", "TA=1", "--batch", "2", "--trials", "1", "--db", db).exit_code == 0
 
 
 def test_the_package_root_offers_its_errors_to_catch():

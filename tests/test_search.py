@@ -105,3 +105,17 @@ def test_the_sampler_benchmark_can_leave_the_defaults_out(tmp_path):
     run_search(db, FakeBackend(), [TILED], Limits(), sampler="random", trials=3, seed=5, start_from_defaults=False)
     first = next(db.query("SELECT r.kernel FROM trials t JOIN results r ON r.id = t.result_id ORDER BY t.id LIMIT 1"))
     assert first["kernel"] != make_config(TILED, {}).name  # random's first draw, seed 5
+
+
+def test_a_search_asking_more_trials_than_any_space_holds_walks_a_bounded_part_of_it(monkeypatch):
+    """--trials 10**20 walked the blocked space whole (minutes, gigabytes, deaf to --timeout) to learn what was left."""
+    from autotune.families import BLOCKED
+    from autotune.search import left
+
+    walked = []
+    monkeypatch.setattr(left, "refusals", lambda backend, config, limits: walked.append(config) and [])
+    unknown = left.Left.of([BLOCKED], FakeBackend(), Limits(), set(), 10 ** 20)
+    assert len(walked) == left.KNOWN_AT_MOST + 1 and not unknown.exhausted and unknown.pick(lambda c: True) is None
+    walked.clear()
+    known = left.Left.of([NAIVE], FakeBackend(), Limits(), set(), 10 ** 20)  # small enough to know whole
+    assert len(walked) == len(valid_configs(NAIVE)) and known.pick(lambda c: True) is not None

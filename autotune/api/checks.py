@@ -3,6 +3,7 @@ them (`check`), the command line's options call the same rule (`problem`) as cli
 so `autotune.tune(trials=0)` and `autotune search --trials 0` are refused alike."""
 from __future__ import annotations
 
+import os
 from typing import Any, Callable
 
 from autotune.backends.kinds import BACKENDS
@@ -38,6 +39,23 @@ def seconds(value: Any) -> str | None:
     return None if ok else f"must be a number of seconds above 0 and at most {MAX_SECONDS:g}"
 
 
+# More worker (or compile) processes than any host's cores: 99999 --workers forked until the host stalled, while
+# on a GPU each worker holds a CUDA context of its own.
+MAX_PROCESSES = 256
+
+
+def device_indices(value: Any) -> str | None:
+    """A tuple (or list) of CUDA device indices, at least one."""
+    if isinstance(value, (tuple, list)) and value and len(set(value)) == len(value) and all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in value):
+        return None
+    return "must be a tuple of CUDA device indices (whole numbers from 0), at least one, each once"
+
+
+def path(value: Any) -> str | None:
+    return None if isinstance(value, (str, os.PathLike)) and os.fspath(value) else "is not a path (a str or a Path)"
+
+
 def one_of(choices: tuple[str, ...]) -> Rule:
     return lambda value: None if value in choices else f"must be one of {', '.join(choices)}"
 
@@ -48,7 +66,8 @@ def optional(rule: Rule) -> Rule:
 
 
 RULES: dict[str, Rule] = {
-    "trials": whole(1), "batch": whole(1), "workers": optional(whole(1)), "compile_jobs": optional(whole(1)),
+    "trials": whole(1), "batch": whole(1), "workers": optional(whole(1, MAX_PROCESSES)),
+    "compile_jobs": optional(whole(1, MAX_PROCESSES)), "devices": optional(device_indices), "replay_db": optional(path),
     "seed": whole(0, SEED_MAX), "timeout": optional(seconds), "kernel_timeout": optional(seconds),
     "total_timeout": optional(seconds),
     "sampler": one_of(SAMPLERS), "backend": one_of(BACKENDS), "remeasure": optional(one_of(REMEASURE)),
@@ -71,6 +90,10 @@ def check_search(study: str | None = None, storage: str | None = None, **values:
     """Every argument of a search that has a rule, and --study's need of --storage."""
     for name, value in values.items():
         check(name, value)
+    if storage is not None and not isinstance(storage, str):  # an empty one, search.study.open_storage refuses
+        raise AutotuneError(f"storage={storage!r}: pass a journal file's path or a database URL (a str), or None")
+    if study is not None and not (isinstance(study, str) and study.strip()):
+        raise AutotuneError(f"study={study!r}: pass a study's name (a str), or None for a name that says its space")
     if study is not None and storage is None:
         raise AutotuneError("--study names a study kept in --storage; without --storage each search is a fresh "
                             "in-memory study (it still reuses every result in --db)")

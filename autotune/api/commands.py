@@ -78,7 +78,7 @@ class SearchOptions:
         check_search(self.study, self.storage, trials=self.trials, timeout=self.timeout, seed=self.seed,
                      sampler=self.sampler, backend=self.kind, workers=self.workers,
                      kernel_timeout=self.kernel_timeout, compile_jobs=self.compile_jobs, remeasure=self.remeasure,
-                     batch=self.batch)
+                     batch=self.batch, devices=self.devices, replay_db=self.replay_db)
 
 
 def start_measuring(specs: list[WorkerSpec], db_path: str,
@@ -164,7 +164,7 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None, kept: 
     kept: what searches of several shapes keep from one to the next, which its owner closes (Kept)."""
     from autotune.search.loop import open_storage
     from autotune.search.samplers import require
-    from autotune.search.study import check_same_space
+    from autotune.search.study import check_named_study
 
     require(o.sampler)  # a sampler that cannot run is refused before the database is created
     stop = stop or threading.Event()
@@ -173,7 +173,7 @@ def search_command(o: SearchOptions, stop: threading.Event | None = None, kept: 
     specs = worker_specs(o.kind, o.shape, o.seed, o.devices, o.workers, o.kernel_timeout, o.replay_db, o.batch)
     storage = open_storage(o.storage)  # before any worker starts: a wrong URL costs nothing
     if o.study:  # a default name says its space, so only a name given can meet a study of another space
-        check_same_space(storage, o.study, o.families)
+        check_named_study(storage, o.study, o.families, o.shape)
     with stop_on_signals(stop):  # from before the workers start: a Ctrl-C while they start stops the search too
         result, db, first = _measure(o, stop, kept, specs, storage)
     print(summary(db, first, result), flush=True)

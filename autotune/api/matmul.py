@@ -264,6 +264,8 @@ class Matmul(FastCall):  # type: ignore[misc,valid-type]  # C or Python: api.fas
             check_flags(trans_a, trans_b)
         if type(batch) is not int or batch < 1:
             raise AutotuneError(f"batch={batch!r}: pass a whole number of products, at least 1")
+        if type(device) is not int or device < 0:
+            raise AutotuneError(f"device={device!r}: pass a CUDA device's index, a whole number from 0")
         layout = Layout(trans_a, trans_b, blas or batch > 1, batch)
         return self.dispatcher.choose(self.gpu_name(device), (M, N, K), layout)
 

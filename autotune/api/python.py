@@ -11,9 +11,10 @@
 """
 from __future__ import annotations
 
+import operator
 import os
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from autotune import store
 from autotune.api import commands
@@ -39,9 +40,19 @@ def default_db() -> str:
 
 def shape_of(M: int, N: int | None = None, K: int | None = None) -> Shape:
     """N and K default to M (a square problem); refused with one line when out of range."""
-    shape = (M, M if N is None else N, M if K is None else K)
+    shape: Shape = (_whole(M), _whole(M if N is None else N), _whole(M if K is None else K))
     check_shape(*shape)
     return shape
+
+
+def _whole(value: Any) -> Any:
+    """numpy's integers (np.int64(4096)) as the ints they are; anything else as given, for check_shape to judge."""
+    if isinstance(value, (int, float)) or not hasattr(value, "__index__"):  # a bool stays a bool: refused
+        return value
+    try:
+        return operator.index(value)
+    except TypeError:
+        return value
 
 
 def families_of(family: str | Sequence[str | Family] | None, precision: str = "fp32") -> list[Family]:
@@ -82,7 +93,7 @@ def tune(M: int, N: int | None = None, K: int | None = None, *,
     # first: the families' narrowing (batch, layout) below would otherwise answer a bad value its own way
     check_search(study, storage, trials=trials, timeout=timeout, seed=seed, sampler=sampler, backend=backend,
                  workers=workers, kernel_timeout=kernel_timeout, compile_jobs=compile_jobs, remeasure=remeasure,
-                 batch=batch)
+                 batch=batch, devices=devices, replay_db=replay_db)
     options = commands.SearchOptions(
         shape=shape_of(M, N, K), families=with_layout(for_batch(families_of(family, precision), batch), layout),
         db_path=default_db() if db is None else db, batch=batch,
@@ -104,8 +115,12 @@ def best(M: int, N: int | None = None, K: int | None = None, *, db: str | None =
     all is an AutotuneError. The database is only read."""
     path = default_db() if db is None else db
     backend_kind(backend)
+    if family is not None and not isinstance(family, str):
+        raise AutotuneError(f"family={family!r}: best() reads one family's rows; pass its name, or None for all")
     if family is not None and family not in FAMILIES:
         raise AutotuneError(f"unknown family {family!r}; known: {', '.join(FAMILIES)}")
+    if gpu is not None and not isinstance(gpu, str):
+        raise AutotuneError(f"gpu={gpu!r}: pass a GPU's name or UUID as a str (e.g. \"NVIDIA H200\"), or None")
     return find_best(store.open_readonly(path), path, shape_of(M, N, K), backend, gpu, family, precision)
 
 
@@ -160,6 +175,9 @@ def load(db: str | os.PathLike[str] | None = None, gpu: str | None = None, *, ba
     one); the calls after it run the winner where it beat cuBLAS (autotune.api.firstuse, docs/first-use.md)."""
     db = database_path(db)
     backend_kind(backend)  # an unknown name is one line naming the known ones
+    for name, flag in (("defaults_only", defaults_only), ("library", library)):
+        if not isinstance(flag, bool):
+            raise AutotuneError(f"load({name}={flag!r}): pass True or False")
     if gpu is not None and not isinstance(gpu, str):
         raise AutotuneError(f"load(gpu={gpu!r}): pass a GPU's name or UUID as a str (e.g. \"NVIDIA H200\"), or None "
                             f"for the operands' device")

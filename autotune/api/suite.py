@@ -23,6 +23,7 @@ from autotune.api.commands import Kept, SearchOptions, check_replay_db, prefligh
 from autotune.backends.kinds import backend_kind
 from autotune.backends.pool import exit_status, stop_on_signals, visible_devices
 from autotune.errors import AutotuneError, EnvironmentFault
+from autotune.explain import require_matplotlib
 from autotune.explain.model import PRESETS, preset_for
 from autotune.explain.report import check_folder
 from autotune.explain.suite import Suite, SuiteShape, suite_device, suite_rows, summary_lines, write_suite
@@ -209,6 +210,7 @@ def run_suite(o: SuiteOptions, stop: threading.Event | None = None) -> int:
     stop = stop or threading.Event()
     check_folder(Path(o.out), "suite")  # the outputs are written after the first shape: a bad -o must not cost one
     shapes = read_shapes(o.shapes_path, o.groups)
+    require_matplotlib("autotune suite")  # the plot is drawn after the last shape's tuning
     seconds: dict[SuiteShape, float] = {}
     errors: dict[SuiteShape, str] = {}
     failed = False

@@ -67,8 +67,10 @@ def for_batch(families: list[Family], batch: int) -> list[Family]:
         raise AutotuneError(f"--batch {batch} needs BLAS=1 kernels, which none of the families searched has; "
                             f"the register-blocked family has them: --family {BLAS_FAMILY}")
     # BLAS=1 kernels have no prologue (blocked's PB=1 transposes a tight B, AL=1 copies tight A and B: one product's)
-    # and store C directly (blocked's CS=1 stages the plain signature's C only)
-    return narrow_to(kept, {"BLAS": ["1"], **{name: ["0"] for name in PLAIN_ONLY}})
+    # and store C directly (blocked's CS=1 stages the plain signature's C only). TA and TB are left whole: the
+    # layout's narrowing (narrow_to), which every caller applies next, picks them (TT, or NN by default).
+    batched = {"BLAS": ["1"], **{name: ["0"] for name in PLAIN_ONLY}}
+    return [narrow(f, {n: v for n, v in batched.items() if n in names(f)}) for f in kept]
 
 
 def names(family: Family) -> set[str]:

@@ -25,7 +25,8 @@ from autotune.backends.outcome import INVALID, OK, UNRECORDED
 from autotune.errors import AutotuneError
 from autotune.families import FAMILIES
 from autotune.search.storages import check_storage
-from autotune.space import Config, Family, Value, within
+from autotune.space import Config, Family, Value, at_shape, within
+from autotune.space.devices import device_parameters
 from autotune.store.claims import ServerClaims, retry_schema_race, shares_claims
 
 REFUSED = (INVALID, UNRECORDED)  # never reached a kernel: PRUNED; every other failure is FAIL
@@ -133,10 +134,10 @@ def _safe_url(url: str) -> str:
         return "(unparsable URL)"
 
 
-def check_same_space(storage: Storage, name: str, families: list[Family]) -> None:
+def check_same_space(storage: Storage, name: str, families: list[Family], unknown: set[str] | None = None) -> None:
     """A stored study keeps each parameter's distribution from its first trials, and Optuna cannot
     change one (a --study reused with other --family or -p values): refused in one line, before a
-    trial is asked."""
+    trial is asked. `unknown`: parameters whose values the caller cannot know yet (the device's), not compared."""
     if storage.optuna is None:
         return
     try:
@@ -146,10 +147,18 @@ def check_same_space(storage: Storage, name: str, families: list[Family]) -> Non
     ours = distributions(families)
     for trial in storage.optuna.get_all_trials(study_id, deepcopy=False):
         for param, dist in trial.distributions.items():
-            if param in ours and dist != ours[param]:
+            if param in ours and param not in (unknown or ()) and dist != ours[param]:
                 raise AutotuneError(f"study {name} in --storage searched another space (its {param} takes "
                                     f"{_choices(dist)}, this search's {_choices(ours[param])}): give a new --study "
                                     f"name, or the --family and -p values of that study's searches")
+
+
+def check_named_study(storage: Storage, name: str, families: list[Family], shape: tuple[int, int, int]) -> None:
+    """check_same_space before a search's workers start: the families as run_search walks them at the shape
+    (space.at_shape); the values that follow from the device (tailsplit's WAVE), unknown until the workers start,
+    run_search checks then."""
+    check_same_space(storage, name, [at_shape(f, shape) for f in families],
+                     set().union(*map(device_parameters, families)))
 
 
 def study_name(families: list[Family], shape: tuple[int, int, int], backend: str, sampler: str,

@@ -65,6 +65,12 @@ def preset(name: str) -> Limits:
     return PRESETS[name]
 
 
+def device_parameters(family: Family) -> set[str]:
+    """The parameters on_device cuts: their values follow from a device that is known only once a search's
+    workers have started."""
+    return set(family.device_values(Limits())) if family.device_values else set()
+
+
 def for_device(families: list[Family], limits: Limits) -> tuple[list[Family], list[str]]:
     """The families a search on the device walks (each cut to its device values, space.config.on_device)
     and the one-line refusals of those whose architecture the device lacks (Family.needs); refused

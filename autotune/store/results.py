@@ -148,8 +148,13 @@ def best(db: sqlite_utils.Database, shape: tuple[int, int, int], backend: str = 
     return min(rows, key=lambda r: r["time_ms"]) if rows else None
 
 
+SQLITE_INTEGERS = range(-2 ** 63, 2 ** 63)  # an id outside them is no row's: SQLite refuses it with an OverflowError
+
+
 def result_by_id(db: sqlite_utils.Database, result_id: int) -> dict:
     try:
+        if result_id not in SQLITE_INTEGERS:
+            raise sqlite_utils.db.NotFoundError
         return db.table("results").get(result_id)
     except sqlite_utils.db.NotFoundError:
         raise AutotuneError(f"no result with id {result_id} in the database; list them with "
