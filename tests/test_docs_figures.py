@@ -1737,15 +1737,23 @@ def test_the_pytorch_docs_linear_section_is_its_h100_runs():
     text = section(PYTORCH_DOC.read_text(), "## autotune.torch.Linear at one-row layers (an H100)")
     flat, rows = " ".join(text.split()), table_rows(text)
     runs = {name: _json(f"linear-layers-{name}-h100.json")
-            for name in ("seed1-bias-added-after", "seed1-bias-in-matmul", "grad-seed1-covering-to-flinear")}
+            for name in ("seed1-bias-added-after", "seed1-bias-in-matmul", "grad-seed1-covering-to-flinear",
+                         "seed1-repeat", "grad-seed1-repeat")}
     assert [(r["commit"], r["grad"], r["rows"], r["seed"]) for r in runs.values()] == [
-        ("3670d31", False, 1, 1), ("6938188", False, 1, 1), ("6938188", True, 1, 1)]
+        ("3670d31", False, 1, 1), ("6938188", False, 1, 1), ("6938188", True, 1, 1), ("73e3575", False, 1, 1),
+        ("73e3575", True, 1, 1)]
+    assert len(rows) == len(runs)
     for row, run in zip(rows, runs.values()):
         assert run["device"].startswith("NVIDIA H100")
         got = run["summary"]
         cells = [f"{got[k][w]:.3f}" for k in ("no_bias", "bias") for w in ("geomean_queued", "geomean_alone")]
         assert [c.strip("*") for c in row[1:]] == [f"`{run['commit']}`", *cells]
-    before, now, grad = runs.values()
+    before, now, grad, again, grad_again = runs.values()
+    apart = [abs(x["summary"][k]["geomean_queued"] - y["summary"][k]["geomean_queued"])
+             for x, y in ((now, again), (grad, grad_again)) for k in ("no_bias", "bias")]
+    assert f"{min(apart):.3f}-{max(apart):.3f} from the first figures" in flat
+    assert again["summary"]["no_bias"]["below_0.95_queued"] == again["summary"]["bias"]["below_0.95_queued"] == 0
+    assert all(x["runs"] == "F.linear" for x in grad_again["layers"])
     plain = [x for x in now["layers"] if not x["bias"]]
     kernel = [x for x in plain if x["runs"] == "kernel"]
     assert (f"our kernel ran {len(kernel)} layers, at {geomean([_queued(x) for x in kernel]):.3f}x (a median of "
