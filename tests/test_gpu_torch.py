@@ -165,6 +165,22 @@ def test_a_bias_of_another_dtype_beside_float32_operands_is_one_line(kernels):
         kernels(A, B, bias=bias.bfloat16())  # not handed to torch unchanged: only the operands' dtype does that
 
 
+def test_under_autocast_a_layer_and_mm_are_torch_s_own_in_autocast_s_dtype(kernels):
+    torch.manual_seed(0)
+    model, x = mlp(), torch.randn(300, 256, device="cuda")
+    theirs = torch.nn.Sequential(*(torch.nn.Linear(m.in_features, m.out_features) if isinstance(m, at.Linear) else m
+                                   for m in model)).cuda()
+    theirs.load_state_dict(model.state_dict())
+    w = model[0].weight.detach()
+    with torch.autocast("cuda", dtype=torch.bfloat16), torch.no_grad():
+        ours, ref = model(x), theirs(x)
+        product = at.mm(x, w, trans_b=True)
+        assert torch.equal(product, torch.matmul(x, w.mT))
+    assert ours.dtype == product.dtype == torch.bfloat16 and torch.equal(ours, ref)
+    with torch.no_grad():
+        assert model(x).dtype == torch.float32  # autocast off: our kernels again
+
+
 def test_other_dtypes_go_to_torch_unchanged_and_say_so_once():
     mm = autotune.load(defaults_only=True)
     a, b = torch.randn(64, 32, device="cuda", dtype=torch.bfloat16), torch.randn(32, 16, device="cuda",

@@ -269,3 +269,38 @@ def test_the_eager_products_second_derivatives_are_torchs(ta, tb):
     torch.autograd.gradgradcheck(lambda x, y: at.mm(x, y, trans_a=ta, trans_b=tb), (a, b))
     bias = torch.randn(3, dtype=torch.float64, requires_grad=True)
     torch.autograd.gradgradcheck(lambda x, y, v: at.mm(x, y, trans_a=ta, trans_b=tb, bias=v), (a, b, bias))
+
+
+@pytest.fixture
+def unsaid(monkeypatch):
+    from autotune.torch import ops
+
+    monkeypatch.setattr(ops, "_said_autocast", [False])
+
+
+@pytest.mark.parametrize("ta,tb", TRANSPOSES)
+def test_under_autocast_the_product_is_torch_s_in_autocast_s_dtype_said_once(ta, tb, unsaid):
+    a, b = (t.float() for t in operands(6, 4, 5, ta, tb))
+    bias = torch.randn(4)
+    with pytest.warns(UserWarning, match="under torch.autocast, autotune.torch runs torch's own products") as said:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out, biased = at.mm(a, b, trans_a=ta, trans_b=tb), at.mm(a, b, trans_a=ta, trans_b=tb, bias=bias)
+            theirs = reference(a, b, ta, tb)
+            theirs_biased = torch.addmm(bias, a.mT if ta else a, b.mT if tb else b)
+    assert len(said) == 1  # once for the process, not per call
+    assert out.dtype == biased.dtype == torch.bfloat16
+    assert torch.equal(out, theirs) and torch.equal(biased, theirs_biased)
+    assert at.mm(a, b, trans_a=ta, trans_b=tb).dtype == torch.float32  # autocast off: ours again
+
+
+def test_under_autocast_torch_compile_fullgraph_traces_torch_s_product(unsaid):
+    a, b = (t.float() for t in operands(8, 6, 4, False, True))
+    bias = torch.randn(6)
+
+    def f(x, w, v):
+        return at.mm(x, w, trans_b=True, bias=v) * 2
+
+    with torch.autocast("cpu", dtype=torch.bfloat16), pytest.warns(UserWarning, match="under torch.autocast"):
+        compiled = torch.compile(f, fullgraph=True, backend="aot_eager")(a, b, bias)  # first: traced, nothing said
+        eager = f(a, b, bias)  # said here
+    assert compiled.dtype == eager.dtype == torch.bfloat16 and torch.equal(compiled, eager)

@@ -18,15 +18,16 @@ from torch import Tensor
 
 from autotune.api.dispatch import COVERING
 from autotune.errors import AutotuneError
-from autotune.torch.ops import current, mm
+from autotune.torch.ops import autocasting, current, mm
 
 
 class Linear(torch.nn.Linear):
     """y = x W^T + b, as torch.nn.Linear (same parameters, same state_dict)."""
 
     def forward(self, x: Tensor) -> Tensor:
-        # an input of the wrong width goes to F.linear too: its error is nn.Linear's own, word for word
-        if not (x.is_cuda and x.dim() > 0 and x.shape[-1] == self.in_features):
+        # an input of the wrong width goes to F.linear too: its error is nn.Linear's own, word for word; so does one
+        # under torch.autocast, which F.linear computes in autocast's dtype (autocasting says so, once)
+        if not (x.is_cuda and x.dim() > 0 and x.shape[-1] == self.in_features) or autocasting(x):
             return torch.nn.functional.linear(x, self.weight, self.bias)
         if torch.compiler.is_compiling():
             return self._traced(x)

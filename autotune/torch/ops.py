@@ -12,6 +12,7 @@ their wiring (fake, autograd, compile) be checked on a machine with no GPU.
 from __future__ import annotations
 
 import threading
+import warnings
 from typing import Any
 
 import torch
@@ -143,6 +144,9 @@ def mm(a: Tensor, b: Tensor, *, trans_a: bool = False, trans_b: bool = False, bi
     if a.dim() != 2 or b.dim() != 2:
         raise AutotuneError(f"autotune.torch.mm takes 2-D tensors; got {tuple(a.shape)} and {tuple(b.shape)} "
                             f"(reshape a batch of rows to one matrix, as autotune.torch.Linear does)")
+    if autocasting(a):
+        _check(a, b, trans_a, trans_b, bias)
+        return _autocast_product(a, b, trans_a, trans_b, bias)
     if torch.compiler.is_compiling():  # traced: the operator (its fake implementation sees the shapes)
         return torch.ops.autotune.mm(a, b, trans_a, trans_b, bias)
     recorded = _records(a, b, bias)
@@ -152,6 +156,29 @@ def mm(a: Tensor, b: Tensor, *, trans_a: bool = False, trans_b: bool = False, bi
     if recorded:
         return _Recorded.apply(a, b, trans_a, trans_b, bias)
     return torch.ops.autotune.mm(a, b, trans_a, trans_b, bias)  # CPU tensors: the stand-in
+
+
+_said_autocast = [False]
+
+
+def autocasting(x: Tensor) -> bool:
+    """Whether torch.autocast is on for x's device: there torch computes a product in autocast's lower precision
+    (what nn.Linear returns there, in bfloat16 or float16), which the tuned FP32 kernels do not; autotune.torch
+    then runs torch's own product, and says so once."""
+    if not torch.is_autocast_enabled(x.device.type):
+        return False
+    if not _said_autocast[0] and not torch.compiler.is_compiling():  # Dynamo cannot trace warnings.warn
+        _said_autocast[0] = True
+        warnings.warn("autotune: under torch.autocast, autotune.torch runs torch's own products, in autocast's dtype "
+                      "(the tuned kernels are FP32 only)", stacklevel=3)
+    return True
+
+
+def _autocast_product(a: Tensor, b: Tensor, trans_a: bool, trans_b: bool, bias: Tensor | None) -> Tensor:
+    """op(a) @ op(b) (+ bias) as torch computes it under autocast: matmul and addmm are cast to its dtype (a bias
+    added after the product would promote the result back to float32)."""
+    x, y = (a.mT if trans_a else a), (b.mT if trans_b else b)
+    return torch.matmul(x, y) if bias is None else torch.addmm(bias, x, y)
 
 
 def _records(a: Tensor, b: Tensor, bias: Any) -> bool:
