@@ -195,6 +195,26 @@ def test_a_missing_matplotlib_is_one_line_before_any_work(command, tmp_path, mon
     assert not out.exists()
 
 
+def test_a_named_study_of_families_some_device_lacks_runs_again_there(tmp_path):
+    """On an sm_80 device under fp32-tc the families that need sm_90 are not searched, so the stored study's
+    distributions are the others' union: the check before the workers start cannot know them and leaves them to
+    run_search's."""
+    from autotune import store
+    from autotune.api.python import families_of, with_layout
+    from autotune.backends.sim.backend import SimBackend
+    from autotune.search.loop import run_search
+    from autotune.search.study import check_named_study, open_storage
+    from autotune.space import Limits
+
+    ampere, families = Limits(arch="sm_80", sms=108), with_layout(families_of(None, "fp32-tc"), None)
+    storage = open_storage(str(tmp_path / "s.log"))
+    for _ in range(2):
+        check_named_study(storage, "s", families, (64, 64, 64))
+        result = run_search(store.open_db(str(tmp_path / "s.sqlite")), SimBackend(64, 64, 64, limits=ampere), families,
+                            ampere, trials=2, storage=storage, study="s", timeout=60)
+        assert result.trials > 0
+
+
 # --------------------------------------------------------------------------- the Python API
 
 
@@ -223,6 +243,7 @@ def test_the_api_checks_its_arguments(call, words):
     (lambda: autotune.tune(3, backend="sim", devices=5), "devices=5 must be a tuple of CUDA device indices"),
     (lambda: autotune.tune(3, backend="sim", devices=()), "devices=\\(\\) must be a tuple of CUDA device indices"),
     (lambda: autotune.tune(3, backend="sim", devices=(0, 0)), "at least one, each once"),
+    (lambda: autotune.tune(3, backend="sim", devices=([0],)), "devices=\\(\\[0\\],\\) must be a tuple"),
     (lambda: autotune.tune(3, backend="replay", replay_db=5), "replay_db=5 is not a path"),
     (lambda: autotune.tune(3, backend="sim", storage=5), "storage=5: pass a journal file's path or a database URL"),
     (lambda: autotune.tune(3, backend="sim", storage="j.log", study=""), "study='': pass a study's name"),

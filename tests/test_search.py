@@ -119,3 +119,21 @@ def test_a_search_asking_more_trials_than_any_space_holds_walks_a_bounded_part_o
     walked.clear()
     known = left.Left.of([NAIVE], FakeBackend(), Limits(), set(), 10 ** 20)  # small enough to know whole
     assert len(walked) == len(valid_configs(NAIVE)) and known.pick(lambda c: True) is not None
+
+
+def test_a_grid_asking_more_trials_than_any_space_holds_enqueues_a_bounded_part_of_it():
+    """--sampler grid --trials 10**20: islice refused the stop (a traceback), 10**7 enqueued the blocked space whole."""
+    from autotune.families import BLOCKED
+    from autotune.search import loop
+    from autotune.search.left import KNOWN_AT_MOST
+
+    class Study:
+        def __init__(self):
+            self.enqueued = 0
+
+        def enqueue_trial(self, params, skip_if_exists=False):
+            self.enqueued += 1
+
+    study = Study()
+    assert loop._enqueue_grid(study, [BLOCKED], Limits(), set(), 10 ** 20, False) == KNOWN_AT_MOST == study.enqueued
+    assert loop._enqueue_grid(Study(), [NAIVE], Limits(), set(), 10 ** 20, False) == len(valid_configs(NAIVE))

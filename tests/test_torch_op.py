@@ -304,3 +304,12 @@ def test_under_autocast_torch_compile_fullgraph_traces_torch_s_product(unsaid):
         compiled = torch.compile(f, fullgraph=True, backend="aot_eager")(a, b, bias)  # first: traced, nothing said
         eager = f(a, b, bias)  # said here
     assert compiled.dtype == eager.dtype == torch.bfloat16 and torch.equal(compiled, eager)
+
+
+def test_under_autocast_mm_takes_the_mixed_dtypes_autocast_makes(unsaid):
+    x, w, w2 = torch.randn(6, 5), torch.randn(5, 4), torch.randn(4, 3)
+    half_bias = torch.randn(3, dtype=torch.bfloat16)
+    with torch.autocast("cpu", dtype=torch.bfloat16), pytest.warns(UserWarning, match="under torch.autocast"):
+        chained = at.mm(at.mm(x, w), w2, bias=half_bias)  # a bfloat16 product times a float32 matrix
+        theirs = torch.addmm(half_bias, torch.matmul(x, w), w2)
+    assert chained.dtype == torch.bfloat16 and torch.equal(chained, theirs)

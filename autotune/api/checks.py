@@ -46,8 +46,8 @@ MAX_PROCESSES = 256
 
 def device_indices(value: Any) -> str | None:
     """A tuple (or list) of CUDA device indices, at least one."""
-    if isinstance(value, (tuple, list)) and value and len(set(value)) == len(value) and all(
-            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in value):
+    if isinstance(value, (tuple, list)) and value and all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in value) and len(set(value)) == len(value):
         return None
     return "must be a tuple of CUDA device indices (whole numbers from 0), at least one, each once"
 

@@ -133,7 +133,8 @@ def report(db: str | None = None, M: int | None = None, N: int | None = None, K:
 
     if output is not None and not isinstance(output, (str, os.PathLike)):
         raise AutotuneError(f"output={output!r}: pass a folder's path (str or pathlib.Path), or None")
-    return report_command(default_db() if db is None else db, (M, N, K), output, preset, gpu, arch)
+    dims = tuple(None if n is None else _whole(n) for n in (M, N, K))
+    return report_command(default_db() if db is None else db, dims, output, preset, gpu, arch)  # type: ignore[arg-type]
 
 
 def database_path(db: object) -> str | None:

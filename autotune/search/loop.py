@@ -30,7 +30,7 @@ from autotune import store
 from autotune.backends.base import Backend
 from autotune.backends.outcome import INVALID, OK
 from autotune.search.fresh import Fresh
-from autotune.search.left import Left
+from autotune.search.left import KNOWN_AT_MOST, Left
 from autotune.search.measure import Evaluated, evaluate
 from autotune.search.plan import plan, stale_source
 from autotune.search.ranking import candidates, make_ranker
@@ -205,9 +205,10 @@ def run_search(db: sqlite_utils.Database, backends: Backend | Sequence[Backend],
 
 def _enqueue_grid(study: optuna.Study, families: list[Family], limits: Limits, measured: set[str], trials: int,
                   shared: bool) -> int:
-    """The valid space, in order, less what the database already has; returns how many."""
+    """The valid space, in order, less what the database already has, up to `trials` and at most KNOWN_AT_MOST
+    configs (search.left says why); returns how many."""
     unmeasured = (c for f in families for c in iter_valid(f, limits) if c.name not in measured)
-    todo = list(itertools.islice(unmeasured, trials))  # lazily: the blocked space is large
+    todo = list(itertools.islice(unmeasured, min(trials, KNOWN_AT_MOST)))  # lazily: the blocked space is large
     for config in todo:
         # a shared study may hold these already (another worker's run): enqueue each once
         study.enqueue_trial(trial_params(config), skip_if_exists=shared)

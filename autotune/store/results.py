@@ -148,12 +148,12 @@ def best(db: sqlite_utils.Database, shape: tuple[int, int, int], backend: str = 
     return min(rows, key=lambda r: r["time_ms"]) if rows else None
 
 
-SQLITE_INTEGERS = range(-2 ** 63, 2 ** 63)  # an id outside them is no row's: SQLite refuses it with an OverflowError
+SQLITE_LOWEST, SQLITE_HIGHEST = -2 ** 63, 2 ** 63 - 1  # an id past them is no row's: SQLite raises OverflowError
 
 
 def result_by_id(db: sqlite_utils.Database, result_id: int) -> dict:
     try:
-        if result_id not in SQLITE_INTEGERS:
+        if not SQLITE_LOWEST <= result_id <= SQLITE_HIGHEST:
             raise sqlite_utils.db.NotFoundError
         return db.table("results").get(result_id)
     except sqlite_utils.db.NotFoundError:

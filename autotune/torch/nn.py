@@ -27,7 +27,7 @@ class Linear(torch.nn.Linear):
     def forward(self, x: Tensor) -> Tensor:
         # an input of the wrong width goes to F.linear too: its error is nn.Linear's own, word for word; so does one
         # under torch.autocast, which F.linear computes in autocast's dtype (autocasting says so, once)
-        if not (x.is_cuda and x.dim() > 0 and x.shape[-1] == self.in_features) or autocasting(x):
+        if not (x.is_cuda and x.dim() > 0 and x.shape[-1] == self.in_features) or autocasting("cuda"):
             return torch.nn.functional.linear(x, self.weight, self.bias)
         if torch.compiler.is_compiling():
             return self._traced(x)

@@ -144,8 +144,8 @@ def mm(a: Tensor, b: Tensor, *, trans_a: bool = False, trans_b: bool = False, bi
     if a.dim() != 2 or b.dim() != 2:
         raise AutotuneError(f"autotune.torch.mm takes 2-D tensors; got {tuple(a.shape)} and {tuple(b.shape)} "
                             f"(reshape a batch of rows to one matrix, as autotune.torch.Linear does)")
-    if autocasting(a):
-        _check(a, b, trans_a, trans_b, bias)
+    if autocasting("cuda" if a.is_cuda else a.device.type):
+        _check_sizes(a, b, trans_a, trans_b)  # dtypes as torch judges them: autocast mixes them
         return _autocast_product(a, b, trans_a, trans_b, bias)
     if torch.compiler.is_compiling():  # traced: the operator (its fake implementation sees the shapes)
         return torch.ops.autotune.mm(a, b, trans_a, trans_b, bias)
@@ -161,13 +161,14 @@ def mm(a: Tensor, b: Tensor, *, trans_a: bool = False, trans_b: bool = False, bi
 _said_autocast = [False]
 
 
-def autocasting(x: Tensor) -> bool:
-    """Whether torch.autocast is on for x's device: there torch computes a product in autocast's lower precision
-    (what nn.Linear returns there, in bfloat16 or float16), which the tuned FP32 kernels do not; autotune.torch
-    then runs torch's own product, and says so once."""
-    if not torch.is_autocast_enabled(x.device.type):
+def autocasting(device_type: str) -> bool:
+    """Whether torch.autocast is on for the device type ("cuda"): there torch computes a product in autocast's lower
+    precision (what nn.Linear returns there, in bfloat16 or float16), which the tuned FP32 kernels do not;
+    autotune.torch then runs torch's own product, and says so once."""
+    if not torch.is_autocast_enabled(device_type):
         return False
-    if not _said_autocast[0] and not torch.compiler.is_compiling():  # Dynamo cannot trace warnings.warn
+    # Dynamo cannot trace warnings.warn; asked first, so that a traced graph does not guard on the flag either
+    if not torch.compiler.is_compiling() and not _said_autocast[0]:
         _said_autocast[0] = True
         warnings.warn("autotune: under torch.autocast, autotune.torch runs torch's own products, in autocast's dtype "
                       "(the tuned kernels are FP32 only)", stacklevel=3)
@@ -188,6 +189,16 @@ def _records(a: Tensor, b: Tensor, bias: Any) -> bool:
 
 def _check(a: Tensor, b: Tensor, trans_a: Any, trans_b: Any, bias: Any = None) -> None:
     """What torch would refuse deep in its dispatch, or the operator's schema cast, as one line."""
+    _check_sizes(a, b, trans_a, trans_b)
+    if a.dtype != b.dtype or a.device != b.device:
+        raise AutotuneError(f"a is {a.dtype} on {a.device} and b {b.dtype} on {b.device}: pass both of one dtype "
+                            f"on one device")
+    if bias is not None:
+        _check_bias(bias, a, b.shape[0 if trans_b else 1])
+
+
+def _check_sizes(a: Tensor, b: Tensor, trans_a: Any, trans_b: Any) -> None:
+    """The flags, and two matrices whose inner sizes agree."""
     if not isinstance(trans_a, bool) or not isinstance(trans_b, bool):
         raise AutotuneError(f"trans_a and trans_b are True or False, not {trans_a!r} and {trans_b!r}")
     if a.dim() != 2 or b.dim() != 2:  # the operator called directly: mm checked this already
@@ -196,11 +207,6 @@ def _check(a: Tensor, b: Tensor, trans_a: Any, trans_b: Any, bias: Any = None) -
     if k_a != k_b:
         raise AutotuneError(f"op(a) is {a.shape[int(trans_a)]}x{k_a} and op(b) {k_b}x{b.shape[1 - trans_b]} "
                             f"(trans_a={trans_a}, trans_b={trans_b}): their inner sizes must be equal")
-    if a.dtype != b.dtype or a.device != b.device:
-        raise AutotuneError(f"a is {a.dtype} on {a.device} and b {b.dtype} on {b.device}: pass both of one dtype "
-                            f"on one device")
-    if bias is not None:
-        _check_bias(bias, a, b.shape[0 if trans_b else 1])
 
 
 def _check_bias(bias: Any, a: Tensor, N: int) -> None:
