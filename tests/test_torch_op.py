@@ -218,16 +218,16 @@ def test_the_answers_kept_for_one_matmul_are_not_another_s(eager, monkeypatch):
 
 
 def test_a_layer_takes_the_operator_where_autograd_records_its_call():
-    from autotune.torch.nn import _recorded
+    from autotune.torch.ops import recorded
 
     x, layer = torch.randn(2, 3), at.Linear(3, 4)
-    assert _recorded(x, layer.weight, layer.bias)  # a weight requires grad: training, or inference without no_grad
+    assert recorded(x, layer.weight, layer.bias)  # a weight requires grad: training, or inference without no_grad
     with torch.no_grad():
-        assert not _recorded(x, layer.weight, layer.bias)
+        assert not recorded(x, layer.weight, layer.bias)
     frozen = at.Linear(3, 4, bias=False).requires_grad_(False)
-    assert not _recorded(x, frozen.weight, None) and _recorded(x.requires_grad_(), frozen.weight, None)
+    assert not recorded(x, frozen.weight, None) and recorded(x.requires_grad_(), frozen.weight, None)
     layer.weight.requires_grad_(False)
-    assert _recorded(torch.randn(2, 3), layer.weight, layer.bias)  # the bias still does
+    assert recorded(torch.randn(2, 3), layer.weight, layer.bias)  # the bias still does
 
 
 def backward_nodes(y) -> list[str]:

@@ -46,13 +46,20 @@ def shape_of(M: int, N: int | None = None, K: int | None = None) -> Shape:
 
 
 def _whole(value: Any) -> Any:
-    """numpy's integers (np.int64(4096)) as the ints they are; anything else as given, for check_shape to judge."""
-    if isinstance(value, (int, float)) or not hasattr(value, "__index__"):  # a bool stays a bool: refused
+    """numpy's integers (np.int64(4096)) as the ints they are; anything else as given, for the caller's check."""
+    if isinstance(value, (int, float)):  # a bool stays a bool: refused
         return value
     try:
         return operator.index(value)
     except TypeError:
         return value
+
+
+def _check_gpu(gpu: object, none_means: str, call: str = "") -> None:
+    """A GPU's name or UUID, or None (which means `none_means`): what the command line's --gpu always is."""
+    if gpu is not None and not isinstance(gpu, str):
+        raise AutotuneError(f"{call}gpu={gpu!r}{')' if call else ''}: pass a GPU's name or UUID as a str (e.g. "
+                            f"\"NVIDIA H200\"), or None for {none_means}")
 
 
 def families_of(family: str | Sequence[str | Family] | None, precision: str = "fp32") -> list[Family]:
@@ -119,8 +126,7 @@ def best(M: int, N: int | None = None, K: int | None = None, *, db: str | None =
         raise AutotuneError(f"family={family!r}: best() reads one family's rows; pass its name, or None for all")
     if family is not None and family not in FAMILIES:
         raise AutotuneError(f"unknown family {family!r}; known: {', '.join(FAMILIES)}")
-    if gpu is not None and not isinstance(gpu, str):
-        raise AutotuneError(f"gpu={gpu!r}: pass a GPU's name or UUID as a str (e.g. \"NVIDIA H200\"), or None")
+    _check_gpu(gpu, "any GPU's rows")
     return find_best(store.open_readonly(path), path, shape_of(M, N, K), backend, gpu, family, precision)
 
 
@@ -133,8 +139,14 @@ def report(db: str | None = None, M: int | None = None, N: int | None = None, K:
 
     if output is not None and not isinstance(output, (str, os.PathLike)):
         raise AutotuneError(f"output={output!r}: pass a folder's path (str or pathlib.Path), or None")
-    dims = tuple(None if n is None else _whole(n) for n in (M, N, K))
-    return report_command(default_db() if db is None else db, dims, output, preset, gpu, arch)  # type: ignore[arg-type]
+    _check_gpu(gpu, "all")
+    if not isinstance(arch, str):
+        raise AutotuneError(f"arch={arch!r}: pass an architecture as a str, e.g. \"sm_90\"")
+    M, N, K = (None if n is None else _whole(n) for n in (M, N, K))
+    for label, value in zip("MNK", (M, N, K)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            raise AutotuneError(f"{label}={value!r}: pass a whole number, or None for any")
+    return report_command(default_db() if db is None else db, (M, N, K), output, preset, gpu, arch)
 
 
 def database_path(db: object) -> str | None:
@@ -179,9 +191,7 @@ def load(db: str | os.PathLike[str] | None = None, gpu: str | None = None, *, ba
     for name, flag in (("defaults_only", defaults_only), ("library", library)):
         if not isinstance(flag, bool):
             raise AutotuneError(f"load({name}={flag!r}): pass True or False")
-    if gpu is not None and not isinstance(gpu, str):
-        raise AutotuneError(f"load(gpu={gpu!r}): pass a GPU's name or UUID as a str (e.g. \"NVIDIA H200\"), or None "
-                            f"for the operands' device")
+    _check_gpu(gpu, "the operands' device", call="load(")
     families_for(precision)  # an unknown precision, like every check here, before tuning_db creates a database
     if launcher is None:  # and no GPU
         from autotune.backends.cuda.launcher import CudaLauncher

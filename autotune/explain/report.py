@@ -193,7 +193,6 @@ def report_command(db_path: str, dims: Dims, output: str | None, preset: str | N
     """Write report.md and its PNGs for every shape searched in db_path that matches dims; the page's path."""
     if preset is not None and preset not in PRESETS:  # the command line offers only these; the Python API is told the same way
         raise AutotuneError(f"unknown device preset {preset!r}; choose from {', '.join(sorted(PRESETS))}")
-    _check_types(dims, gpu, arch)
     folder = Path(output or f"report-{Path(db_path).stem}")
     check_folder(folder)  # before the database is read: a bad -o costs nothing
     check_arch(arch)
@@ -208,17 +207,6 @@ def report_command(db_path: str, dims: Dims, output: str | None, preset: str | N
         return write_page(sections, folder)
     except OSError as exc:  # a full disk, or the folder changed since the check
         raise AutotuneError(f"cannot write the report into {folder}: {exc}; choose another -o") from None
-
-
-def _check_types(dims: Dims, gpu: Any, arch: Any) -> None:
-    """What the Python API may pass and the command line's options cannot, as one line each."""
-    if gpu is not None and not isinstance(gpu, str):
-        raise AutotuneError(f"gpu={gpu!r}: pass a GPU's name or UUID as a str (e.g. \"NVIDIA H200\"), or None for all")
-    if not isinstance(arch, str):
-        raise AutotuneError(f"arch={arch!r}: pass an architecture as a str, e.g. \"sm_90\"")
-    for label, value in zip("MNK", dims):
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-            raise AutotuneError(f"{label}={value!r}: pass a whole number, or None for any")
 
 
 def check_folder(folder: Path, what: str = "report") -> None:

@@ -18,7 +18,7 @@ from torch import Tensor
 
 from autotune.api.dispatch import COVERING
 from autotune.errors import AutotuneError
-from autotune.torch.ops import autocasting, current, mm
+from autotune.torch.ops import autocasting, current, mm, recorded
 
 
 class Linear(torch.nn.Linear):
@@ -43,7 +43,7 @@ class Linear(torch.nn.Linear):
         two_d = x.dim() == 2
         rows = x if two_d else x.reshape(-1, self.in_features)
         weight, bias = self.weight, self.bias
-        if not _recorded(x, weight, bias):  # the matmul decides: its short way holds its choice
+        if not recorded(x, weight, bias):  # the matmul decides: its short way holds its choice
             y = current()(rows, weight, trans_b=True, bias=bias)
         elif _library_memo(current(), rows.shape[0], self.out_features, self.in_features, x.get_device()):
             return torch.nn.functional.linear(x, weight, bias)
@@ -58,12 +58,6 @@ class Linear(torch.nn.Linear):
             return torch.nn.functional.linear(x, self.weight, self.bias)
         y = mm(rows, self.weight, trans_b=True, bias=self.bias)
         return y.reshape(*x.shape[:-1], self.out_features)
-
-
-def _recorded(x: Tensor, weight: Tensor, bias: Tensor | None) -> bool:
-    """Whether autograd records the layer's call: grad mode on and a tensor it reads requires grad."""
-    return torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad
-                                        or bias is not None and bias.requires_grad)
 
 
 _memo: dict[tuple[int, int, int, int], bool] = {}  # _library_at's answers with autograd, per shape, for one matmul

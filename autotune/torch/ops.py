@@ -18,9 +18,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from autotune.api.library import torch_product
 from autotune.api.matmul import Matmul
 from autotune.api.python import load
-from autotune.api.shortcuts import recording
 from autotune.errors import AutotuneError
 
 _matmul: list[Matmul] = []  # the process's matmul, loaded at first use (use() replaces it)
@@ -146,14 +146,16 @@ def mm(a: Tensor, b: Tensor, *, trans_a: bool = False, trans_b: bool = False, bi
                             f"(reshape a batch of rows to one matrix, as autotune.torch.Linear does)")
     if autocasting("cuda" if a.is_cuda else a.device.type):
         _check_sizes(a, b, trans_a, trans_b)  # dtypes as torch judges them: autocast mixes them
-        return _autocast_product(a, b, trans_a, trans_b, bias)
+        # torch.matmul, or with a bias torch.addmm: both cast to autocast's dtype (an addition after the product
+        # would promote the result back to float32)
+        return torch_product(torch, a, b, None, 1.0, 0.0, trans_a, trans_b, bias)
     if torch.compiler.is_compiling():  # traced: the operator (its fake implementation sees the shapes)
         return torch.ops.autotune.mm(a, b, trans_a, trans_b, bias)
-    recorded = _records(a, b, bias)
-    if a.is_cuda and not recorded:
+    records = recorded(a, b, bias)
+    if a.is_cuda and not records:
         return current()(a, b, trans_a=trans_a, trans_b=trans_b, bias=bias)  # checks its operands itself
     _check(a, b, trans_a, trans_b, bias)  # once here, not deep in a dispatch
-    if recorded:
+    if records:
         return _Recorded.apply(a, b, trans_a, trans_b, bias)
     return torch.ops.autotune.mm(a, b, trans_a, trans_b, bias)  # CPU tensors: the stand-in
 
@@ -175,16 +177,12 @@ def autocasting(device_type: str) -> bool:
     return True
 
 
-def _autocast_product(a: Tensor, b: Tensor, trans_a: bool, trans_b: bool, bias: Tensor | None) -> Tensor:
-    """op(a) @ op(b) (+ bias) as torch computes it under autocast: matmul and addmm are cast to its dtype (a bias
-    added after the product would promote the result back to float32)."""
-    x, y = (a.mT if trans_a else a), (b.mT if trans_b else b)
-    return torch.matmul(x, y) if bias is None else torch.addmm(bias, x, y)
-
-
-def _records(a: Tensor, b: Tensor, bias: Any) -> bool:
-    """Whether autograd records the call: grad mode on, and an operand or the bias requires grad."""
-    return recording(torch, a, b) or isinstance(bias, Tensor) and bias.requires_grad and torch.is_grad_enabled()
+def recorded(a: Tensor, b: Tensor, bias: Any) -> bool:
+    """Whether autograd records a product of these (autotune.torch.mm's, a Linear's): grad mode on, and an operand
+    or the bias requires grad (under torch.no_grad() a layer's weight requires grad, yet its product is a plain one,
+    as api.shortcuts.recording says for load()'s short way)."""
+    return torch.is_grad_enabled() and (a.requires_grad or b.requires_grad
+                                        or isinstance(bias, Tensor) and bias.requires_grad)
 
 
 def _check(a: Tensor, b: Tensor, trans_a: Any, trans_b: Any, bias: Any = None) -> None:
