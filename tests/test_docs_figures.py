@@ -1813,3 +1813,58 @@ def test_the_pytorch_docs_linear_control_table_is_its_runs():
     assert min(gaps) < 0 < max(gaps)
     assert (f"With autograd the layer reads from {-min(gaps):.3f} above to {max(gaps):.3f} below its twin's figure"
             in flat)
+
+
+def _split_times(name: str) -> dict[tuple[int, int, int, int, int], list[tuple[float, float]]]:
+    """splitk_fills_check.sh's lines (M N K kernel status ms cuBLAS-ms id): (M, N, K, SPLITK, RED) -> [(ms, cuBLAS ms)]."""
+    times: dict[tuple[int, int, int, int, int], list[tuple[float, float]]] = {}
+    for line in (ROOT / "benchmarks" / "data" / name).read_text().splitlines():
+        M, N, K, kernel, status, ms, cublas, _ = line.split()
+        assert status == "ok"
+        split, red = (int(re.search(rf"_{tag}(\d+)", kernel).group(1)) for tag in ("SK", "RD"))
+        times.setdefault((int(M), int(N), int(K), split, red), []).append((float(ms), float(cublas)))
+    return times
+
+
+def test_the_families_docs_fill_splits_are_the_committed_run():
+    """docs/families.md's paragraph on the splits that fill the SMs: the means of the two measurements of each
+    config in benchmarks/data/splitk-fills-h100.txt, and cuBLAS's time over them."""
+    flat = " ".join((ROOT / "docs" / "families.md").read_text().split())
+    times = _split_times("splitk-fills-h100.txt")
+    assert all(len(v) == 2 for v in times.values())
+
+    def ms(*key: int) -> str:
+        return f"{statistics.mean(t for t, _ in times[key]):.4f}"
+
+    def of_cublas(*key: int) -> str:
+        return f"{statistics.mean(c for _, c in times[key]) / statistics.mean(t for t, _ in times[key]):.3f}"
+
+    assert (f"took {ms(256, 256, 100000, 66, 2)} ms at 256x256x100000 against {ms(256, 256, 100000, 64, 2)} in 64, "
+            f"and {ms(256, 256, 262144, 66, 2)} against {ms(256, 256, 262144, 64, 2)} at 256x256x262144: "
+            f"{of_cublas(256, 256, 100000, 66, 2)} and {of_cublas(256, 256, 262144, 66, 2)} of cuBLAS, against "
+            f"{of_cublas(256, 256, 100000, 64, 2)} and {of_cublas(256, 256, 262144, 64, 2)}") in flat
+    assert f"66 took {ms(128, 128, 100000, 66, 2)} against {ms(128, 128, 100000, 64, 2)}" in flat
+    assert f"took {ms(200, 300, 50000, 33, 2)} against 32's {ms(200, 300, 50000, 32, 2)}" in flat
+
+
+def test_the_pytorch_docs_linear_grad_probe_figures_are_the_committed_run():
+    """docs/pytorch.md's account of the layer's forward with autograd: linear_grad_probe.py's host µs, nn.Linear's
+    against the layer's, a bare subclass's and one with the layer's checks only."""
+    text = section(PYTORCH_DOC.read_text(), "## autotune.torch.Linear at one-row layers (an H100)")
+    flat = " ".join(text.split())
+    lines = _probe_lines("linear-grad-probe-h100.txt")
+    forward = [us for shape, us in lines if shape[4] == "forward"]
+    step = [us for shape, us in lines if shape[4] == "step"]
+    assert len(forward) == len(step) == 6
+
+    def more(rows: list[dict], name: str, sep: str) -> str:
+        gaps = [r[name] - r["nn"] for r in rows]
+        return f"{min(gaps):.1f}{sep}{max(gaps):.1f}"
+
+    checks = sorted(r["flin"] - r["nn"] for r in forward)
+    assert checks[0] < 0 < checks[1]
+    assert (f"its forward took {more(forward, 'at', '-')} µs more than nn.Linear's {_span([r['nn'] for r in forward])}, "
+            f"while a bare subclass of nn.Linear took {more(forward, 'sub', ' to +')} µs more") in flat
+    assert f"took {checks[1]:.1f}-{checks[-1]:.1f} µs of it at five of the six shapes" in flat
+    assert (f"A whole step took nn.Linear {_span([r['nn'] for r in step])} µs, the layer {more(step, 'at', '-')} µs "
+            f"more and the bare subclass {more(step, 'sub', ' to +')}") in flat

@@ -411,7 +411,7 @@ def test_skinny_space_constraints_and_shape_rules():
 
 
 @pytest.mark.parametrize("shape, expected", [
-    ((256, 256, 262144), {"BN": 256, "SPLITK": 64, "RED": 2}),  # 2 wide tiles: the most splits, summed in a tree
+    ((256, 256, 262144), {"BN": 256, "SPLITK": 66, "RED": 2}),  # 2 wide tiles: the splits that fill 132 SMs, in a tree
     ((1024, 1024, 65536), {"BN": 256, "SPLITK": 4, "RED": 1}),  # 32 wide tiles x 4 fill 132 places once; full thread tiles
     ((64, 8192, 8192), {"BM": 64, "WM": 32, "SPLITK": 4}),  # half of a 128-row tile would be padding; 64 outputs a thread: no RED
     ((4096, 4096, 4096), {"BN": 256}),  # 512 wide tiles fill the GPU: the split is left as it is
@@ -436,7 +436,7 @@ def test_a_search_measures_the_fitted_default_before_the_default(db):
     run_search(db, FakeBackend(256, 256, 262144), [SPLITK], Limits(), sampler="random", trials=2, seed=1)
     first = [r["kernel"] for r in db.query("SELECT r.kernel FROM trials t JOIN results r ON r.id = t.result_id "
                                            "ORDER BY t.id LIMIT 2")]
-    assert first == [splitk({"BN": 256, "SPLITK": 64, "RED": 2}).name, splitk({}).name]
+    assert first == [splitk({"BN": 256, "SPLITK": 66, "RED": 2}).name, splitk({}).name]
 
 
 @pytest.mark.parametrize("family, shape, expected", [
@@ -528,6 +528,47 @@ def test_a_tree_that_drops_a_sibling_partial_is_wrong():
     broken = edit(render(config), "v[0] += p.x; v[1] += p.y; v[2] += p.z; v[3] += p.w;",
                   "if (level != 1) { v[0] += p.x; v[1] += p.y; v[2] += p.z; v[3] += p.w; }")
     assert statuses(config, broken, ((70, 72, 333),)) == ["wrong"]
+
+
+# The splits that fill a device's SMs at a few tiles (splitk.fills): counts that are no powers of two, in each
+# reduction, most chunks of K empty at these shapes
+FILL_CONFIGS = ({**SMALL, "SPLITK": 57, "BK": 8}, {**SMALL, "SPLITK": 41, "BK": 8, "RED": 1},
+                {**SMALL, "SPLITK": 66, "BK": 8, "RED": 2})
+
+
+@pytest.mark.parametrize("params", FILL_CONFIGS, ids=lambda p: f"SPLITK={p['SPLITK']},RED={p.get('RED', 0)}")
+def test_splits_that_fill_the_sms_match_the_reference_at_odd_shapes(params):
+    config = splitk(params)
+    assert statuses(config, render(config)) == ["ok"] * len(SHAPES)
+
+
+def test_a_tree_over_an_odd_count_of_splits_gives_the_same_bytes_whichever_split_arrives_first(monkeypatch):
+    config = splitk({**SMALL, "SPLITK": 71, "BK": 8, "RED": 2})  # 71, 36, 18, 9, 5, 3, 2 nodes: lone nodes climb
+    first_to_last, last_to_first = tree_outputs(render(config), config, monkeypatch)
+    assert first_to_last == last_to_first
+
+
+@pytest.mark.parametrize("device, splits", [
+    ("h200", (2, 4, 8, 16, 32, 64, 66, 132)),  # 132 SMs: one or two tiles, 132 / tiles splits
+    ("a100", (2, 4, 8, 16, 32, 54, 64, 108)),
+    ("rtx4090", (2, 4, 8, 16, 32, 64, 128)),  # 128 SMs: 64 is a power of two already
+])
+def test_a_search_walks_the_splits_of_its_own_device(device, splits):
+    from autotune.space.config import on_device
+    from autotune.space.devices import preset
+
+    assert on_device(SPLITK, preset(device)).param("SPLITK").values == splits
+
+
+@pytest.mark.parametrize("device, split", [("h200", 66), ("h100-pcie", 57), ("a100", 54), ("rtx4090", 64)])
+def test_two_tiles_of_a_long_k_take_the_split_that_fills_the_sms(device, split):
+    """256 x 256 x 262144: two 128 x 256 tiles, one block an SM: the device's SMs / 2 splits (64 leave 4 of 132
+    SMs idle); 32 tiles (1024 x 1024 x 65536) take a power of two, as before."""
+    from autotune.space.devices import preset
+
+    limits = preset(device)
+    assert SPLITK.fit(make_config(SPLITK, {}).values, (256, 256, 262144), limits)["SPLITK"] == split
+    assert SPLITK.fit(make_config(SPLITK, {}).values, (1024, 1024, 65536), limits)["SPLITK"] in (2, 4, 8, 16, 32, 64)
 
 
 def test_a_workspace_too_small_for_the_shape_is_refused_with_the_reason():

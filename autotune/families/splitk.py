@@ -33,10 +33,30 @@ from autotune.families.blocked import (
 from autotune.families.chunked import chunked_constraints, chunked_params
 from autotune.families.short_k import SMALL_TILE, tiles
 from autotune.space import Constraint, Family, Launch, Limits, Param, Params, ceil_div
+from autotune.space.devices import PRESETS
 
 MAX_TILES = 1 << 16  # turnstiles, one per output tile: 256 KiB of device memory
 WS_FLOATS = 1 << 23  # RED=1, 2: the partial tiles' slots, 32 MiB of device memory in the module
 SPLITS = (2, 4, 8, 16, 32, 64)
+# Beside them, the splits that fill a device's SMs where C holds one or two tiles (its SMs, half of them): at two
+# 128 x 256 tiles 64 splits leave 4 of 132 SMs idle, 66 fill them, and ran 0.8% (256 x 256 x 100000) and 2.0%
+# (256 x 256 x 262144) faster on an H100, 0.9% at four 64 x 64 tiles of two blocks an SM (128 x 128 x 100000); 33
+# splits of four tiles (200 x 300 x 50000) ran 0.5-0.8% slower than 32, so SMs / 4 is not among them
+# (benchmarks/data/splitk-fills-h100.txt). A search walks its own device's (Family.device_values); every named
+# device's are in the space, so that a row of any of them reads back.
+FILL_TILES = (1, 2)
+
+
+def fills(limits: Limits) -> tuple[int, ...]:
+    """The splits that fill the device's SMs at FILL_TILES tiles, beside SPLITS."""
+    return tuple(sorted({limits.sms // t for t in FILL_TILES if limits.sms % t == 0} - set(SPLITS)))
+
+
+def device_splits(limits: Limits) -> tuple[int, ...]:
+    return tuple(sorted({*SPLITS, *fills(limits)}))
+
+
+ALL_SPLITS = tuple(sorted({s for limits in PRESETS.values() for s in device_splits(limits)}))
 
 
 def derive(p: Params) -> dict[str, int]:
@@ -124,14 +144,18 @@ MIN_CHUNK_STEPS = 4  # a split's chunk of K keeps at least this many BK steps (s
 # against the wide tile's 0.027 with 8 (32 blocks), level with cuBLAS (docs/BENCHMARKS.md as of f793a29, "the launch path's share, AL=1, small tiles")
 
 
-def usable_splits(p: Params, K: int) -> list[int]:
-    return [s for s in SPLITS if K // s >= MIN_CHUNK_STEPS * p["BK"]]
+def usable_splits(p: Params, K: int, limits: Limits, t: int = 0, at_once: int = 0) -> list[int]:
+    """SPLITS that leave each split MIN_CHUNK_STEPS steps of K; given t tiles and at_once resident blocks, also the
+    device's split that gives every place one block, at_once / t (more rounds of a fill's many splits would add
+    partial tiles for the same 1/rounds of idle places)."""
+    fill = {at_once // t} & set(fills(limits)) if t and at_once % t == 0 else set()
+    return sorted(s for s in {*SPLITS, *fill} if K // s >= MIN_CHUNK_STEPS * p["BK"])
 
 
 def _shrunk(q: Params, M: int, N: int, K: int, limits: Limits) -> Params:
     """SMALL_TILE where q's tiles with the most usable splits fill fewer than half the SMs."""
     small = {**q, **SMALL_TILE}
-    most = max(usable_splits(q, K), default=1)
+    most = max(usable_splits(q, K, limits), default=1)
     if tiles(q, M, N) * most < limits.sms // 2 and BLOCKED.allows(small, limits):
         return small
     return q
@@ -168,7 +192,8 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     would leave half the SMs idle, shrunk to SMALL_TILE. A tile twice as tall (wide) as M (N) is
     halved with its warp tile, where the constraints allow: half its FMAs would be on padding. Then
     the split whose rounds of resident blocks take the least time (rounds of 1/SPLITK of a tile's
-    work), the fewest splits among equals; none where the tiles fill the GPU or K is too short.
+    work), the fewest splits among equals, of the powers of two and the device's fill that gives every place
+    one block (FILL_TILES); none where the tiles fill the GPU or K is too short.
     LONG_CHAIN splits or more (SHORT_CHAIN where a thread's tile is full) are summed through the
     workspace where it holds them (RED=1), TREE_FROM or more in a tree (RED=2)."""
     M, N, K = shape
@@ -186,7 +211,7 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
             q = halved
     per_sm = limits.resident(threads(q), REGISTERS_PER_THREAD)
     at_once, t = limits.sms * per_sm, tiles(q, M, N)
-    usable = usable_splits(q, K)
+    usable = usable_splits(q, K, limits, t, at_once)
     if t < at_once and usable:
         q["SPLITK"] = min(usable, key=lambda s: (ceil_div(t * s, at_once) / s, s))
     chain = SHORT_CHAIN if accumulators(q) >= MAX_ACCUMULATORS else LONG_CHAIN
@@ -209,7 +234,7 @@ SPLITK = Family(
     doc="register blocking (the blocked template) with K divided among SPLITK blocks per tile, "
         "added into C in split order (deterministic)",
     params=(*chunked_params(BLOCKED.params, DEFAULTS),
-            Param("SPLITK", SPLITS, 8, "blocks per tile of C, each over its own chunk of K"),
+            Param("SPLITK", ALL_SPLITS, 8, "blocks per tile of C, each over its own chunk of K"),
             Param("RED", (0, 1, 2), 0, "0: the splits of a tile add into C one after another (turnstiles); 1: each "
                   "writes its partial to a workspace slot, the last to arrive sums them in split order; 2: the "
                   "partials meet in pairs along a fixed binary tree over the splits (the second of a pair adds)",
@@ -223,6 +248,7 @@ SPLITK = Family(
     tags={**BLOCKED.tags, "SPLITK": "SK", "RED": "RD"},
     shape_rules=_shape_rules,
     fit=fit,
+    device_values=lambda limits: {"SPLITK": device_splits(limits)},  # the powers of two and the device's fills
     # its C read-modify-write per split is left out of the traffic: small beside a deep K's operands
     hip=BLOCKED.hip,
     intensity=BLOCKED.intensity,
