@@ -169,10 +169,11 @@ def test_an_id_past_sqlite_s_integers_is_no_row_s(command, result_id, tmp_path, 
     one_line_error(invoke(*command, "--id", result_id, "--db", db), f"no result with id {result_id} in the database")
 
 
-@pytest.mark.parametrize("family, M", [("tailsplit", "3"), ("blocked", "8"), ("naive,tailsplit", "16")])
+@pytest.mark.parametrize("family, M", [("tailsplit", "3"), ("blocked", "8"), ("naive,tailsplit", "16"), ("splitk", "8")])
 def test_the_same_search_of_a_named_study_runs_again(family, M, tmp_path):
-    """A stored trial's tailsplit WAVE holds the device's waves, and blocked's CS at N = 8 the shape's one value: the
-    check before the workers start compared them with the whole family's and refused the command's second run."""
+    """A stored trial's tailsplit WAVE holds the device's waves (splitk's SPLITK its splits), and blocked's CS at N = 8
+    the shape's one value: the check before the workers start compared them with the whole family's and refused the
+    command's second run."""
     args = ["search", "--backend", "sim", "--M", M, "--family", family, "--trials", "2", "--storage",
             str(tmp_path / "j.log"), "--study", "s", "--db", str(tmp_path / "s.sqlite")]
     for _ in range(3):

@@ -156,8 +156,9 @@ def check_same_space(storage: Storage, name: str, families: list[Family], unknow
 def check_named_study(storage: Storage, name: str, families: list[Family], shape: tuple[int, int, int]) -> None:
     """check_same_space before a search's workers start: the families as run_search walks them at the shape
     (space.at_shape); what follows from the device, unknown until the workers start, run_search checks then: the
-    values of tailsplit's WAVE, and, where a family needs an architecture, the families themselves (a device without
-    it searches the others, space.devices.for_device, and every parameter's values are the union of theirs)."""
+    values the device sets (Family.device_values: tailsplit's WAVE, splitk's SPLITK), and, where a family needs an
+    architecture, the families themselves (a device without it searches the others, space.devices.for_device, and
+    every parameter's values are the union of theirs)."""
     if any(f.needs for f in families):
         return
     check_same_space(storage, name, [at_shape(f, shape) for f in families],

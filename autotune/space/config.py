@@ -317,7 +317,7 @@ def narrow(family: Family, choices: dict[str, list[str]]) -> Family:
 
 def on_device(family: Family, limits: Limits) -> Family:
     """The family a search on the device of `limits` walks: each parameter whose good values follow from
-    the device (Family.device_values: tailsplit's WAVE, multiples of its SMs) cut to those, so that the
+    the device (Family.device_values: tailsplit's WAVE, multiples of its SMs; splitk's fills) cut to those, so that the
     search proposes no other. Values given with -p outside them, or a device none of whose values the
     family lists, keep the values as they were. Configs stay the whole family's."""
     return _cut_to(family, family.device_values(limits) if family.device_values else {})
