@@ -1868,3 +1868,25 @@ def test_the_pytorch_docs_linear_grad_probe_figures_are_the_committed_run():
     assert f"took {checks[1]:.1f}-{checks[-1]:.1f} µs of it at five of the six shapes" in flat
     assert (f"A whole step took nn.Linear {_span([r['nn'] for r in step])} µs, the layer {more(step, 'at', '-')} µs "
             f"more and the bare subclass {more(step, 'sub', ' to +')}") in flat
+
+
+def test_the_streamk_docs_warp_tile_hint_is_the_few_tile_database():
+    """docs/streamk.md's hint at the warp tile: per few-tile shape, the best 128 x 128 stream-K row with 32 x 64 warps
+    against the best with 64 x 64 ones, in the committed database of the suite's few-tile passes."""
+    with committed_database("h200-few-tiles.sqlite.gz") as db:
+        rows = db.execute("SELECT M, N, K, WM, min(time_ms), count(*) FROM results WHERE family = 'streamk' AND "
+                          "status = 'ok' AND BM = 128 AND BN = 128 AND WN = 64 AND WM IN (32, 64) "
+                          "GROUP BY M, N, K, WM").fetchall()
+    best = {(M, N, K, WM): ms for M, N, K, WM, ms, _ in rows}
+    counts = [n for *_, n in rows]
+    shapes = sorted({(M, N, K) for M, N, K, *_ in rows})
+    both = [s for s in shapes if (*s, 32) in best and (*s, 64) in best]
+    faster = {s: best[(*s, 64)] / best[(*s, 32)] for s in both}
+    won = sorted(s for s in both if faster[s] > 1)
+    assert won == [(1024, 1024, 4096), (1024, 1024, 16384), (1024, 2048, 8192), (2048, 2048, 8192)]
+    assert [round(faster[s], 2) for s in both if faster[s] < 1] == [0.80, 0.95]
+    assert {s for s in shapes if s not in both} == {(256, 256, 100000), (512, 512, 65536)}
+    flat = _flat(ROOT / "docs" / "streamk.md")
+    assert (f"ran {min(faster[s] for s in won):.2f}-{max(faster[s] for s in won):.2f}x faster than the best with "
+            f"the fit's four 64 x 64 warps") in flat
+    assert f"the best of {min(counts)} to {max(counts)} rows whose other" in flat
