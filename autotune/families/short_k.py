@@ -11,7 +11,7 @@ against the 13.9 of the best kernel a cover had found there; the 32 x 64 tile 15
 """
 from __future__ import annotations
 
-from autotune.space import Family, Limits, Params, ceil_div
+from autotune.space import Family, Limits, Params, ceil_div, keeps
 
 SMALL_TILE = {"BM": 64, "BN": 64, "WM": 32, "WN": 32, "WNITER": 1, "TM": 4, "TN": 4}  # 4 warps of 32 x 32
 SMALLER_TILE = {**SMALL_TILE, "BM": 32, "WM": 16}  # 2 warps of 16 x 32
@@ -22,13 +22,15 @@ def tiles(p: Params, M: int, N: int) -> int:
     return ceil_div(M, p["BM"]) * ceil_div(N, p["BN"])
 
 
-def smaller_tile(p: Params, shape: tuple[int, int, int], limits: Limits, family: Family) -> Params:
+def smaller_tile(p: Params, shape: tuple[int, int, int], limits: Limits, family: Family,
+                 keep: frozenset[str] = frozenset()) -> Params:
     """Where K is short and the family's default tile's tiles are fewer than the SMs: SMALL_TILE, or SMALLER_TILE
     where even SMALL_TILE's would leave half the SMs idle; {} otherwise, where the family's constraints refuse it,
-    or where p's tile is not the default's (a tile the caller chose stays, whole)."""
+    or where p's tile is not the default's or the smaller one changes a value of `keep` (a tile the caller chose
+    stays, whole)."""
     M, N, K = shape
     if K > SHORT_K or any(p[k] != family.param(k).default for k in SMALL_TILE) or tiles(p, M, N) >= limits.sms:
         return {}
     tile = SMALLER_TILE if tiles({**p, **SMALL_TILE}, M, N) < limits.sms // 2 else SMALL_TILE
     smaller = {k: v for k, v in tile.items() if p[k] != v}
-    return smaller if smaller and family.allows({**p, **smaller}, limits) else {}
+    return smaller if smaller and keeps(keep, p, smaller) and family.allows({**p, **smaller}, limits) else {}

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from autotune.families.splitk import MAX_TILES, WS_FLOATS, fit_block, split_grid, workspace_rule
-from autotune.space import Constraint, Family, HipSupport, Launch, Limits, Param, Params, ceil_div
+from autotune.space import Constraint, Family, HipSupport, Launch, Limits, Param, Params, ceil_div, keeps
 
 COLUMNS_PER_THREAD = 4  # one float4 of a row of B
 ROWS_PER_BLOCK = (1, 2, 4, 8, 16)  # MR
@@ -117,8 +117,8 @@ def usable_splits(p: Params, K: int) -> list[int]:
     return [s for s in SPLITS if s == 1 or s * p["KW"] * p["KT"] <= K]
 
 
-def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
-    """The default fitted to a shape. MR: the rows there are (M = 1: MR = 1), and with SA=1 up to 16 rows
+def fit(p: Params, shape: tuple[int, int, int], limits: Limits, keep: frozenset[str] = frozenset()) -> Params:
+    """The default fitted to a shape (none of `keep` changed: Fit). MR: the rows there are (M = 1: MR = 1), and with SA=1 up to 16 rows
     in one block-row, so that B is read once (16x8192x8192: MR=16 0.090 ms against two block-rows of 8,
     0.117). SPLITK: the fewest splits whose blocks reach 1.5 per SM; at the 16-row shapes measured that was
     the fastest split (16 rows: 4 at N=8192, 2 at N=14336, 8 at N=4096, K = 8192, 4096, 14336). Then, where
@@ -127,8 +127,8 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     H200 (docs/BENCHMARKS.md as of f793a29, "16 slices at every M <= 16 shape"). RED=1 from RED_FROM (RED_FROM_16_SLICES)
     splits on, where the workspace holds the sums."""
     M, N, K = shape
-    q = {**p, **fit_block(p, "MR", ROWS_PER_BLOCK, M)}
-    if p["SA"] and q["MR"] < M:
+    q = {**p, **fit_block(p, "MR", ROWS_PER_BLOCK, M, keep)}
+    if "MR" not in keep and p["SA"] and q["MR"] < M:
         grown = {**q, "MR": min(v for v in ROWS_PER_BLOCK if v >= min(M, ROWS_PER_BLOCK[-1]))}
         q = grown if staged_floats(grown) * 4 <= limits.max_static_shared else q
     tiles_n, tiles_m = tiles(q, M, N)
@@ -136,18 +136,20 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     # where even the most splits leave SMs without a block (few columns, a long K: 1 x 689 x 7472 had 6 column
     # blocks and 16 splits, 96 blocks, 19.9 us against cuBLAS's 9.6, benchmarks/data/anyshape-covered-h200.json at
     # 2b04d0b), half the slices a block where that allows twice the splits: the same warps over more SMs
-    while q["KW"] > 2 and tiles_n * tiles_m * usable[-1] < limits.sms:
+    while "KW" not in keep and q["KW"] > 2 and tiles_n * tiles_m * usable[-1] < limits.sms:
         halved = {**q, "KW": q["KW"] // 2}
         more = usable_splits(halved, K)
         if more[-1] < 2 * usable[-1] or not SKINNY.allows(halved, limits):
             break
         q, usable = halved, more
-    q["SPLITK"] = next((s for s in usable if tiles_n * tiles_m * s * 2 >= 3 * limits.sms), usable[-1])
+    if "SPLITK" not in keep:  # counted in 8-slice blocks: a block of 16 slices (a caller's KW=16) holds two
+        per_block = 2 if q["KW"] == 16 else 1
+        q["SPLITK"] = next((s for s in usable if tiles_n * tiles_m * s * per_block * 2 >= 3 * limits.sms), usable[-1])
     wide = {**q, "KW": 16, "SPLITK": q["SPLITK"] // 2}
-    if q["KW"] == 8 and q["SPLITK"] > 1 and SKINNY.allows(wide, limits):
+    if keeps(keep, q, wide) and q["KW"] == 8 and q["SPLITK"] > 1 and SKINNY.allows(wide, limits):
         q = wide
     red_from = RED_FROM_16_SLICES if q["KW"] == 16 else RED_FROM
-    if q["SPLITK"] >= red_from and q["KW"] > 1 and slots(q, M, N) <= WS_FLOATS:
+    if "RED" not in keep and q["SPLITK"] >= red_from and q["KW"] > 1 and slots(q, M, N) <= WS_FLOATS:
         q["RED"] = 1
     return {k: v for k, v in q.items() if v != p[k]}
 

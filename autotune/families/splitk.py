@@ -32,7 +32,7 @@ from autotune.families.blocked import (
 )
 from autotune.families.chunked import chunked_constraints, chunked_params
 from autotune.families.short_k import SMALL_TILE, tiles
-from autotune.space import Constraint, Family, Launch, Limits, Param, Params, ceil_div
+from autotune.space import Constraint, Family, Launch, Limits, Param, Params, ceil_div, keeps
 from autotune.space.devices import PRESETS
 
 MAX_TILES = 1 << 16  # turnstiles, one per output tile: 256 KiB of device memory
@@ -80,11 +80,11 @@ def turnstile_rule(tiles, splits, tile: str, fix: str) -> list[str]:
             f"array in the module): {fix}"]
 
 
-def fit_block(p: Params, name: str, values: tuple[int, ...], size: int) -> Params:
-    """{name: the smallest of `values` that holds `size`} where that is below p[name]: rows (or
-    columns) of C per block beyond the problem's are padding, FMAs on zeros (a GEMV-like family's fit)."""
+def fit_block(p: Params, name: str, values: tuple[int, ...], size: int, keep: frozenset[str] = frozenset()) -> Params:
+    """{name: the smallest of `values` that holds `size`} where that is below p[name] and name is not in `keep`:
+    rows (or columns) of C per block beyond the problem's are padding, FMAs on zeros (a GEMV-like family's fit)."""
     holding = [v for v in values if v >= size]
-    return {name: min(holding)} if holding and min(holding) < p[name] else {}
+    return {name: min(holding)} if name not in keep and holding and min(holding) < p[name] else {}
 
 
 Tiles = Callable[[Params, int, int], "tuple[int, int]"]
@@ -173,20 +173,21 @@ SPLIT_TILE = {"BM": 32, "BN": 32, "BK": 32, "WM": 16, "WN": 32, "WNITER": 1, "TM
               "ASYNC": 0, "BSWAP": 0}
 
 
-def _small_product(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params | None:
-    """SPLIT_TILE and its splits for a small product of long K (the comment above); None elsewhere, or where the
-    constraints refuse it."""
+def _small_product(p: Params, shape: tuple[int, int, int], limits: Limits, keep: frozenset[str]) -> Params | None:
+    """SPLIT_TILE and its splits for a small product of long K (the comment above); None elsewhere, where the
+    constraints refuse it, or where the caller fixed a value of the tile."""
     M, N, K = shape
-    if K < LONG_K or M * N * K > SMALL_PRODUCT:
+    if K < LONG_K or M * N * K > SMALL_PRODUCT or not keeps(keep, p, {**p, **SPLIT_TILE}):
         return None
     longest = 192 if K < 2048 else 384  # each split's chunk: at most 1.5x the 128 (256) that ran fastest
     splits = [s for s in SPLITS if K / s <= longest]
-    q = {**p, **SPLIT_TILE, "SPLITK": min(splits, default=max(SPLITS)), "RED": 1}
+    chosen = {"SPLITK": min(splits, default=max(SPLITS)), "RED": 1}
+    q = {**p, **SPLIT_TILE, **{name: value for name, value in chosen.items() if name not in keep}}
     return q if SPLITK.allows(q, limits) and not _shape_rules(q, M, N) else None
 
 
-def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
-    """The default for a shape whose tiles leave SMs idle. A small product of long K takes SPLIT_TILE (above).
+def fit(p: Params, shape: tuple[int, int, int], limits: Limits, keep: frozenset[str] = frozenset()) -> Params:
+    """The default for a shape whose tiles leave SMs idle (none of `keep` changed: Fit). A small product of long K takes SPLIT_TILE (above).
     Otherwise, where M fills BM and N twice BN, the tile is
     widened to the blocked default's (BN doubled, 8 warps); where even the most splits of such tiles
     would leave half the SMs idle, shrunk to SMALL_TILE. A tile twice as tall (wide) as M (N) is
@@ -197,25 +198,26 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     LONG_CHAIN splits or more (SHORT_CHAIN where a thread's tile is full) are summed through the
     workspace where it holds them (RED=1), TREE_FROM or more in a tree (RED=2)."""
     M, N, K = shape
-    small = _small_product(p, shape, limits)
+    small = _small_product(p, shape, limits, keep)
     if small is not None:
         return {name: value for name, value in small.items() if value != p[name]}
     q = dict(p)
     wide = {**q, "BN": 2 * q["BN"]}
-    if M >= q["BM"] and N >= wide["BN"] and BLOCKED.allows(wide, limits):
+    if keeps(keep, q, wide) and M >= q["BM"] and N >= wide["BN"] and BLOCKED.allows(wide, limits):
         q = wide
-    q = _shrunk(q, M, N, K, limits)
+    if keeps(keep, q, {**q, **SMALL_TILE}):
+        q = _shrunk(q, M, N, K, limits)
     for size, tile, warp in ((M, "BM", "WM"), (N, "BN", "WN")):
         halved = {**q, tile: q[tile] // 2, warp: q[warp] // 2}
-        if size <= halved[tile] and BLOCKED.allows(halved, limits):
+        if keeps(keep, q, halved) and size <= halved[tile] and BLOCKED.allows(halved, limits):
             q = halved
     per_sm = limits.resident(threads(q), REGISTERS_PER_THREAD)
     at_once, t = limits.sms * per_sm, tiles(q, M, N)
     usable = usable_splits(q, K, limits, t, at_once)
-    if t < at_once and usable:
+    if "SPLITK" not in keep and t < at_once and usable:
         q["SPLITK"] = min(usable, key=lambda s: (ceil_div(t * s, at_once) / s, s))
     chain = SHORT_CHAIN if accumulators(q) >= MAX_ACCUMULATORS else LONG_CHAIN
-    if q["SPLITK"] >= chain and slots(q, M, N) <= WS_FLOATS:
+    if "RED" not in keep and q["SPLITK"] >= chain and slots(q, M, N) <= WS_FLOATS:
         q["RED"] = 2 if q["SPLITK"] >= TREE_FROM else 1
     return {name: value for name, value in q.items() if value != p[name]}
 

@@ -41,7 +41,7 @@ from autotune.families.blocked import (
 from autotune.families.chunked import chunked_constraints, chunked_params
 from autotune.families.splitk import DEFAULTS as SPLITK_DEFAULTS
 from autotune.families.splitk import REGISTERS_PER_THREAD
-from autotune.space import MAX_ELEMENTS, Constraint, Family, Launch, Limits, Param, Params, ceil_div
+from autotune.space import MAX_ELEMENTS, Constraint, Family, Launch, Limits, Param, Params, ceil_div, keeps
 
 WS_FLOATS = 1 << 24  # the partial tiles' slots: 64 MiB of device memory in the module
 MAX_BLOCKS = 2048  # counters, and so blocks, at most (the workspace may allow fewer)
@@ -123,8 +123,8 @@ def resident(p: Params, limits: Limits) -> int:
     return limits.resident(threads(p), REGISTERS_PER_THREAD, shared_bytes(p))
 
 
-def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
-    """The default at a shape: a tile halved with its warp tile where M (N) is at most half of it (half its
+def fit(p: Params, shape: tuple[int, int, int], limits: Limits, keep: frozenset[str] = frozenset()) -> Params:
+    """The default at a shape (none of `keep` changed: Fit): a tile halved with its warp tile where M (N) is at most half of it (half its
     FMAs would be on padding); SKB the blocks an SM holds at once (so the grid is one full wave, within the
     workspace); DP=0 where the tiles are at most one wave of that grid (nothing to run data-parallel), else 2
     (each stream-K block then takes 1 to 2 tiles' steps, and a cut tile has few parts to sum)."""
@@ -132,11 +132,13 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     q = dict(p)
     for size, tile, warp in ((M, "BM", "WM"), (N, "BN", "WN")):
         halved = {**q, tile: q[tile] // 2, warp: q[warp] // 2}
-        if size <= halved[tile] and BLOCKED.allows(halved, limits):
+        if keeps(keep, q, halved) and size <= halved[tile] and BLOCKED.allows(halved, limits):
             q = halved
-    fits = [s for s in SKBS if s <= resident(q, limits) and s * limits.sms <= max_blocks(q)]
-    q["SKB"] = max(fits, default=SKBS[0])
-    q["DP"] = 0 if tiles(q, M, N) <= blocks(q, limits) else 2
+    if "SKB" not in keep:
+        fits = [s for s in SKBS if s <= resident(q, limits) and s * limits.sms <= max_blocks(q)]
+        q["SKB"] = max(fits, default=SKBS[0])
+    if "DP" not in keep:
+        q["DP"] = 0 if tiles(q, M, N) <= blocks(q, limits) else 2
     return {name: value for name, value in q.items() if value != p[name]}
 
 

@@ -163,11 +163,12 @@ def _geometry(p: Params, M: int, N: int) -> Launch:
     return Launch(grid=(blocks(p, M, N), 1, 1), block=(threads(p), 1, 1), shared_bytes=shared_bytes(p))
 
 
-def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
-    """blocked's fit, and WAVE the blocks the device runs at once: its SMs x the blocks an SM holds."""
-    q = {**p, **BLOCKED.fit(p, shape, limits)} if BLOCKED.fit else dict(p)
+def fit(p: Params, shape: tuple[int, int, int], limits: Limits, keep: frozenset[str] = frozenset()) -> Params:
+    """blocked's fit, and WAVE the blocks the device runs at once: its SMs x the blocks an SM holds (none of
+    `keep` changed: Fit)."""
+    q = {**p, **BLOCKED.fit(p, shape, limits, keep)} if BLOCKED.fit else dict(p)
     wave = limits.sms * min(limits.resident(threads(q), REGISTERS_PER_THREAD, shared_bytes(q)), BLOCKS_PER_SM[-1])
-    if wave in WAVES:
+    if "WAVE" not in keep and wave in WAVES:
         q["WAVE"] = wave
     return {name: value for name, value in q.items() if value != p[name]}
 

@@ -109,8 +109,8 @@ MIN_SPLIT_TILES = 2  # KT-row tiles of K a split keeps at least: shorter ones ar
 BLOCKS_PER_SM = 2  # the fit's splits stop where the grid reaches this many blocks an SM
 
 
-def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
-    """NR cut to the columns there are, at least 4 (NR=4 beat NR=1 by 13-17% at 8192x1x8192: docs/BENCHMARKS.md
+def fit(p: Params, shape: tuple[int, int, int], limits: Limits, keep: frozenset[str] = frozenset()) -> Params:
+    """(None of `keep` changed: Fit.) NR cut to the columns there are, at least 4 (NR=4 beat NR=1 by 13-17% at 8192x1x8192: docs/BENCHMARKS.md
     as of f793a29). Where the shape is of the family's kind (at most MAX_COLUMN_BLOCKS column blocks), SPLITK: the
     fewest splits whose grid reaches BLOCKS_PER_SM blocks an SM, among those that leave each split MIN_SPLIT_TILES
     tiles of K. That is the default's 4 at its shape, 8192 x 16 x 8192 (128 block-rows), and 1 at K = 108 or 61,
@@ -120,11 +120,11 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits) -> Params:
     and 8192x31x255, of 40 configs that differ in ST alone 36 took longer with ST=4 than with ST=0, on an H100
     (benchmarks/data/tall-short-k-h100.sqlite.gz, tests/test_tall.py)."""
     M, N, K = shape
-    q = {**p, **fit_block(p, "NR", COLUMNS_PER_BLOCK, max(N, 4))}
+    q = {**p, **fit_block(p, "NR", COLUMNS_PER_BLOCK, max(N, 4), keep)}
     if K % 4:
         q["ST"] = 0
     tiles_n, tiles_m = tiles(q, M, N)
-    if tiles_n <= MAX_COLUMN_BLOCKS:
+    if "SPLITK" not in keep and tiles_n <= MAX_COLUMN_BLOCKS:
         usable = [s for s in SPLITS if s == 1 or K >= s * MIN_SPLIT_TILES * q["KT"]]
         q["SPLITK"] = next((s for s in usable if tiles_n * tiles_m * s >= BLOCKS_PER_SM * limits.sms), usable[-1])
     return {k: v for k, v in q.items() if v != p[k]}

@@ -119,8 +119,10 @@ def fits(families: list[Family], shape: Shape, limits: Limits) -> tuple[list[Con
     moved: list[Config] = []
     others: list[Config] = []
     for family in ordered:
-        default = make_config(family, {})  # in a family narrowed to a layout: that layout's default
-        fit = fitted(default, shape, limits)
+        # a parameter narrowed to one value (-p BN=128, a layout's TA and TB) is the caller's: the fit keeps it
+        fixed = {p.name: p.values[0] for p in family.params if len(p.values) == 1}
+        default = make_config(family, fixed)  # in a family narrowed to a layout: that layout's default
+        fit = fitted(default, shape, limits, fixed)
         (moved if fit.name != default.name else others).append(fit)
         others.append(default)
     return moved, others

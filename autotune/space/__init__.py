@@ -17,6 +17,7 @@ from autotune.space.config import (
                                    Config,
                                    Constraint,
                                    Family,
+                                   Fit,
                                    HipSupport,
                                    Launch,
                                    Limits,
@@ -29,6 +30,7 @@ from autotune.space.config import (
                                    check_shape,
                                    expand,
                                    fitted,
+                                   keeps,
                                    make_config,
                                    narrow,
                                    on_device,
@@ -41,6 +43,6 @@ from autotune.space.shapes import Shape, nearness, rank_shapes, shape_distance, 
 from autotune.space.walk import combinations, count_valid, enumerate_space, iter_valid, random_valid, valid_configs
 
 __all__ = ["BLAS_ARGS", "MAX_ELEMENTS", "Operands", "batched", "buffer_sizes", "operand_problems", "stored_shapes", "takes_blas", "tight", "ArchNeed", "Config", "Constraint", "Family", "HipSupport", "Launch", "Limits", "PROLOGUE_SUFFIX", "Param", "Params", "Prologue", "Shape", "Value",
-           "arch_refusal", "ceil_div", "check_shape", "combinations", "count_valid", "enumerate_space", "expand", "fitted", "iter_valid",
+           "arch_refusal", "ceil_div", "check_shape", "combinations", "count_valid", "enumerate_space", "expand", "Fit", "fitted", "keeps", "iter_valid",
            "at_shape", "make_config", "narrow", "nearness", "on_device", "random_valid", "rank_shapes", "round_up", "shape_distance", "shape_text",
            "shape_violations", "valid_configs", "violations", "within"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping, Union
+from typing import Any, Callable, Mapping, Protocol, Union
 
 from autotune.errors import SpaceError
 
@@ -149,6 +149,19 @@ class HipSupport:
     no_cp_async: str = "ASYNC=0 (its stages are filled through registers)"
 
 
+class Fit(Protocol):
+    """A family's default fitted to a shape (Family.fit): the values to change. `keep`: the names the caller
+    fixed (measure -p BN=128); the fit changes none of them and derives the rest from their values."""
+
+    def __call__(self, p: Params, shape: tuple[int, int, int], limits: Limits,
+                 keep: frozenset[str] = frozenset()) -> Params: ...
+
+
+def keeps(keep: frozenset[str], before: Params, after: Params) -> bool:
+    """True where `after` changes none of the values `keep` names from `before` (a Fit's step that may be taken)."""
+    return all(after[name] == before[name] for name in keep if name in after)
+
+
 def _no_derived(p: Params) -> dict[str, int]:
     return {}
 
@@ -178,7 +191,7 @@ class Family:
     shape_rules: Callable[[Params, int, int], list[str]] = _no_shape_rules
     # The default's values that depend on the problem (split-K's splits fill the SMs): a search
     # measures the default with them before the default itself. None: nothing depends on it.
-    fit: Callable[[Params, tuple[int, int, int], Limits], Params] | None = None
+    fit: Fit | None = None
     # The launch that must run before the kernel's own at a shape (Prologue); None: the kernel runs alone.
     prologue: Callable[[Params, int, int, int], Prologue | None] = _no_prologue
     # True: `geometry` takes the device's Limits as a fourth argument, with Limits() as its default (a
@@ -295,11 +308,13 @@ def make_config(family: Family, given: Mapping[str, Value]) -> Config:
 
 def fitted(default: Config, shape: tuple[int, int, int], limits: Limits, given: Mapping[str, Value] | None = None) -> Config:
     """The default config `default` (made from `given`) fitted to the shape where its family has a fit
-    (Family.fit), as a search's first trial; the fit changes no value in `given`, which is passed again so
-    that defaults which depend on other values (blocked's RT on PB) follow what the fit changed."""
+    (Family.fit), as a search's first trial; the fit changes no value in `given` and derives the others from
+    them (-p BN=128: the splits for a 128-wide tile, not for the tile the fit would have widened it to), and
+    `given` is passed again so that defaults which depend on other values (blocked's RT on PB) follow what the
+    fit changed."""
     given = given or {}
     fit = default.family.fit
-    changes = {k: v for k, v in fit(default.values, shape, limits).items() if k not in given} if fit else {}
+    changes = {k: v for k, v in fit(default.values, shape, limits, frozenset(given)).items() if k not in given} if fit else {}
     return make_config(default.family, {**given, **changes}) if changes else default
 
 
