@@ -29,8 +29,6 @@ from autotune.space.config import (
                                    at_shape,
                                    check_shape,
                                    expand,
-                                   fitted,
-                                   keeps,
                                    make_config,
                                    narrow,
                                    on_device,
@@ -39,6 +37,7 @@ from autotune.space.config import (
                                    within,
 )
 from autotune.space.expr import ceil_div, round_up
+from autotune.space.fits import fitted, keeps
 from autotune.space.shapes import Shape, nearness, rank_shapes, shape_distance, shape_text
 from autotune.space.walk import combinations, count_valid, enumerate_space, iter_valid, random_valid, valid_configs
 

@@ -157,11 +157,6 @@ class Fit(Protocol):
                  keep: frozenset[str] = frozenset()) -> Params: ...
 
 
-def keeps(keep: frozenset[str], before: Params, after: Params) -> bool:
-    """True where `after` changes none of the values `keep` names from `before` (a Fit's step that may be taken)."""
-    return all(after[name] == before[name] for name in keep if name in after)
-
-
 def _no_derived(p: Params) -> dict[str, int]:
     return {}
 
@@ -304,18 +299,6 @@ def make_config(family: Family, given: Mapping[str, Value]) -> Config:
         if p.name not in values:
             values[p.name] = p.default(values) if callable(p.default) else p.default
     return Config(family, tuple((p.name, values[p.name]) for p in family.params))
-
-
-def fitted(default: Config, shape: tuple[int, int, int], limits: Limits, given: Mapping[str, Value] | None = None) -> Config:
-    """The default config `default` (made from `given`) fitted to the shape where its family has a fit
-    (Family.fit), as a search's first trial; the fit changes no value in `given` and derives the others from
-    them (-p BN=128: the splits for a 128-wide tile, not for the tile the fit would have widened it to), and
-    `given` is passed again so that defaults which depend on other values (blocked's RT on PB) follow what the
-    fit changed."""
-    given = given or {}
-    fit = default.family.fit
-    changes = {k: v for k, v in fit(default.values, shape, limits, frozenset(given)).items() if k not in given} if fit else {}
-    return make_config(default.family, {**given, **changes}) if changes else default
 
 
 def narrow(family: Family, choices: dict[str, list[str]]) -> Family:
