@@ -1888,5 +1888,77 @@ def test_the_streamk_docs_warp_tile_hint_is_the_few_tile_database():
     assert {s for s in shapes if s not in both} == {(256, 256, 100000), (512, 512, 65536)}
     flat = _flat(ROOT / "docs" / "streamk.md")
     assert (f"ran {min(faster[s] for s in won):.2f}-{max(faster[s] for s in won):.2f}x faster than the best with "
-            f"the fit's four 64 x 64 warps") in flat
+            f"the four 64 x 64 warps the fit then took") in flat
     assert f"the best of {min(counts)} to {max(counts)} rows whose other" in flat
+
+
+def _measured_rows(name: str) -> list[tuple[tuple[int, int, int], dict[str, int], str, float | None, float | None]]:
+    """A release script's lines (M N K kernel status ms cuBLAS-ms registers), in file order: the shape, the kernel
+    name's numbered tags (WM=32, SB=2, SK=64, ...; RD 0 where the name has none), status, ms and cuBLAS ms."""
+    rows = []
+    for line in (ROOT / "benchmarks" / "data" / name).read_text().splitlines():
+        M, N, K, kernel, status, ms, cublas, _ = line.split()
+        tags = {"RD": 0, **{t: int(v) for t, v in re.findall(r"_([A-Z]+)(\d+)", kernel)}}
+        rows.append(((int(M), int(N), int(K)), tags, status,
+                     None if ms == "None" else float(ms), None if cublas == "None" else float(cublas)))
+    return rows
+
+
+def test_the_streamk_docs_warp_tile_table_is_the_committed_run():
+    """docs/streamk.md's four-against-eight-warps table and the SKB figures: streamk_warps_check.sh's output, the
+    first pass's row of a config in the table, the second pass's for SKB."""
+    rows = _measured_rows("streamk-warps-h100.txt")
+    assert all(status == "ok" for _, _, status, *_ in rows)
+    first: dict[tuple, tuple[float, float]] = {}
+    last: dict[tuple, tuple[float, float]] = {}
+    for shape, tags, _, ms, cublas in rows:
+        key = (*shape, tags["WM"], tags["SB"])
+        first.setdefault(key, (ms, cublas))
+        last[key] = (ms, cublas)
+    text = (ROOT / "docs" / "streamk.md").read_text()
+    table = table_rows(text[text.index("Measured alone on an H100"):])
+    shapes = [(1024, 1024, 4096), (1024, 1024, 16384), (1536, 1536, 1536), (2048, 2048, 8192), (2176, 2048, 2048)]
+    expected = []
+    for s in shapes:
+        (four, c4), (eight, c8) = first[(*s, 64, 2)], first[(*s, 32, 2)]
+        expected.append(["x".join(map(str, s)), f"{four:.4f}", f"{eight:.4f}", f"{four / eight:.3f}", f"{c4 / four:.3f}",
+                         f"{c8 / eight:.3f}"])
+    assert table == expected
+    assert all(first[(*s, 64, 2)][0] > first[(*s, 32, 2)][0] for s in shapes)
+    flat = " ".join(text.split())
+    ratios = [first[(*s, 64, 2)][0] / first[(*s, 32, 2)][0] for s in shapes]
+    code = (ROOT / "autotune" / "families" / "streamk.py").read_text()
+    assert f"{min(ratios):.3f}-{max(ratios):.3f}x as fast" in " ".join(code.replace("#", " ").split())
+    one, two = (last[(1024, 1024, 16384, 32, b)][0] for b in (1, 2))
+    one2, two2 = (last[(2048, 2048, 8192, 32, b)][0] for b in (1, 2))
+    assert (f"{one:.4f} ms against {two:.4f} at 1024x1024x16384, {one2:.4f} against {two2:.4f} at "
+            f"2048x2048x8192") in flat
+
+
+def test_the_families_docs_splitk_tiles_paragraph_is_the_committed_run():
+    """docs/families.md's paragraph on split-K where M and N are just past a tile: splitk_tiles_check.sh's output."""
+    rows = _measured_rows("splitk-tiles-h100.txt")
+    times = {(*shape, tags["BN"], tags["SK"], tags["RD"]): (ms, cublas) for shape, tags, status, ms, cublas in rows
+             if status == "ok"}
+    refused = sorted((*shape, tags["SK"], tags["RD"]) for shape, tags, status, *_ in rows if status != "ok")
+    assert {r[:3] for r in refused} == {(300, 300, 50000), (200, 600, 50000)} and {r[3:] for r in refused} == {(64, 2)}
+    assert len(times) == 20
+
+    def ms(*key: int) -> str:
+        return f"{times[key][0]:.4f}"
+
+    def of_cublas(*key: int) -> str:
+        return f"{times[key][1] / times[key][0]:.3f}"
+
+    fastest = {s: min((v[0], k) for k, v in times.items() if k[:3] == s)[1] for s in {k[:3] for k in times}}
+    assert fastest[(200, 300, 50000)] == (200, 300, 50000, 256, 32, 2)
+    assert fastest[(200, 600, 50000)] == (200, 600, 50000, 256, 64, 0)
+    assert fastest[(300, 300, 50000)] == (300, 300, 50000, 128, 64, 0)
+    flat = _flat(ROOT / "docs" / "families.md")
+    assert (f"the fastest at 200x300x50000 ({ms(200, 300, 50000, 256, 32, 2)} ms, {of_cublas(200, 300, 50000, 256, 32, 2)} "
+            f"of cuBLAS) and 200x600x50000 ({ms(200, 600, 50000, 256, 64, 0)}, {of_cublas(200, 600, 50000, 256, 64, 0)})"
+            ) in flat
+    assert (f"128x128 tiles took {ms(300, 300, 50000, 128, 64, 0)} against the fit's {ms(300, 300, 50000, 256, 64, 0)} "
+            f"({of_cublas(300, 300, 50000, 256, 64, 0)} of cuBLAS)") in flat
+    assert (f"64 chained took {ms(300, 300, 50000, 256, 64, 0)} and {ms(200, 600, 50000, 256, 64, 0)} against "
+            f"{ms(300, 300, 50000, 256, 32, 2)} and {ms(200, 600, 50000, 256, 32, 2)} in 32 split in a tree") in flat

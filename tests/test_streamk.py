@@ -290,11 +290,12 @@ def test_a_shape_whose_steps_could_overflow_an_int_is_refused_with_the_reason():
 
 
 @pytest.mark.parametrize("shape, limits, expected", [
-    ((1024, 1024, 16384), Limits(), {"DP": 0}),  # 64 tiles on 264 blocks: all shared
-    ((2176, 2048, 2048), Limits(), {}),  # 272 tiles on 264 blocks: two-tile stream-K (the default, DP=2)
-    ((4096, 4096, 4096), Limits(), {}),  # 1024 tiles: 3 whole waves data-parallel, the last whole and partial shared
-    ((64, 1024, 50000), Limits(), {"BM": 64, "WM": 32, "DP": 0}),  # a tile halved to M
-    ((130, 129, 777), Limits(sms=4), {"DP": 0}),  # 4 tiles of 128 x 128 on 8 blocks
+    # eight warps of 32 x 64 hold one block an SM
+    ((1024, 1024, 16384), Limits(), {"WM": 32, "SKB": 1, "DP": 0}),  # 64 tiles on 132 blocks: all shared
+    ((2176, 2048, 2048), Limits(), {"WM": 32, "SKB": 1}),  # 272 tiles on 132 blocks: two-tile stream-K (DP=2)
+    ((4096, 4096, 4096), Limits(), {"WM": 32, "SKB": 1}),  # 1024 tiles: whole waves data-parallel, the last two shared
+    ((64, 1024, 50000), Limits(), {"BM": 64, "WM": 32, "DP": 0}),  # a tile halved to M, with its warp tile
+    ((130, 129, 777), Limits(sms=4), {"WM": 32, "SKB": 1, "DP": 0}),  # 4 tiles of 128 x 128 on 4 blocks
 ])
 def test_the_default_is_fitted_to_the_tiles_and_the_sms(shape, limits, expected):
     p = streamk({}).values
@@ -304,8 +305,10 @@ def test_the_default_is_fitted_to_the_tiles_and_the_sms(shape, limits, expected)
 
 def test_the_fit_takes_the_blocks_an_sm_holds_within_the_workspace():
     p = streamk({}).values  # 128 threads of 128 accumulators: 2 blocks an SM by registers; slots for 512 blocks
-    assert STREAMK.fit(p, (1024, 1024, 16384), Limits()).get("SKB", p["SKB"]) == 2
-    assert STREAMK.fit(p, (1024, 1024, 16384), Limits(sms=300))["SKB"] == 1  # 600 blocks' slots do not fit
+    four = frozenset({"WM"})  # the default's four 64 x 64 warps kept
+    assert STREAMK.fit(p, (1024, 1024, 16384), Limits(), four).get("SKB", p["SKB"]) == 2
+    assert STREAMK.fit(p, (1024, 1024, 16384), Limits(sms=300), four)["SKB"] == 1  # 600 blocks' slots do not fit
+    assert STREAMK.fit(p, (1024, 1024, 16384), Limits())["SKB"] == 1  # eight warps of 64 accumulators: 256 threads
     wide = {**p, "BN": 256, "SKB": 1}  # 256 threads of 128 accumulators: 1 block an SM
     assert STREAMK.fit(wide, (1024, 1024, 16384), Limits()).get("SKB", 1) == 1
 
@@ -317,7 +320,7 @@ def test_a_search_measures_the_fitted_default_first(db):
     run_search(db, FakeBackend(1024, 1024, 16384), [STREAMK], Limits(), sampler="random", trials=2, seed=1)
     first = [r["kernel"] for r in db.query("SELECT r.kernel FROM trials t JOIN results r ON r.id = t.result_id "
                                            "ORDER BY t.id LIMIT 2")]
-    assert first == [streamk({"DP": 0}).name, streamk({}).name]
+    assert first == [streamk({"WM": 32, "SKB": 1, "DP": 0}).name, streamk({}).name]
 
 
 # --------------------------------------------------------------------------- offline compiles

@@ -123,9 +123,16 @@ def resident(p: Params, limits: Limits) -> int:
     return limits.resident(threads(p), REGISTERS_PER_THREAD, shared_bytes(p))
 
 
+# A 128 x 128 tile in eight warps of 32 x 64 (64 outputs a thread; 176 registers, so one block an SM) rather than
+# splitk's four of 64 x 64 (128 outputs, 255 registers, two blocks an SM): on an H100, at five few-tile shapes
+# (1024 x 1024 x 4096 and x 16384, 1536^3, 2048 x 2048 x 8192, 2176 x 2048 x 2048), 1.007-1.093x as fast, the most
+# at the longest K; one block an SM (SKB=1) level with two (benchmarks/data/streamk-warps-h100.txt, docs/streamk.md).
+EIGHT_WARPS = {"WM": 32}
+
+
 def fit(p: Params, shape: tuple[int, int, int], limits: Limits, keep: frozenset[str] = frozenset()) -> Params:
     """The default at a shape (none of `keep` changed: Fit): a tile halved with its warp tile where M (N) is at most half of it (half its
-    FMAs would be on padding); SKB the blocks an SM holds at once (so the grid is one full wave, within the
+    FMAs would be on padding), else the 128 x 128 tile in EIGHT_WARPS; SKB the blocks an SM holds at once (so the grid is one full wave, within the
     workspace); DP=0 where the tiles are at most one wave of that grid (nothing to run data-parallel), else 2
     (each stream-K block then takes 1 to 2 tiles' steps, and a cut tile has few parts to sum)."""
     M, N, _ = shape
@@ -134,6 +141,9 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits, keep: frozenset[
         halved = {**q, tile: q[tile] // 2, warp: q[warp] // 2}
         if keeps(keep, q, halved) and size <= halved[tile] and BLOCKED.allows(halved, limits):
             q = halved
+    eight = {**q, **EIGHT_WARPS}
+    if (q["BM"], q["BN"], q["WM"], q["WN"]) == (128, 128, 64, 64) and keeps(keep, q, eight) and BLOCKED.allows(eight, limits):
+        q = eight
     if "SKB" not in keep:
         fits = [s for s in SKBS if s <= resident(q, limits) and s * limits.sms <= max_blocks(q)]
         q["SKB"] = max(fits, default=SKBS[0])
