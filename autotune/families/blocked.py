@@ -226,8 +226,8 @@ AL_MIN_ROWS = 1024
 
 
 def _fit(p: Params, shape: tuple[int, int, int], limits: Limits, keep: frozenset[str] = frozenset()) -> Params:
-    """The default at a shape (none of `keep` changed: Fit): a smaller tile where K is short and the tiles would leave SMs idle (smaller_tile);
-    no prologue below PB_MIN_ROWS rows of C; copies to whole tiles (AL=2) of NN operands whose rows are not 16-byte
+    """The default at a shape (none of `keep` changed: Fit): a smaller tile where K is short and the tiles would
+    leave SMs idle (smaller_tile); no prologue below PB_MIN_ROWS rows of C; copies to whole tiles (AL=2) of NN operands whose rows are not 16-byte
     aligned, from AL_MIN_ROWS rows; C staged (CS=1) where its rows are not 16-byte aligned (_stages_c_where_it_pays)."""
     M, N, K = shape
     fit: dict[str, Value] = dict(smaller_tile(p, shape, limits, BLOCKED, keep))

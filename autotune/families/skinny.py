@@ -118,8 +118,8 @@ def usable_splits(p: Params, K: int) -> list[int]:
 
 
 def fit(p: Params, shape: tuple[int, int, int], limits: Limits, keep: frozenset[str] = frozenset()) -> Params:
-    """The default fitted to a shape (none of `keep` changed: Fit). MR: the rows there are (M = 1: MR = 1), and with SA=1 up to 16 rows
-    in one block-row, so that B is read once (16x8192x8192: MR=16 0.090 ms against two block-rows of 8,
+    """The default fitted to a shape (none of `keep` changed: Fit). MR: the rows there are (M = 1: MR = 1), and
+    with SA=1 up to 16 rows in one block-row, so that B is read once (16x8192x8192: MR=16 0.090 ms against two block-rows of 8,
     0.117). SPLITK: the fewest splits whose blocks reach 1.5 per SM; at the 16-row shapes measured that was
     the fastest split (16 rows: 4 at N=8192, 2 at N=14336, 8 at N=4096, K = 8192, 4096, 14336). Then, where
     that takes two splits or more, 16 slices and half the splits: the same warps in half as many blocks, and

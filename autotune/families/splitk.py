@@ -187,8 +187,8 @@ def _small_product(p: Params, shape: tuple[int, int, int], limits: Limits, keep:
 
 
 def fit(p: Params, shape: tuple[int, int, int], limits: Limits, keep: frozenset[str] = frozenset()) -> Params:
-    """The default for a shape whose tiles leave SMs idle (none of `keep` changed: Fit). A small product of long K takes SPLIT_TILE (above).
-    Otherwise, where M fills BM and N twice BN, the tile is
+    """The default for a shape whose tiles leave SMs idle (none of `keep` changed: Fit). A small product of long
+    K takes SPLIT_TILE (above). Otherwise, where M fills BM and N twice BN, the tile is
     widened to the blocked default's (BN doubled, 8 warps); where even the most splits of such tiles
     would leave half the SMs idle, shrunk to SMALL_TILE. A tile twice as tall (wide) as M (N) is
     halved with its warp tile, where the constraints allow: half its FMAs would be on padding. Then

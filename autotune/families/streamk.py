@@ -131,10 +131,11 @@ EIGHT_WARPS = {"WM": 32}
 
 
 def fit(p: Params, shape: tuple[int, int, int], limits: Limits, keep: frozenset[str] = frozenset()) -> Params:
-    """The default at a shape (none of `keep` changed: Fit): a tile halved with its warp tile where M (N) is at most half of it (half its
-    FMAs would be on padding), else the 128 x 128 tile in EIGHT_WARPS; SKB the blocks an SM holds at once (so the grid is one full wave, within the
-    workspace); DP=0 where the tiles are at most one wave of that grid (nothing to run data-parallel), else 2
-    (each stream-K block then takes 1 to 2 tiles' steps, and a cut tile has few parts to sum)."""
+    """The default at a shape (none of `keep` changed: Fit): a tile halved with its warp tile where M (N) is at
+    most half of it (half its FMAs would be on padding), else the 128 x 128 tile in EIGHT_WARPS; SKB the blocks an
+    SM holds at once (so the grid is one full wave, within the workspace); DP=0 where the tiles are at most one
+    wave of that grid (nothing to run data-parallel), else 2 (each stream-K block then takes 1 to 2 tiles' steps,
+    and a cut tile has few parts to sum)."""
     M, N, _ = shape
     q = dict(p)
     for size, tile, warp in ((M, "BM", "WM"), (N, "BN", "WN")):
@@ -142,7 +143,8 @@ def fit(p: Params, shape: tuple[int, int, int], limits: Limits, keep: frozenset[
         if keeps(keep, q, halved) and size <= halved[tile] and BLOCKED.allows(halved, limits):
             q = halved
     eight = {**q, **EIGHT_WARPS}
-    if (q["BM"], q["BN"], q["WM"], q["WN"]) == (128, 128, 64, 64) and keeps(keep, q, eight) and BLOCKED.allows(eight, limits):
+    if (q["BM"], q["BN"], q["WM"], q["WN"]) == (128, 128, 64, 64) and keeps(keep, q, eight) \
+            and BLOCKED.allows(eight, limits):
         q = eight
     if "SKB" not in keep:
         fits = [s for s in SKBS if s <= resident(q, limits) and s * limits.sms <= max_blocks(q)]

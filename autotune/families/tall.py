@@ -110,8 +110,8 @@ BLOCKS_PER_SM = 2  # the fit's splits stop where the grid reaches this many bloc
 
 
 def fit(p: Params, shape: tuple[int, int, int], limits: Limits, keep: frozenset[str] = frozenset()) -> Params:
-    """(None of `keep` changed: Fit.) NR cut to the columns there are, at least 4 (NR=4 beat NR=1 by 13-17% at 8192x1x8192: docs/BENCHMARKS.md
-    as of f793a29). Where the shape is of the family's kind (at most MAX_COLUMN_BLOCKS column blocks), SPLITK: the
+    """(None of `keep` changed: Fit.) NR cut to the columns there are, at least 4 (NR=4 beat NR=1 by 13-17% at
+    8192x1x8192: docs/BENCHMARKS.md as of f793a29). Where the shape is of the family's kind (at most MAX_COLUMN_BLOCKS column blocks), SPLITK: the
     fewest splits whose grid reaches BLOCKS_PER_SM blocks an SM, among those that leave each split MIN_SPLIT_TILES
     tiles of K. That is the default's 4 at its shape, 8192 x 16 x 8192 (128 block-rows), and 1 at K = 108 or 61,
     where the default's 4 splits each took a part of one tile and waited on a turnstile: 11516x4x108 ran 10.9 us

@@ -77,8 +77,8 @@ def derive(p: Params) -> dict[str, int]:
 
 
 def fit(p: Params, shape: tuple[int, int, int], limits: Limits, keep: frozenset[str] = frozenset()) -> Params:
-    """(STAGES in `keep`: no change, Fit.) The most stages up to the default's that fit the device's shared memory per block: the default's 3
-    take 105 KiB, past the 99 KiB of an sm_86, sm_89 or sm_120 block."""
+    """(STAGES in `keep`: no change, Fit.) The most stages up to the default's that fit the device's shared memory
+    per block: the default's 3 take 105 KiB, past the 99 KiB of an sm_86, sm_89 or sm_120 block."""
     fitting = [s for s in STAGES.values if s <= p["STAGES"] and shared_bytes({**p, "STAGES": s}) <= limits.max_shared_optin]
     return {"STAGES": max(fitting)} if "STAGES" not in keep and fitting and max(fitting) != p["STAGES"] else {}
 
