@@ -75,3 +75,24 @@ def test_a_search_narrowed_to_one_tile_starts_from_the_fit_of_that_tile():
     moved, _ = fits([family], (256, 256, 262144), Limits())
     assert [(c.values["BN"], c.values["SPLITK"], c.values["RED"]) for c in moved] == [(128, 66, 2)]
     assert within(family, moved[0].values)
+
+
+def test_measure_fits_the_rest_on_the_device_that_measures(monkeypatch, tmp_path):
+    # split-K at 256 x 256 x 262144 fills the SMs: 66 splits of two tiles on 132 SMs, 54 on an A100's 108; a row
+    # named by --id (fit None) runs as recorded
+    import autotune.api.commands as commands
+
+    class Worker:
+        limits, peak_tflops = preset("a100"), 19.5
+
+        def close(self) -> None:
+            pass
+
+    seen: list = []
+    monkeypatch.setattr(commands, "start_measuring", lambda specs, db_path: ([Worker()], None))
+    monkeypatch.setattr("autotune.search.measure.evaluate", lambda db, worker, config, *a, **k: seen.append(config))
+    default = make_config(SPLITK, {})
+    commands.measure_command((256, 256, 262144), [default], {}, 0, 0, str(tmp_path / "m.sqlite"))
+    commands.measure_command((256, 256, 262144), [default], None, 0, 0, str(tmp_path / "m.sqlite"))
+    assert [c.values["SPLITK"] for c in seen] == [54, default.values["SPLITK"]]
+    assert fitted(default, (256, 256, 262144), Limits()).values["SPLITK"] == 66

@@ -5,7 +5,7 @@ import random
 import sys
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
 from autotune import store
 from autotune.api.checks import check_search
@@ -23,7 +23,7 @@ from autotune.backends.pool import (
 from autotune.backends.reference import contract_text
 from autotune.codegen.render import render
 from autotune.errors import AutotuneError
-from autotune.space import Config, Family, Limits, combinations, count_valid, enumerate_space, violations
+from autotune.space import Config, Family, Limits, combinations, count_valid, enumerate_space, fitted_around, violations
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -108,11 +108,11 @@ class Measured(NamedTuple):
     failed: bool  # no config was verified (each is recorded with its status): the command exits 1, as verify does
 
 
-def measure_command(shape: tuple[int, int, int], configs: list[Config], seed: int, device: int,
-                    db_path: str, kind: str = "cuda", kernel_timeout: float | None = None,
+def measure_command(shape: tuple[int, int, int], configs: list[Config], fit: Mapping[str, Any] | None, seed: int,
+                    device: int, db_path: str, kind: str = "cuda", kernel_timeout: float | None = None,
                     again: bool = False) -> Measured:
-    """Each config's row at the shape: measured, or the one recorded earlier (said so) unless `again`,
-    which measures it anew beside the old row."""
+    """Each config's row at the shape, measured, or recorded earlier (said so) unless `again`; `fit`: the names given,
+    the others fitted on the worker's device (its SMs and registers), None: the configs as they are."""
     from autotune.backends.child import WorkerSpec
     from autotune.search.measure import evaluate
 
@@ -120,7 +120,7 @@ def measure_command(shape: tuple[int, int, int], configs: list[Config], seed: in
     redo = store.Redo.every_row_of(db) if again else None
     lines, statuses = [], []
     try:
-        for config in configs:
+        for config in configs if fit is None else fitted_around(configs, shape, worker.limits, fit):
             done = evaluate(db, worker, config, worker.limits, worker.peak_tflops, redo=redo)
             if done is None:
                 lines.append(f"{config.name}: another worker is measuring it right now; its row will be in {db_path}")

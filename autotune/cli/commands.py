@@ -41,7 +41,7 @@ from autotune.explain.model import PRESETS
 from autotune.families import FAMILIES, families_for
 from autotune.families.layouts import for_batch, narrow_to
 from autotune.search import SAMPLERS
-from autotune.space import Limits, expand, fitted
+from autotune.space import expand
 from autotune.space.devices import PRESETS as DEVICE_PRESETS
 from autotune.space.devices import for_device
 from autotune.space.devices import preset as device_preset_limits
@@ -154,13 +154,13 @@ def measure(M, N, K, family, params, result_id, layout, seed, device, backend, k
     params, shape = with_layout(params, layout, family), resolve_shape(M, N, K)
     if family and result_id is None:
         choices = parse_choices(params)
-        configs = [fitted(c, shape, Limits(), {k: c.values[k] for k in choices}) for c in expand(FAMILIES[family], choices)]
+        named, fit = expand(FAMILIES[family], choices), choices  # the rest fitted on the device that measures them
     else:
         config = resolve_config(db_path, family, params, result_id)
         if config is None:
             raise AutotuneError("name a config: --family tiled -p T=32 ..., or --id N")
-        configs = [config]
-    measured = measure_command(shape, configs, seed, device, db_path, backend, kernel_timeout, again)
+        named, fit = [config], None  # a recorded config as it is
+    measured = measure_command(shape, named, fit, seed, device, db_path, backend, kernel_timeout, again)
     click.echo(measured.text)
     if measured.failed:
         sys.exit(1)

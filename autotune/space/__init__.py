@@ -37,11 +37,11 @@ from autotune.space.config import (
                                    within,
 )
 from autotune.space.expr import ceil_div, round_up
-from autotune.space.fits import fitted, keeps
+from autotune.space.fits import fitted, fitted_around, keeps
 from autotune.space.shapes import Shape, nearness, rank_shapes, shape_distance, shape_text
 from autotune.space.walk import combinations, count_valid, enumerate_space, iter_valid, random_valid, valid_configs
 
 __all__ = ["BLAS_ARGS", "MAX_ELEMENTS", "Operands", "batched", "buffer_sizes", "operand_problems", "stored_shapes", "takes_blas", "tight", "ArchNeed", "Config", "Constraint", "Family", "HipSupport", "Launch", "Limits", "PROLOGUE_SUFFIX", "Param", "Params", "Prologue", "Shape", "Value",
-           "arch_refusal", "ceil_div", "check_shape", "combinations", "count_valid", "enumerate_space", "expand", "Fit", "fitted", "keeps", "iter_valid",
+           "arch_refusal", "ceil_div", "check_shape", "combinations", "count_valid", "enumerate_space", "expand", "Fit", "fitted", "fitted_around", "keeps", "iter_valid",
            "at_shape", "make_config", "narrow", "nearness", "on_device", "random_valid", "rank_shapes", "round_up", "shape_distance", "shape_text",
            "shape_violations", "valid_configs", "violations", "within"]

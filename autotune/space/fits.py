@@ -2,7 +2,7 @@
 first and what `measure -p` runs around the values it is given."""
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from autotune.space.config import Config, Limits, Params, Value, make_config
 
@@ -23,3 +23,8 @@ def fitted(default: Config, shape: tuple[int, int, int], limits: Limits, given: 
     fit = default.family.fit
     changes = {k: v for k, v in fit(default.values, shape, limits, frozenset(given)).items() if k not in given} if fit else {}
     return make_config(default.family, {**given, **changes}) if changes else default
+
+
+def fitted_around(configs: list[Config], shape: tuple[int, int, int], limits: Limits, names: Iterable[str]) -> list[Config]:
+    """Each config fitted to the shape around its values of `names`, which stay (measure's -p NAME=V1,V2)."""
+    return [fitted(c, shape, limits, {name: c.values[name] for name in names}) for c in configs]
