@@ -1936,8 +1936,8 @@ def test_the_streamk_docs_warp_tile_table_is_the_committed_run():
 
 
 def test_the_families_docs_splitk_tiles_paragraph_is_the_committed_run():
-    """docs/families.md's paragraph on split-K where M and N are just past a tile: splitk_tiles_check.sh's output."""
-    rows = _measured_rows("splitk-tiles-h100.txt")
+    """docs/families.md's paragraph on split-K where M and N are just past a tile: splitk_past_a_tile_check.sh's output."""
+    rows = _measured_rows("splitk-past-a-tile-h100.txt")
     times = {(*shape, tags["BN"], tags["SK"], tags["RD"]): (ms, cublas) for shape, tags, status, ms, cublas in rows
              if status == "ok"}
     refused = sorted((*shape, tags["SK"], tags["RD"]) for shape, tags, status, *_ in rows if status != "ok")

@@ -12,7 +12,6 @@ def keeps(keep: frozenset[str], before: Params, after: Params) -> bool:
     return all(after[name] == before[name] for name in keep if name in after)
 
 
-
 def fitted(default: Config, shape: tuple[int, int, int], limits: Limits, given: Mapping[str, Value] | None = None) -> Config:
     """The default config `default` (made from `given`) fitted to the shape where its family has a fit
     (Family.fit), as a search's first trial; the fit changes no value in `given` and derives the others from

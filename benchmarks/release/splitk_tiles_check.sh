@@ -1,18 +1,17 @@
 #!/usr/bin/env bash
-# Split-K where M and N are just past a tile (few tiles, mostly padding, long K): 128 x 128 against 128 x 256 tiles,
-# 32 against 64 splits, summed in a chain (RED=0) or a tree (RED=2; refused where the workspace cannot hold 64
-# splits' partial tiles), at 200x300x50000, 300x300x50000 and 200x600x50000. common.sh's splitk_measure, cuBLAS timed
-# in the same process; every row, one a line (M N K kernel status ms cuBLAS-ms registers), as
-# benchmarks/data/splitk-tiles-h100.txt holds them. Needs a GPU; OUT and COMMIT may be set (common.sh).
+# Issue 13, split-K's tile: the blocked default's 128 x 256 (halved where M is 64) against the split
+# default's 128 x 128 at the suite's split shapes, and RED=2 again at 64 splits (run-to-run spread).
+# Each `autotune measure` is one process with its cuBLAS. From the repository root with OUT set:
+#   OUT=out bash benchmarks/release/splitk_tiles_check.sh
 source benchmarks/release/common.sh
-step "splitk tiles and splits"
-for shape in 200x300x50000 300x300x50000 200x600x50000; do
-  splitk_measure "$WORK/tiles.sqlite" "$shape" BN=128,256 SPLITK=32,64 RED=0,2
-done
-python3 - "$WORK"/tiles.sqlite <<'PY' | tee "$OUT/splitk-tiles-$TAG.txt"
-import sqlite3, sys
-rows = sqlite3.connect(sys.argv[1]).execute(
-    "SELECT M, N, K, kernel, status, round(time_ms, 4), round(cublas_ms, 4), num_regs FROM results").fetchall()
-for row in sorted(rows, key=lambda r: r[:4]):
-    print(*row)
-PY
+DB="$WORK/tiles.sqlite"
+step "split-K tiles"
+splitk_measure "$DB" 128x8192x8192 BN=128,256 SPLITK=4 RED=0,1
+splitk_measure "$DB" 1024x1024x1024 BN=128,256 SPLITK=4 RED=0,1
+splitk_measure "$DB" 64x8192x8192 BM=64 WM=32 BN=128,256 SPLITK=4,8 RED=0,1
+splitk_measure "$DB" 64x14336x4096 BM=64 WM=32 BN=128,256 SPLITK=8 RED=0,1
+splitk_measure "$DB" 8192x128x8192 BM=128,256 SPLITK=4 RED=0,1
+splitk_measure "$DB" 256x256x262144 BN=128,256 SPLITK=64 RED=1,2
+splitk_measure "$DB" 1024x1024x65536 BN=128,256 SPLITK=4,8 RED=1
+step "done"
+cp "$DB" "$OUT/tiles.sqlite"
